@@ -1,0 +1,249 @@
+//! One sandboxed call: fresh store, limits armed, arguments converted, failure classified.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use wasmtime::component::Val;
+use wasmtime::{Store, Trap};
+
+use crate::convert;
+use crate::error::CallError;
+use crate::runtime::Runtime;
+use crate::sandbox::{Capabilities, HostState, LogRecord, MemoryLimitExceeded};
+use crate::tool::{Operation, Returns, Tool};
+use crate::Limits;
+
+/// What a call consumed and emitted, whether or not it succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CallReport {
+    pub fuel_consumed: u64,
+    #[serde(serialize_with = "as_micros", rename = "duration_us")]
+    pub duration: Duration,
+    pub stdout: String,
+    pub stderr: String,
+    /// Bytes of stdout/stderr dropped beyond `Limits::max_stdio_bytes`.
+    pub stdio_dropped: u64,
+    pub logs: Vec<LogRecord>,
+    pub logs_dropped: u64,
+    /// HTTP requests the sandbox refused, as `METHOD uri`.
+    pub http_refused: Vec<String>,
+}
+
+fn as_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// The result of a call (the operation's success value as JSON) and its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    pub result: Result<Value, CallError>,
+    pub report: CallReport,
+}
+
+impl Runtime {
+    /// Calls `operation` of `tool` with JSON `args`, in a fresh instance with `caps` and
+    /// `limits`. Never panics on guest behaviour: every failure is a [`CallError`].
+    pub async fn call(
+        &self,
+        tool: &Tool,
+        operation: &str,
+        args: &Value,
+        caps: &Capabilities,
+        limits: &Limits,
+    ) -> CallOutcome {
+        let started = Instant::now();
+        let mut report = CallReport::default();
+        let result = self.call_inner(tool, operation, args, caps, limits, &mut report).await;
+        report.duration = started.elapsed();
+        CallOutcome { result, report }
+    }
+
+    async fn call_inner(
+        &self,
+        tool: &Tool,
+        operation: &str,
+        args: &Value,
+        caps: &Capabilities,
+        limits: &Limits,
+        report: &mut CallReport,
+    ) -> Result<Value, CallError> {
+        let op = tool.operation(operation).ok_or_else(|| CallError::UnknownOperation {
+            operation: operation.to_string(),
+            available: tool.operation_names(),
+        })?;
+        let params = convert::args_to_vals(&op.params, args)?;
+        let state = HostState::new(caps, limits).map_err(|e| CallError::Denied {
+            reason: e.to_string(),
+        })?;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store
+            .set_fuel(limits.fuel)
+            .expect("fuel is enabled on every engine");
+        store.set_epoch_deadline(deadline_ticks(limits.timeout, self.epoch_tick));
+        store.epoch_deadline_trap();
+
+        let run = run(tool, op, &params, &mut store);
+        let outcome = tokio::time::timeout(limits.timeout, run).await;
+
+        report.fuel_consumed = limits.fuel - store.get_fuel().unwrap_or(0);
+        let state = store.data_mut();
+        let (stdout, out_dropped) = state.stdout.take();
+        let (stderr, err_dropped) = state.stderr.take();
+        report.stdout = stdout;
+        report.stderr = stderr;
+        report.stdio_dropped = out_dropped + err_dropped;
+        report.logs = std::mem::take(&mut state.logs.records);
+        report.logs_dropped = state.logs.dropped;
+        report.http_refused = std::mem::take(&mut state.http_hooks.refused);
+
+        let results = match outcome {
+            Err(_elapsed) => {
+                return Err(CallError::Timeout {
+                    timeout_ms: millis(limits.timeout),
+                });
+            }
+            Ok(Err(e)) => return Err(classify(e, store.data(), limits, &report.stderr)),
+            Ok(Ok(results)) => results,
+        };
+        let value = shape_result(op, results)?;
+        let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+        if size > limits.max_result_bytes {
+            return Err(CallError::OutputLimit {
+                size,
+                limit: limits.max_result_bytes,
+            });
+        }
+        Ok(value)
+    }
+}
+
+async fn run(
+    tool: &Tool,
+    op: &Operation,
+    params: &[Val],
+    store: &mut Store<HostState>,
+) -> wasmtime::Result<Vec<Val>> {
+    let instance = tool.pre.instantiate_async(&mut *store).await?;
+    let func = instance
+        .get_func(&mut *store, op.export)
+        .ok_or_else(|| wasmtime::format_err!("export `{}` vanished after instantiation", op.name))?;
+    let mut results = vec![Val::Bool(false); func.ty(&*store).results().len()];
+    func.call_async(&mut *store, params, &mut results).await?;
+    Ok(results)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Epoch ticks covering `timeout`, plus one because the current tick is partly spent.
+fn deadline_ticks(timeout: Duration, tick: Duration) -> u64 {
+    let tick = tick.as_nanos().max(1);
+    u64::try_from(timeout.as_nanos().div_ceil(tick)).unwrap_or(u64::MAX).saturating_add(1)
+}
+
+fn shape_result(op: &Operation, results: Vec<Val>) -> Result<Value, CallError> {
+    let first = results.into_iter().next();
+    match (&op.returns, first) {
+        (Returns::Nothing, _) | (_, None) => Ok(Value::Null),
+        (Returns::Value(t), Some(v)) => Ok(convert::to_json(t, &v)),
+        (Returns::Fallible { ok, err }, Some(Val::Result(r))) => match r {
+            Ok(v) => Ok(match (ok, v) {
+                (Some(t), Some(v)) => convert::to_json(t, &v),
+                _ => Value::Null,
+            }),
+            Err(v) => Err(CallError::ToolError {
+                value: match (err, v) {
+                    (Some(t), Some(v)) => convert::to_json(t, &v),
+                    _ => Value::Null,
+                },
+            }),
+        },
+        (Returns::Fallible { .. }, Some(other)) => Err(CallError::Trap {
+            message: format!("host bug: expected a result value, got {other:?}"),
+        }),
+    }
+}
+
+/// Maps a wasmtime error to the call's failure kind.
+fn classify(e: wasmtime::Error, state: &HostState, limits: &Limits, stderr: &str) -> CallError {
+    if let Some(m) = e.downcast_ref::<MemoryLimitExceeded>() {
+        return CallError::MemoryLimit {
+            limit: m.limit,
+            requested: m.requested,
+        };
+    }
+    if let Some(requested) = state.limiter.exceeded {
+        return CallError::MemoryLimit {
+            limit: limits.memory_bytes(),
+            requested,
+        };
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => CallError::FuelExhausted { limit: limits.fuel },
+        Some(Trap::Interrupt) => CallError::Timeout {
+            timeout_ms: millis(limits.timeout),
+        },
+        Some(Trap::StackOverflow) => CallError::StackOverflow,
+        Some(trap) => match panic_message(stderr) {
+            Some(message) => CallError::Panic { message },
+            None => CallError::Trap {
+                message: with_stderr(trap.to_string(), stderr),
+            },
+        },
+        None if instantiation_failure(&e) => CallError::Instantiate {
+            reason: format!("{e:#}"),
+        },
+        None => CallError::Trap {
+            message: with_stderr(format!("{e:#}"), stderr),
+        },
+    }
+}
+
+fn instantiation_failure(e: &wasmtime::Error) -> bool {
+    let text = format!("{e:#}");
+    text.contains("instantiat")
+}
+
+/// The message of a Rust guest panic, from what the panic hook wrote to stderr.
+fn panic_message(stderr: &str) -> Option<String> {
+    let start = stderr.find("panicked at ")?;
+    let after = &stderr[start..];
+    // "panicked at src/lib.rs:10:5:\nmessage\nnote: run with ..."
+    let body = after.split_once(":\n").map_or(after, |(_, b)| b);
+    let msg: Vec<&str> = body
+        .lines()
+        .take_while(|l| !l.starts_with("note: "))
+        .collect();
+    let msg = msg.join("\n").trim().to_string();
+    Some(if msg.is_empty() { after.lines().next().unwrap_or("").to_string() } else { msg })
+}
+
+fn with_stderr(message: String, stderr: &str) -> String {
+    let tail = stderr.trim();
+    if tail.is_empty() {
+        return message;
+    }
+    let tail: String = tail.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("{message}; stderr: {tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extracts_rust_panic_messages() {
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: 42\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(panic_message(stderr).as_deref(), Some("boom: 42"));
+        assert_eq!(panic_message("no panic here"), None);
+    }
+
+    #[test]
+    fn deadline_ticks_round_up() {
+        assert_eq!(deadline_ticks(Duration::from_millis(10), Duration::from_millis(5)), 3);
+        assert_eq!(deadline_ticks(Duration::from_millis(11), Duration::from_millis(5)), 4);
+    }
+}

@@ -1,0 +1,153 @@
+//! The `toolhost` command line. One file per subcommand; this file holds the clap tree,
+//! exit codes and the shared runtime setup.
+
+mod call;
+mod grants;
+mod inspect;
+mod pack;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::{Runtime, RuntimeConfig};
+
+/// Exit codes of `toolhost`, also listed in `--help`.
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// The tool returned an error value (`tool_error`).
+    pub const TOOL_ERROR: i32 = 1;
+    /// Bad command line, bad arguments, unknown operation.
+    pub const USAGE: i32 = 2;
+    /// A limit stopped the call: fuel, deadline, memory, result size.
+    pub const LIMIT: i32 = 3;
+    /// The tool trapped: panic, stack overflow, any other trap, failed instantiation.
+    pub const TRAP: i32 = 4;
+    /// A capability was denied.
+    pub const DENIED: i32 = 5;
+    /// The component could not be loaded (unreadable, not a component, unsupported types).
+    pub const LOAD: i32 = 6;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the tool returned an error value (kind `tool_error`)
+  2  usage error, bad arguments or unknown operation
+  3  a limit stopped the call (fuel_exhausted, timeout, memory_limit, output_limit)
+  4  the tool trapped (panic, stack_overflow, trap, instantiate)
+  5  a capability was denied (denied)
+  6  the component could not be loaded";
+
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about = "Run WebAssembly components as sandboxed agent tools", after_help = EXIT_CODES)]
+struct Cli {
+    /// Directory of the compiled-component cache [default: $XDG_CACHE_HOME/toolhost or
+    /// ~/.cache/toolhost; env TOOLHOST_CACHE_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile every component afresh and write nothing to the cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Work with tool components.
+    #[command(subcommand)]
+    Tool(ToolCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolCommand {
+    Inspect(inspect::Args),
+    Call(call::Args),
+    Pack(pack::Args),
+}
+
+/// Runs the CLI with `args` (including the program name); returns the exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() { write!(err, "{text}") } else { write!(out, "{text}") };
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
+        Command::Tool(cmd) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => match cmd {
+                ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
+                ToolCommand::Call(args) => call::run(&rt, args, out, err),
+                ToolCommand::Pack(_) => unreachable!("handled above"),
+            },
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+    };
+    match result {
+        Ok(code) => code,
+        Err(f) => {
+            if !f.message.is_empty() {
+                let _ = writeln!(err, "error: {}", f.message);
+            }
+            f.code
+        }
+    }
+}
+
+/// A failed command: its exit code and the message for stderr (empty if already printed).
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(code: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub(crate) type CmdResult = Result<i32, Failure>;
+
+fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("toolhost"))
+}
+
+fn runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime> {
+    let cache_dir = if no_cache { None } else { cache_dir.or_else(default_cache_dir) };
+    Ok(Runtime::new(RuntimeConfig {
+        cache_dir,
+        ..RuntimeConfig::default()
+    })?)
+}
+
+/// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+pub(crate) fn load_tool(rt: &Runtime, path: &std::path::Path) -> Result<crate::Tool, Failure> {
+    rt.load(path).map_err(|e| Failure::new(exit::LOAD, e.to_string()))
+}

@@ -1,0 +1,129 @@
+//! Typed errors: [`LoadError`] when a component cannot become a tool, [`CallError`] when a
+//! call does not produce a result. Every message names the bad value and the reason.
+
+use serde::Serialize;
+
+use crate::convert::ConvertError;
+
+/// Why a component could not be loaded as a tool.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is not a WebAssembly component: {reason}")]
+    NotComponent { path: String, reason: String },
+    #[error("cannot compile `{path}`: {reason}")]
+    Compile { path: String, reason: String },
+    #[error("operation `{operation}` cannot be a tool operation: its {position} is {what}")]
+    Unsupported {
+        operation: String,
+        position: String,
+        what: String,
+    },
+    #[error("cannot link `{path}`: {reason}")]
+    Link { path: String, reason: String },
+    #[error("docs of `{path}`: {reason}")]
+    Docs { path: String, reason: String },
+    #[error("cannot set up the engine: {0}")]
+    Engine(String),
+}
+
+/// Why a call failed. [`CallError::kind`] gives the stable machine-readable kind.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error("unknown operation `{operation}`; the tool's operations are: {available}")]
+    UnknownOperation {
+        operation: String,
+        available: String,
+    },
+    #[error("bad arguments: {0}")]
+    BadArguments(#[from] ConvertError),
+    #[error("fuel exhausted: the call used all {limit} units of fuel")]
+    FuelExhausted { limit: u64 },
+    #[error("deadline exceeded: the call ran longer than {timeout_ms} ms")]
+    Timeout { timeout_ms: u64 },
+    #[error("memory limit exceeded: the instance asked for {requested} bytes, the limit is {limit} bytes")]
+    MemoryLimit { limit: usize, requested: usize },
+    #[error("stack overflow: the tool recursed too deeply")]
+    StackOverflow,
+    #[error("tool panicked: {message}")]
+    Panic { message: String },
+    #[error("tool trapped: {message}")]
+    Trap { message: String },
+    #[error("tool returned an error: {}", display_json(.value))]
+    ToolError { value: serde_json::Value },
+    #[error("result too large: {size} bytes of JSON, the limit is {limit} bytes")]
+    OutputLimit { size: usize, limit: usize },
+    #[error("denied: {reason}")]
+    Denied { reason: String },
+    #[error("cannot start the call: {reason}")]
+    Instantiate { reason: String },
+}
+
+fn display_json(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl CallError {
+    /// Stable kind, as used in `--json` output and exit codes.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CallError::UnknownOperation { .. } => ErrorKind::UnknownOperation,
+            CallError::BadArguments(_) => ErrorKind::BadArguments,
+            CallError::FuelExhausted { .. } => ErrorKind::FuelExhausted,
+            CallError::Timeout { .. } => ErrorKind::Timeout,
+            CallError::MemoryLimit { .. } => ErrorKind::MemoryLimit,
+            CallError::StackOverflow => ErrorKind::StackOverflow,
+            CallError::Panic { .. } => ErrorKind::Panic,
+            CallError::Trap { .. } => ErrorKind::Trap,
+            CallError::ToolError { .. } => ErrorKind::ToolError,
+            CallError::OutputLimit { .. } => ErrorKind::OutputLimit,
+            CallError::Denied { .. } => ErrorKind::Denied,
+            CallError::Instantiate { .. } => ErrorKind::Instantiate,
+        }
+    }
+}
+
+/// The stable kinds of call failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    UnknownOperation,
+    BadArguments,
+    FuelExhausted,
+    Timeout,
+    MemoryLimit,
+    StackOverflow,
+    Panic,
+    Trap,
+    ToolError,
+    OutputLimit,
+    Denied,
+    Instantiate,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UnknownOperation => "unknown_operation",
+            ErrorKind::BadArguments => "bad_arguments",
+            ErrorKind::FuelExhausted => "fuel_exhausted",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::MemoryLimit => "memory_limit",
+            ErrorKind::StackOverflow => "stack_overflow",
+            ErrorKind::Panic => "panic",
+            ErrorKind::Trap => "trap",
+            ErrorKind::ToolError => "tool_error",
+            ErrorKind::OutputLimit => "output_limit",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Instantiate => "instantiate",
+        }
+    }
+}

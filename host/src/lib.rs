@@ -1,0 +1,51 @@
+//! toolhost: a WebAssembly-sandboxed tool host for planner–executor agents.
+//!
+//! Every tool is a WebAssembly component. Each function it exports is an *operation* that an
+//! agent can call with JSON arguments; the host derives a JSON Schema for each operation
+//! from the component's WIT types and doc comments, converts JSON to typed component values
+//! and back, and runs every call in a fresh instance with fuel, a wall-clock deadline, a
+//! memory cap and only the capabilities it was granted.
+//!
+//! # Layout
+//!
+//! Data flows: component bytes → [`Runtime::load`] → [`Tool`] (operations + schemas) →
+//! [`Runtime::call`] (JSON args → values → fresh sandboxed instance → values → JSON) →
+//! [`CallOutcome`].
+//!
+//! - [`runtime`]: the shared engine, linker and epoch ticker; loading components as tools.
+//! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
+//! - [`tool`]: a loaded tool, its operations and their schemas.
+//! - [`types`]: [`WitType`], the host's copy of a component value type.
+//! - [`schema`]: WIT type + docs → JSON Schema for models.
+//! - [`convert`]: JSON ↔ component values, with JSON-path errors.
+//! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
+//! - [`sandbox`]: per-call store state: capabilities, captured stdio, memory limiter, the
+//!   `toolhost:host/log` import, the HTTP gate.
+//! - [`call`]: one call, its limits, and the classification of every way it can fail.
+//! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
+//! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
+//! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
+//! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`).
+
+pub mod cache;
+pub mod call;
+pub mod cli;
+pub mod convert;
+pub mod docs;
+pub mod error;
+pub mod limits;
+pub mod pack;
+pub mod runtime;
+pub mod sandbox;
+pub mod schema;
+pub mod tool;
+pub mod types;
+
+pub use call::{CallOutcome, CallReport};
+pub use error::{CallError, ErrorKind, LoadError};
+pub use limits::Limits;
+pub use runtime::{Runtime, RuntimeConfig};
+pub use sandbox::{Capabilities, DirGrant};
+pub use tool::{Operation, Tool};
+pub use types::WitType;
+pub use toolhost_wit_docs as wit_docs;

@@ -1,0 +1,173 @@
+//! [`Runtime`]: the shared engine, linker and compiled cache; loads components as [`Tool`]s.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+
+use crate::cache::{self, Cache, Miss};
+use crate::docs;
+use crate::error::LoadError;
+use crate::sandbox::{self, HostState};
+use crate::tool::{self, Compiled, Tool};
+
+/// How a [`Runtime`] is set up.
+///
+/// `RuntimeConfig::default()`:
+/// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
+/// - `epoch_tick`: 5 ms, the granularity of call deadlines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    pub cache_dir: Option<PathBuf>,
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> RuntimeConfig {
+        RuntimeConfig {
+            cache_dir: None,
+            epoch_tick: Duration::from_millis(5),
+        }
+    }
+}
+
+/// One engine for all tools, with fuel and epoch interruption always on.
+pub struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    pub(crate) epoch_tick: Duration,
+    cache: Option<Cache>,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
+        let mut c = Config::new();
+        c.wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .parallel_compilation(true);
+        let engine = Engine::new(&c).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let linker = sandbox::linker(&engine).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), config.epoch_tick, stop.clone());
+        Ok(Runtime {
+            cache: config.cache_dir.map(|d| Cache::new(d, &engine)),
+            engine,
+            linker,
+            epoch_tick: config.epoch_tick,
+            stop_ticker: stop,
+        })
+    }
+
+    /// The compiled cache in use, if any.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache.as_ref().map(Cache::dir)
+    }
+
+    /// Loads the component at `path` as a tool named after the file stem.
+    pub fn load(&self, path: &Path) -> Result<Tool, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map_or_else(|| "tool".to_string(), |s| s.to_string_lossy().into_owned());
+        self.load_bytes(&name, path, &bytes)
+    }
+
+    /// Loads a component from memory; `path` is used for messages and the sidecar lookup.
+    pub fn load_bytes(&self, name: &str, path: &Path, bytes: &[u8]) -> Result<Tool, LoadError> {
+        let shown = || path.display().to_string();
+        if !wasmparser::Parser::is_component(bytes) {
+            let reason = if wasmparser::Parser::is_core_wasm(bytes) {
+                "it is a core module; wrap it with `wasm-tools component new` or build for wasm32-wasip2"
+            } else {
+                "it does not start with the WebAssembly component header"
+            };
+            return Err(LoadError::NotComponent {
+                path: shown(),
+                reason: reason.into(),
+            });
+        }
+        let (docs, docs_source) = docs::find(path, bytes)?;
+        let digest = cache::sha256_hex(bytes);
+        let (component, compiled) = self.compile(path, &digest, bytes)?;
+        let operations = tool::operations(&self.engine, &component, docs.as_ref())?;
+        let ty = component.component_type();
+        let imports: Vec<String> = ty.imports(&self.engine).map(|(n, _)| n.to_string()).collect();
+        // Link strictly first; a component importing something the host does not offer
+        // (another toolchain's extra interface) still loads, with those imports trapping.
+        let (pre, unsatisfied) = match self.linker.instantiate_pre(&component) {
+            Ok(pre) => (pre, None),
+            Err(strict) => {
+                let mut linker = self.linker.clone();
+                linker
+                    .define_unknown_imports_as_traps(&component)
+                    .and_then(|()| linker.instantiate_pre(&component))
+                    .map(|pre| (pre, Some(format!("{strict:#}"))))
+                    .map_err(|e| LoadError::Link {
+                        path: shown(),
+                        reason: format!("{e:#}"),
+                    })?
+            }
+        };
+        Ok(Tool {
+            name: name.to_string(),
+            digest,
+            description: docs.as_ref().and_then(|d| d.docs.clone()),
+            operations,
+            imports,
+            unsatisfied_imports: unsatisfied,
+            docs,
+            docs_source,
+            compiled,
+            pre,
+        })
+    }
+
+    fn compile(&self, path: &Path, digest: &str, bytes: &[u8]) -> Result<(Component, Compiled), LoadError> {
+        if let Some(cache) = &self.cache {
+            match cache.load(&self.engine, digest) {
+                Ok(c) => {
+                    tracing::debug!(path = %path.display(), "loaded from the compiled cache");
+                    return Ok((c, Compiled::FromCache));
+                }
+                Err(Miss::Absent) => {}
+                Err(Miss::Corrupt(why)) => {
+                    tracing::warn!(entry = %cache.entry_path(digest).display(), %why, "ignoring a bad compiled-cache entry; recompiling");
+                }
+            }
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile {
+            path: path.display().to_string(),
+            reason: format!("{e:#}"),
+        })?;
+        if let Some(cache) = &self.cache {
+            cache.store(digest, &component);
+        }
+        Ok((component, Compiled::Fresh))
+    }
+}
+
+fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) {
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+        .expect("spawn the epoch ticker thread");
+}
