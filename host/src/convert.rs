@@ -493,7 +493,7 @@ fn case_json(name: &str, ty: Option<&WitType>, payload: Option<&Val>) -> Value {
 fn float_json(f: f64) -> Value {
     // Integral values print as integers (`53`, not `53.0`); below 2^53 the two are the
     // same f64, so nothing is lost.
-    if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+    if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 && !(f == 0.0 && f.is_sign_negative()) {
         return Value::from(f as i64);
     }
     match Number::from_f64(f) {

@@ -1,0 +1,10 @@
+//! Paths of the tool components in `tools/`, built for `wasm32-wasip2` by this crate's
+//! build script. Tests, examples and benchmarks depend on this crate instead of asking
+//! anyone to build the tools by hand.
+
+include!(concat!(env!("OUT_DIR"), "/tools.rs"));
+
+/// Path of the component named `name` (`calc`, `fs`, …), if it is built here.
+pub fn path(name: &str) -> Option<&'static str> {
+    ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+}

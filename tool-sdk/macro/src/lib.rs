@@ -101,7 +101,7 @@ fn expand(args: Args) -> syn::Result<proc_macro2::TokenStream> {
             path: #path_str,
             world: #world,
             runtime_path: "::toolhost_sdk::wit_bindgen::rt",
-            bitflags_path: "::toolhost_sdk::wit_bindgen::bitflags",
+            bitflags_path: "::toolhost_sdk::wit_bindgen::rt::bitflags",
             generate_all,
         });
 

@@ -1,0 +1,75 @@
+//! Builds every tool component for `wasm32-wasip2` with a nested `cargo build`, the way
+//! wasmtime's test-programs do, so tests and the demo never need a manual pre-step.
+//!
+//! The nested build uses its own target directory under `OUT_DIR` (sharing the outer one
+//! would deadlock on cargo's build lock) and the `tool` profile.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (crate name, constant name) of every component built here.
+const TOOLS: &[(&str, &str)] = &[
+    ("calc", "CALC"),
+    ("typesink", "TYPESINK"),
+    ("misbehave", "MISBEHAVE"),
+];
+
+const TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest_dir.parent().expect("tools/ has a parent").to_path_buf();
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
+    let target_dir = out_dir.join("wasm");
+
+    for dir in ["tools", "tool-sdk", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .args(["--target", TARGET, "--profile", "tool"])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        // Flags meant for the host build must not leak into the guest build.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_PRIMARY_PACKAGE");
+    for (name, _) in TOOLS {
+        cmd.args(["-p", name]);
+    }
+    let output = cmd.output().expect("run the nested cargo build");
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if stderr.contains("target may not be installed") || stderr.contains("can't find crate for `core`") {
+            panic!(
+                "building the tool components needs the `{TARGET}` target: run `rustup target add {TARGET}`\n\n{stderr}"
+            );
+        }
+        panic!("building the tool components for {TARGET} failed:\n{stderr}");
+    }
+
+    let mut consts = String::new();
+    let mut all = String::new();
+    for (name, konst) in TOOLS {
+        let path = target_dir.join(TARGET).join("tool").join(format!("{name}.wasm"));
+        assert!(exists(&path), "the nested build did not produce {}", path.display());
+        consts.push_str(&format!(
+            "/// Path of the built `{name}` component.\npub const {konst}: &str = {:?};\n",
+            path.display().to_string()
+        ));
+        all.push_str(&format!("    ({name:?}, {konst}),\n"));
+    }
+    consts.push_str(&format!(
+        "/// Every built component: (name, path).\npub const ALL: &[(&str, &str)] = &[\n{all}];\n"
+    ));
+    std::fs::write(out_dir.join("tools.rs"), consts).expect("write tools.rs");
+}
+
+fn exists(p: &Path) -> bool {
+    p.is_file()
+}
