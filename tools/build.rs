@@ -12,6 +12,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("calc", "CALC"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
+    ("plain", "PLAIN"),
 ];
 
 const TARGET: &str = "wasm32-wasip2";

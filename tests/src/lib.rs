@@ -1,0 +1,88 @@
+//! Helpers shared by the integration tests in `all/`: one runtime, tools loaded once,
+//! blocking wrappers for calls, and an in-process CLI runner.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+use toolhost::{Capabilities, CallOutcome, Limits, Runtime, RuntimeConfig, Tool};
+
+/// The runtime shared by tests that do not test the cache (no disk cache).
+pub fn runtime() -> &'static Runtime {
+    static RT: OnceLock<Runtime> = OnceLock::new();
+    RT.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
+}
+
+/// Path of a built component (`calc`, `misbehave`, …).
+pub fn path(name: &str) -> &'static str {
+    toolhost_tools::path(name).unwrap_or_else(|| panic!("no built component named {name}"))
+}
+
+/// The tool `name`, loaded once per test binary.
+pub fn tool(name: &str) -> Arc<Tool> {
+    static TOOLS: OnceLock<Mutex<HashMap<String, Arc<Tool>>>> = OnceLock::new();
+    let mut map = TOOLS.get_or_init(Default::default).lock().expect("lock");
+    map.entry(name.to_string())
+        .or_insert_with(|| Arc::new(runtime().load(path(name).as_ref()).expect("load tool")))
+        .clone()
+}
+
+/// Runs a future to completion on a fresh current-thread runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio runtime")
+        .block_on(f)
+}
+
+/// Calls `op` of tool `name` with no capabilities and the given limits.
+pub fn call_with(name: &str, op: &str, args: Value, caps: &Capabilities, limits: &Limits) -> CallOutcome {
+    let t = tool(name);
+    block_on(runtime().call(&t, op, &args, caps, limits))
+}
+
+/// Calls `op` of tool `name` with no capabilities and default limits.
+pub fn call(name: &str, op: &str, args: Value) -> CallOutcome {
+    call_with(name, op, args, &Capabilities::none(), &Limits::default())
+}
+
+fn shared_cache_dir() -> &'static std::path::Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir")).path()
+}
+
+/// What the CLI printed and returned.
+#[derive(Debug)]
+pub struct CliOutput {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `toolhost ARGS…` in process.
+pub fn cli<I, S>(args: I) -> CliOutput
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // Share one compiled cache per test process unless the test chooses its own, so the
+    // many CLI invocations compile each component once.
+    let own_cache = args.iter().any(|a| a == "--no-cache" || a == "--cache-dir");
+    let cache: Vec<OsString> = if own_cache {
+        Vec::new()
+    } else {
+        vec!["--cache-dir".into(), shared_cache_dir().into()]
+    };
+    let argv = std::iter::once(OsString::from("toolhost")).chain(cache).chain(args);
+    let code = toolhost::cli::run(argv, &mut out, &mut err);
+    CliOutput {
+        code,
+        stdout: String::from_utf8(out).expect("utf-8 stdout"),
+        stderr: String::from_utf8(err).expect("utf-8 stderr"),
+    }
+}

@@ -128,7 +128,8 @@ impl DocMap {
         let mut resolve = Resolve::default();
         let (pkg, _) = resolve.push_path(path).map_err(|e| DocsError::Parse {
             path: shown.clone(),
-            reason: format!("{e:#}"),
+            // `render_error` adds the file, line, column and the offending source line.
+            reason: resolve.render_error(&e),
         })?;
         let world = resolve
             .select_world(&[pkg], world)
@@ -146,7 +147,7 @@ impl DocMap {
             .push_str("tool.wit", source)
             .map_err(|e| DocsError::Parse {
                 path: "tool.wit".into(),
-                reason: format!("{e:#}"),
+                reason: resolve.render_error(&e),
             })?;
         let world = resolve
             .select_world(&[pkg], world)
