@@ -10,6 +10,9 @@ use std::process::Command;
 /// (crate name, constant name) of every component built here.
 const TOOLS: &[(&str, &str)] = &[
     ("calc", "CALC"),
+    ("text", "TEXT"),
+    ("json", "JSON"),
+    ("fs", "FS"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("plain", "PLAIN"),
@@ -18,15 +21,22 @@ const TOOLS: &[(&str, &str)] = &[
 const TARGET: &str = "wasm32-wasip2";
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let root = manifest_dir.parent().expect("tools/ has a parent").to_path_buf();
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest_dir
+        .parent()
+        .expect("tools/ has a parent")
+        .to_path_buf();
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
     let target_dir = out_dir.join("wasm");
 
     for dir in ["tools", "tool-sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
 
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -46,7 +56,9 @@ fn main() {
     let output = cmd.output().expect("run the nested cargo build");
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        if stderr.contains("target may not be installed") || stderr.contains("can't find crate for `core`") {
+        if stderr.contains("target may not be installed")
+            || stderr.contains("can't find crate for `core`")
+        {
             panic!(
                 "building the tool components needs the `{TARGET}` target: run `rustup target add {TARGET}`\n\n{stderr}"
             );
@@ -57,8 +69,15 @@ fn main() {
     let mut consts = String::new();
     let mut all = String::new();
     for (name, konst) in TOOLS {
-        let path = target_dir.join(TARGET).join("tool").join(format!("{name}.wasm"));
-        assert!(exists(&path), "the nested build did not produce {}", path.display());
+        let path = target_dir
+            .join(TARGET)
+            .join("tool")
+            .join(format!("{name}.wasm"));
+        assert!(
+            exists(&path),
+            "the nested build did not produce {}",
+            path.display()
+        );
         consts.push_str(&format!(
             "/// Path of the built `{name}` component.\npub const {konst}: &str = {:?};\n",
             path.display().to_string()

@@ -56,7 +56,8 @@ impl Cache {
 
     /// Path of the entry for a component whose SHA-256 is `digest`.
     pub fn entry_path(&self, digest: &str) -> PathBuf {
-        self.dir.join(format!("{digest}-{}.cwasm", self.engine_hash))
+        self.dir
+            .join(format!("{digest}-{}.cwasm", self.engine_hash))
     }
 
     /// Loads the compiled form of the component with SHA-256 `digest`, if a valid one exists.
@@ -127,6 +128,9 @@ mod tests {
         let mut flipped = entry.clone();
         *flipped.last_mut().unwrap() ^= 1;
         assert_eq!(check(&flipped).unwrap_err(), "checksum mismatch");
-        assert_eq!(check(&entry[..20]).unwrap_err(), "not a toolhost cache entry");
+        assert_eq!(
+            check(&entry[..20]).unwrap_err(),
+            "not a toolhost cache entry"
+        );
     }
 }

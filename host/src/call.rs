@@ -7,12 +7,12 @@ use serde_json::Value;
 use wasmtime::component::Val;
 use wasmtime::{Store, Trap};
 
+use crate::Limits;
 use crate::convert;
 use crate::error::CallError;
 use crate::runtime::Runtime;
 use crate::sandbox::{Capabilities, HostState, LogRecord, MemoryLimitExceeded};
 use crate::tool::{Operation, Returns, Tool};
-use crate::Limits;
 
 /// What a call consumed and emitted, whether or not it succeeded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -54,7 +54,9 @@ impl Runtime {
     ) -> CallOutcome {
         let started = Instant::now();
         let mut report = CallReport::default();
-        let result = self.call_inner(tool, operation, args, caps, limits, &mut report).await;
+        let result = self
+            .call_inner(tool, operation, args, caps, limits, &mut report)
+            .await;
         report.duration = started.elapsed();
         CallOutcome { result, report }
     }
@@ -68,10 +70,12 @@ impl Runtime {
         limits: &Limits,
         report: &mut CallReport,
     ) -> Result<Value, CallError> {
-        let op = tool.operation(operation).ok_or_else(|| CallError::UnknownOperation {
-            operation: operation.to_string(),
-            available: tool.operation_names(),
-        })?;
+        let op = tool
+            .operation(operation)
+            .ok_or_else(|| CallError::UnknownOperation {
+                operation: operation.to_string(),
+                available: tool.operation_names(),
+            })?;
         let params = convert::args_to_vals(&op.params, args)?;
         let state = HostState::new(caps, limits).map_err(|e| CallError::Denied {
             reason: e.to_string(),
@@ -126,9 +130,9 @@ async fn run(
     store: &mut Store<HostState>,
 ) -> wasmtime::Result<Vec<Val>> {
     let instance = tool.pre.instantiate_async(&mut *store).await?;
-    let func = instance
-        .get_func(&mut *store, op.export)
-        .ok_or_else(|| wasmtime::format_err!("export `{}` vanished after instantiation", op.name))?;
+    let func = instance.get_func(&mut *store, op.export).ok_or_else(|| {
+        wasmtime::format_err!("export `{}` vanished after instantiation", op.name)
+    })?;
     let mut results = vec![Val::Bool(false); func.ty(&*store).results().len()];
     func.call_async(&mut *store, params, &mut results).await?;
     Ok(results)
@@ -141,7 +145,9 @@ fn millis(d: Duration) -> u64 {
 /// Epoch ticks covering `timeout`, plus one because the current tick is partly spent.
 fn deadline_ticks(timeout: Duration, tick: Duration) -> u64 {
     let tick = tick.as_nanos().max(1);
-    u64::try_from(timeout.as_nanos().div_ceil(tick)).unwrap_or(u64::MAX).saturating_add(1)
+    u64::try_from(timeout.as_nanos().div_ceil(tick))
+        .unwrap_or(u64::MAX)
+        .saturating_add(1)
 }
 
 fn shape_result(op: &Operation, results: Vec<Val>) -> Result<Value, CallError> {
@@ -218,7 +224,11 @@ fn panic_message(stderr: &str) -> Option<String> {
         .take_while(|l| !l.starts_with("note: "))
         .collect();
     let msg = msg.join("\n").trim().to_string();
-    Some(if msg.is_empty() { after.lines().next().unwrap_or("").to_string() } else { msg })
+    Some(if msg.is_empty() {
+        after.lines().next().unwrap_or("").to_string()
+    } else {
+        msg
+    })
 }
 
 fn with_stderr(message: String, stderr: &str) -> String {
@@ -226,7 +236,14 @@ fn with_stderr(message: String, stderr: &str) -> String {
     if tail.is_empty() {
         return message;
     }
-    let tail: String = tail.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = tail
+        .chars()
+        .rev()
+        .take(500)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     format!("{message}; stderr: {tail}")
 }
 
@@ -243,7 +260,13 @@ mod tests {
 
     #[test]
     fn deadline_ticks_round_up() {
-        assert_eq!(deadline_ticks(Duration::from_millis(10), Duration::from_millis(5)), 3);
-        assert_eq!(deadline_ticks(Duration::from_millis(11), Duration::from_millis(5)), 4);
+        assert_eq!(
+            deadline_ticks(Duration::from_millis(10), Duration::from_millis(5)),
+            3
+        );
+        assert_eq!(
+            deadline_ticks(Duration::from_millis(11), Duration::from_millis(5)),
+            4
+        );
     }
 }

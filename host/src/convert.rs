@@ -77,8 +77,7 @@ impl Failure {
 
 fn is_plain_key(k: &str) -> bool {
     !k.is_empty()
-        && k
-            .chars()
+        && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
@@ -124,7 +123,9 @@ pub fn args_to_vals(params: &[(String, WitType)], args: &Value) -> Result<Vec<Va
     params
         .iter()
         .map(|(name, ty)| match obj.get(name) {
-            Some(v) => json_to_val(ty, v, 1).map_err(|f| f.at(Segment::Key(name.clone())).finish("$")),
+            Some(v) => {
+                json_to_val(ty, v, 1).map_err(|f| f.at(Segment::Key(name.clone())).finish("$"))
+            }
             None if matches!(ty, WitType::Option(_)) => Ok(Val::Option(None)),
             None => Err(Failure::new(format!(
                 "missing argument `{name}` of type {}",
@@ -196,7 +197,13 @@ fn items(ty: &WitType, arr: &[Value], depth: usize) -> Result<Vec<Val>, Failure>
 
 /// Reads a case-shaped value: `"name"` or `{"name": payload}`.
 fn case<'a>(v: &'a Value, names: &[&str]) -> Result<(&'a str, Option<&'a Value>), Failure> {
-    let list = || names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let list = || {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match v {
         Value::String(s) => Ok((s.as_str(), None)),
         Value::Object(o) if o.len() == 1 => {
@@ -204,7 +211,10 @@ fn case<'a>(v: &'a Value, names: &[&str]) -> Result<(&'a str, Option<&'a Value>)
             Ok((k.as_str(), Some(p)))
         }
         _ => Err(expected(
-            format!("one of {} as a string, or an object with one of them as its only key", list()),
+            format!(
+                "one of {} as a string, or an object with one of them as its only key",
+                list()
+            ),
             v,
         )),
     }
@@ -230,7 +240,9 @@ fn json_to_val(ty: &WitType, v: &Value, depth: usize) -> Result<Val, Failure> {
         WitType::F32 => Val::Float32(float(v)? as f32),
         WitType::F64 => Val::Float64(float(v)?),
         WitType::Char => {
-            let s = v.as_str().ok_or_else(|| expected("a string of one character", v))?;
+            let s = v
+                .as_str()
+                .ok_or_else(|| expected("a string of one character", v))?;
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Val::Char(c),
@@ -263,7 +275,9 @@ fn json_to_val(ty: &WitType, v: &Value, depth: usize) -> Result<Val, Failure> {
             let mut out = Vec::with_capacity(fields.len());
             for (name, fty) in fields {
                 let val = match obj.get(name) {
-                    Some(x) => json_to_val(fty, x, d).map_err(|f| f.at(Segment::Key(name.clone())))?,
+                    Some(x) => {
+                        json_to_val(fty, x, d).map_err(|f| f.at(Segment::Key(name.clone())))?
+                    }
                     None => {
                         return Err(Failure::new(format!(
                             "missing field `{name}` of type {}",
@@ -278,7 +292,10 @@ fn json_to_val(ty: &WitType, v: &Value, depth: usize) -> Result<Val, Failure> {
         WitType::Tuple(ts) => {
             let arr = array(v, &format!("an array of {} items", ts.len()))?;
             if arr.len() != ts.len() {
-                return Err(expected(format!("an array of exactly {} items", ts.len()), v));
+                return Err(expected(
+                    format!("an array of exactly {} items", ts.len()),
+                    v,
+                ));
             }
             Val::Tuple(
                 ts.iter()
@@ -297,7 +314,10 @@ fn json_to_val(ty: &WitType, v: &Value, depth: usize) -> Result<Val, Failure> {
                     names.join(", ")
                 )));
             };
-            Val::Variant(name.to_string(), case_payload(name, pty.as_ref(), payload, d)?)
+            Val::Variant(
+                name.to_string(),
+                case_payload(name, pty.as_ref(), payload, d)?,
+            )
         }
         WitType::Enum(names) => {
             let s = v.as_str().ok_or_else(|| expected("a string", v))?;
@@ -317,7 +337,8 @@ fn json_to_val(ty: &WitType, v: &Value, depth: usize) -> Result<Val, Failure> {
                     .filter(|o| o.len() == 1)
                     .and_then(|o| o.get("some"))
                     .ok_or_else(|| expected("null or {\"some\": value}", v))?;
-                let val = json_to_val(t, inner, d).map_err(|f| f.at(Segment::Key("some".into())))?;
+                let val =
+                    json_to_val(t, inner, d).map_err(|f| f.at(Segment::Key("some".into())))?;
                 Val::Option(Some(Box::new(val)))
             }
             _ => Val::Option(Some(Box::new(json_to_val(t, v, d)?))),
@@ -352,7 +373,9 @@ fn json_to_val(ty: &WitType, v: &Value, depth: usize) -> Result<Val, Failure> {
                         .at(Segment::Index(i))
                     })?;
                 if out.iter().any(|o| o == s) {
-                    return Err(Failure::new(format!("flag {s:?} given twice")).at(Segment::Index(i)));
+                    return Err(
+                        Failure::new(format!("flag {s:?} given twice")).at(Segment::Index(i))
+                    );
                 }
                 out.push(s.to_string());
             }
@@ -383,13 +406,19 @@ fn case_payload(
     }
 }
 
-fn map_pairs(k: &WitType, val: &WitType, v: &Value, depth: usize) -> Result<Vec<(Val, Val)>, Failure> {
+fn map_pairs(
+    k: &WitType,
+    val: &WitType,
+    v: &Value,
+    depth: usize,
+) -> Result<Vec<(Val, Val)>, Failure> {
     if *k == WitType::String {
         let obj = v.as_object().ok_or_else(|| expected("an object", v))?;
         return obj
             .iter()
             .map(|(key, x)| {
-                let value = json_to_val(val, x, depth).map_err(|f| f.at(Segment::Key(key.clone())))?;
+                let value =
+                    json_to_val(val, x, depth).map_err(|f| f.at(Segment::Key(key.clone())))?;
                 Ok((Val::String(key.clone()), value))
             })
             .collect();
@@ -455,7 +484,10 @@ pub fn to_json(ty: &WitType, v: &Val) -> Value {
             Value::Array(ts.iter().zip(xs).map(|(t, x)| to_json(t, x)).collect())
         }
         (WitType::Variant(cases), Val::Variant(name, payload)) => {
-            let pty = cases.iter().find(|(n, _)| n == name).and_then(|(_, t)| t.as_ref());
+            let pty = cases
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, t)| t.as_ref());
             case_json(name, pty, payload.as_deref())
         }
         (_, Val::Enum(name)) => Value::String(name.clone()),
@@ -493,7 +525,8 @@ fn case_json(name: &str, ty: Option<&WitType>, payload: Option<&Val>) -> Value {
 fn float_json(f: f64) -> Value {
     // Integral values print as integers (`53`, not `53.0`); below 2^53 the two are the
     // same f64, so nothing is lost.
-    if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 && !(f == 0.0 && f.is_sign_negative()) {
+    if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 && !(f == 0.0 && f.is_sign_negative())
+    {
         return Value::from(f as i64);
     }
     match Number::from_f64(f) {

@@ -46,7 +46,9 @@ pub enum CallError {
     FuelExhausted { limit: u64 },
     #[error("deadline exceeded: the call ran longer than {timeout_ms} ms")]
     Timeout { timeout_ms: u64 },
-    #[error("memory limit exceeded: the instance asked for {requested} bytes, the limit is {limit} bytes")]
+    #[error(
+        "memory limit exceeded: the instance asked for {requested} bytes, the limit is {limit} bytes"
+    )]
     MemoryLimit { limit: usize, requested: usize },
     #[error("stack overflow: the tool recursed too deeply")]
     StackOverflow,

@@ -47,5 +47,5 @@ pub use limits::Limits;
 pub use runtime::{Runtime, RuntimeConfig};
 pub use sandbox::{Capabilities, DirGrant};
 pub use tool::{Operation, Tool};
-pub use types::WitType;
 pub use toolhost_wit_docs as wit_docs;
+pub use types::WitType;

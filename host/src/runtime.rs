@@ -105,7 +105,10 @@ impl Runtime {
         let (component, compiled) = self.compile(path, &digest, bytes)?;
         let operations = tool::operations(&self.engine, &component, docs.as_ref())?;
         let ty = component.component_type();
-        let imports: Vec<String> = ty.imports(&self.engine).map(|(n, _)| n.to_string()).collect();
+        let imports: Vec<String> = ty
+            .imports(&self.engine)
+            .map(|(n, _)| n.to_string())
+            .collect();
         // Link strictly first; a component importing something the host does not offer
         // (another toolchain's extra interface) still loads, with those imports trapping.
         let (pre, unsatisfied) = match self.linker.instantiate_pre(&component) {
@@ -136,7 +139,12 @@ impl Runtime {
         })
     }
 
-    fn compile(&self, path: &Path, digest: &str, bytes: &[u8]) -> Result<(Component, Compiled), LoadError> {
+    fn compile(
+        &self,
+        path: &Path,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<(Component, Compiled), LoadError> {
         if let Some(cache) = &self.cache {
             match cache.load(&self.engine, digest) {
                 Ok(c) => {

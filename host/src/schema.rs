@@ -20,7 +20,10 @@ pub fn value_schema(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
 }
 
 /// Schema of an operation's arguments: an object keyed by parameter name.
-pub fn params_schema(params: &[(String, WitType)], docs: Option<&toolhost_wit_docs::FuncDocs>) -> Value {
+pub fn params_schema(
+    params: &[(String, WitType)],
+    docs: Option<&toolhost_wit_docs::FuncDocs>,
+) -> Value {
     let props: Map<String, Value> = params
         .iter()
         .map(|(name, ty)| {
@@ -130,7 +133,9 @@ fn bare(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
             "maxItems": ts.len(),
         }),
         WitType::Variant(cases) => {
-            if cases.iter().all(|(_, p)| p.is_none()) && cases.iter().all(|(n, _)| member(docs, n).is_none()) {
+            if cases.iter().all(|(_, p)| p.is_none())
+                && cases.iter().all(|(n, _)| member(docs, n).is_none())
+            {
                 let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
                 return json!({"type": "string", "enum": names});
             }
@@ -149,7 +154,11 @@ fn bare(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
             let mut s = json!({"type": "string", "enum": names});
             let described: Vec<String> = names
                 .iter()
-                .filter_map(|n| member(docs, n).and_then(|d| d.docs.as_ref()).map(|t| format!("`{n}`: {t}")))
+                .filter_map(|n| {
+                    member(docs, n)
+                        .and_then(|d| d.docs.as_ref())
+                        .map(|t| format!("`{n}`: {t}"))
+                })
                 .collect();
             if !described.is_empty() {
                 // Plain string enums have no per-value description in JSON Schema, so the

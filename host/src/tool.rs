@@ -73,7 +73,10 @@ impl std::fmt::Debug for Tool {
         f.debug_struct("Tool")
             .field("name", &self.name)
             .field("digest", &self.digest)
-            .field("operations", &self.operations.iter().map(|o| &o.name).collect::<Vec<_>>())
+            .field(
+                "operations",
+                &self.operations.iter().map(|o| &o.name).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -107,8 +110,11 @@ pub(crate) fn operations(
     docs: Option<&DocMap>,
 ) -> Result<Vec<Operation>, LoadError> {
     let ty = component.component_type();
-    let mut found: Vec<(String, ComponentExportIndex, wasmtime::component::types::ComponentFunc)> =
-        Vec::new();
+    let mut found: Vec<(
+        String,
+        ComponentExportIndex,
+        wasmtime::component::types::ComponentFunc,
+    )> = Vec::new();
     for (name, ext) in ty.exports(engine) {
         match ext.ty {
             ComponentItem::ComponentFunc(f) => {
@@ -180,10 +186,12 @@ fn operation(
             let side = |t: &Option<WitType>, i: usize| match t {
                 Some(t) => {
                     let mut s = schema::value_schema(t, rdocs.and_then(|d| d.inner(i)));
-                    if let (Some(text), Some(obj)) = (rdocs.and_then(|d| d.docs.as_ref()), s.as_object_mut()) {
-                        if i == 0 {
-                            obj.entry("description").or_insert_with(|| Value::String(text.clone()));
-                        }
+                    // The `@returns` text describes the success value.
+                    if let (0, Some(text), Some(obj)) =
+                        (i, rdocs.and_then(|d| d.docs.as_ref()), s.as_object_mut())
+                    {
+                        obj.entry("description")
+                            .or_insert_with(|| Value::String(text.clone()));
                     }
                     s
                 }

@@ -124,13 +124,17 @@ impl WitType {
             WitType::Record(_) => "record".into(),
             WitType::Tuple(ts) => format!(
                 "tuple<{}>",
-                ts.iter().map(WitType::wit_name).collect::<Vec<_>>().join(", ")
+                ts.iter()
+                    .map(WitType::wit_name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             WitType::Variant(_) => "variant".into(),
             WitType::Enum(_) => "enum".into(),
             WitType::Option(t) => format!("option<{}>", t.wit_name()),
             WitType::Result { ok, err } => {
-                let side = |t: &Option<Box<WitType>>| t.as_ref().map_or("_".into(), |t| t.wit_name());
+                let side =
+                    |t: &Option<Box<WitType>>| t.as_ref().map_or("_".into(), |t| t.wit_name());
                 format!("result<{}, {}>", side(ok), side(err))
             }
             WitType::Flags(_) => "flags".into(),

@@ -38,7 +38,14 @@ fn cli_reports_the_cache_hit() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let run = || {
-        let out = cli(["--cache-dir", &d, "tool", "inspect", path("typesink"), "--json"]);
+        let out = cli([
+            "--cache-dir",
+            &d,
+            "tool",
+            "inspect",
+            path("typesink"),
+            "--json",
+        ]);
         assert_eq!(out.code, 0, "{}", out.stderr);
         serde_json::from_str::<Value>(&out.stdout).unwrap()["compiled"].clone()
     };
@@ -56,11 +63,25 @@ fn corrupt_or_truncated_entries_are_rebuilt() {
     let mut flipped = good.clone();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0xff;
-    for damaged in [flipped, good[..good.len() / 3].to_vec(), b"not a cache entry".to_vec()] {
+    for damaged in [
+        flipped,
+        good[..good.len() / 3].to_vec(),
+        b"not a cache entry".to_vec(),
+    ] {
         std::fs::write(&entry, &damaged).unwrap();
         let t = runtime(dir.path()).load(path("calc").as_ref()).unwrap();
-        assert_eq!(t.compiled, Compiled::Fresh, "a damaged entry must not be loaded");
+        assert_eq!(
+            t.compiled,
+            Compiled::Fresh,
+            "a damaged entry must not be loaded"
+        );
         // The rebuilt entry is whole again and serves the next start.
-        assert_eq!(runtime(dir.path()).load(path("calc").as_ref()).unwrap().compiled, Compiled::FromCache);
+        assert_eq!(
+            runtime(dir.path())
+                .load(path("calc").as_ref())
+                .unwrap()
+                .compiled,
+            Compiled::FromCache
+        );
     }
 }

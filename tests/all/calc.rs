@@ -13,12 +13,21 @@ fn seed_example_prints_53() {
         "--args",
         r#"{"expression":"12 * 4 + 5"}"#,
     ]);
-    assert_eq!((out.code, out.stdout.as_str()), (0, "53\n"), "{}", out.stderr);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "53\n"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
 fn evaluates_decimals_powers_and_unary_minus() {
-    for (expr, want) in [("1.5 * 4", json!(6)), ("2 ^ 10", json!(1024)), ("-(3 - 5) / 4", json!(0.5))] {
+    for (expr, want) in [
+        ("1.5 * 4", json!(6)),
+        ("2 ^ 10", json!(1024)),
+        ("-(3 - 5) / 4", json!(0.5)),
+    ] {
         let out = call("calc", "eval", json!({ "expression": expr }));
         assert_eq!(out.result, Ok(want), "{expr}");
     }
@@ -42,7 +51,15 @@ fn parse_errors_are_tool_errors_with_positions() {
 
 #[test]
 fn tool_error_exits_1_with_json_error_object() {
-    let out = cli(["tool", "call", path("calc"), "eval", "--args", r#"{"expression":"x"}"#, "--json"]);
+    let out = cli([
+        "tool",
+        "call",
+        path("calc"),
+        "eval",
+        "--args",
+        r#"{"expression":"x"}"#,
+        "--json",
+    ]);
     assert_eq!(out.code, 1);
     let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(doc["ok"], json!(false));

@@ -49,31 +49,76 @@ fn golden_errors() {
         }
         let expected = std::fs::read_to_string(&golden).unwrap_or_default();
         if expected != actual {
-            failures.push(format!("{}:\n--- expected\n{expected}--- actual\n{actual}", case.display()));
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}--- actual\n{actual}",
+                case.display()
+            ));
         }
     }
-    assert!(failures.is_empty(), "golden mismatches (BLESS=1 to accept):\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "golden mismatches (BLESS=1 to accept):\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn help_documents_exit_codes() {
     let out = cli(["--help"]);
     assert_eq!(out.code, 0);
-    assert!(out.stdout.contains("Exit codes:") && out.stdout.contains("3  a limit stopped the call"));
+    assert!(
+        out.stdout.contains("Exit codes:") && out.stdout.contains("3  a limit stopped the call")
+    );
 }
 
 #[test]
 fn limit_flags_reach_the_call() {
-    let out = cli(["tool", "call", path("misbehave"), "spin", "--fuel", "1000000", "--json"]);
+    let out = cli([
+        "tool",
+        "call",
+        path("misbehave"),
+        "spin",
+        "--fuel",
+        "1000000",
+        "--json",
+    ]);
     assert_eq!(out.code, 3);
     let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(doc["error"]["kind"], "fuel_exhausted");
     assert_eq!(doc["report"]["fuel_consumed"], 1_000_000);
 
-    let out = cli(["tool", "call", path("misbehave"), "sleep", "--args", r#"{"ms":60000}"#, "--timeout-ms", "100"]);
-    assert_eq!((out.code, out.stderr.as_str()), (3, "error: [timeout] deadline exceeded: the call ran longer than 100 ms\n"));
+    let out = cli([
+        "tool",
+        "call",
+        path("misbehave"),
+        "sleep",
+        "--args",
+        r#"{"ms":60000}"#,
+        "--timeout-ms",
+        "100",
+    ]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            3,
+            "error: [timeout] deadline exceeded: the call ran longer than 100 ms\n"
+        )
+    );
 
-    let out = cli(["tool", "call", path("misbehave"), "alloc", "--args", r#"{"mib":8}"#, "--memory-mib", "4"]);
+    let out = cli([
+        "tool",
+        "call",
+        path("misbehave"),
+        "alloc",
+        "--args",
+        r#"{"mib":8}"#,
+        "--memory-mib",
+        "4",
+    ]);
     assert_eq!(out.code, 3, "{}", out.stderr);
-    assert!(out.stderr.starts_with("error: [memory_limit]"), "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("error: [memory_limit]"),
+        "{}",
+        out.stderr
+    );
 }

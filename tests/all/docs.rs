@@ -37,8 +37,18 @@ fn plain_components_have_no_docs_until_given_some() {
     let doc = inspect(path("plain"));
     assert_eq!(doc["docs"]["from"], "none");
     assert_eq!(doc["description"], Value::Null);
-    assert_eq!(doc["operations"][0]["parameters"]["properties"]["times"]["maximum"], 255);
-    let out = cli(["tool", "call", path("plain"), "repeat", "--args", r#"{"text":"ab","times":3}"#]);
+    assert_eq!(
+        doc["operations"][0]["parameters"]["properties"]["times"]["maximum"],
+        255
+    );
+    let out = cli([
+        "tool",
+        "call",
+        path("plain"),
+        "repeat",
+        "--args",
+        r#"{"text":"ab","times":3}"#,
+    ]);
     assert_eq!(out.stdout, "\"ababab\"\n");
 }
 
@@ -51,7 +61,10 @@ fn sidecar_wit_supplies_docs() {
     let doc = inspect(wasm.to_str().unwrap());
     assert_eq!(doc["docs"]["from"], "sidecar");
     assert_eq!(doc["description"], "Repeats text, documented from outside.");
-    assert_eq!(doc["operations"][0]["parameters"]["properties"]["times"]["description"], "how often");
+    assert_eq!(
+        doc["operations"][0]["parameters"]["properties"]["times"]["description"],
+        "how often"
+    );
 }
 
 #[test]
@@ -63,16 +76,35 @@ fn pack_embeds_docs_and_repacking_replaces_them() {
     let (w, o) = (wit.to_str().unwrap(), out_wasm.to_str().unwrap());
     let out = cli(["tool", "pack", path("plain"), "--wit", w, "-o", o]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("packed docs of world `toolhost:plain/plain@0.1.0`"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("packed docs of world `toolhost:plain/plain@0.1.0`"),
+        "{}",
+        out.stdout
+    );
     std::fs::remove_file(&wit).unwrap();
     let doc = inspect(o);
     assert_eq!(doc["docs"]["from"], "embedded");
-    assert_eq!(doc["operations"][0]["description"], "Repeats `text` `times` times.");
+    assert_eq!(
+        doc["operations"][0]["description"],
+        "Repeats `text` `times` times."
+    );
 
-    std::fs::write(&wit, PLAIN_WIT.replace("Repeats text, documented from outside.", "Second edition.")).unwrap();
+    std::fs::write(
+        &wit,
+        PLAIN_WIT.replace("Repeats text, documented from outside.", "Second edition."),
+    )
+    .unwrap();
     assert_eq!(cli(["tool", "pack", o, "--wit", w]).code, 0);
     assert_eq!(inspect(o)["description"], "Second edition.");
     // The packed component still runs.
-    let out = cli(["tool", "call", o, "repeat", "--args", r#"{"text":"z","times":2}"#]);
+    let out = cli([
+        "tool",
+        "call",
+        o,
+        "repeat",
+        "--args",
+        r#"{"text":"z","times":2}"#,
+    ]);
     assert_eq!(out.stdout, "\"zz\"\n");
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::{CallError, Capabilities, ErrorKind, Limits};
-use toolhost_tests::{block_on, call, call_with, runtime, tool};
+use toolhost_tests::{call, call_with, runtime, tool};
 
 fn limits() -> Limits {
     Limits {
@@ -20,13 +20,19 @@ fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost::CallOutcome {
 
 /// After any failure, the same process still answers a benign call.
 fn host_still_serves() {
-    assert_eq!(call("calc", "eval", json!({"expression": "1 + 1"})).result, Ok(json!(2)));
+    assert_eq!(
+        call("calc", "eval", json!({"expression": "1 + 1"})).result,
+        Ok(json!(2))
+    );
 }
 
 #[test]
 fn infinite_loop_runs_out_of_fuel() {
     let out = misbehave("spin", json!({}), &limits());
-    assert_eq!(out.result, Err(CallError::FuelExhausted { limit: 50_000_000 }));
+    assert_eq!(
+        out.result,
+        Err(CallError::FuelExhausted { limit: 50_000_000 })
+    );
     assert_eq!(out.report.fuel_consumed, 50_000_000);
     host_still_serves();
 }
@@ -41,7 +47,11 @@ fn infinite_loop_hits_the_deadline_when_fuel_is_plentiful() {
     let out = misbehave("spin", json!({}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 200 }));
     // The epoch deadline ends it soon after 200 ms; the bound only guards against a hang.
-    assert!(out.report.duration < Duration::from_secs(3), "{:?}", out.report.duration);
+    assert!(
+        out.report.duration < Duration::from_secs(3),
+        "{:?}",
+        out.report.duration
+    );
     host_still_serves();
 }
 
@@ -53,8 +63,15 @@ fn a_host_wait_is_cut_off_by_the_deadline() {
     };
     let out = misbehave("sleep", json!({"ms": 60_000}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 200 }));
-    assert!(out.report.duration < Duration::from_secs(3), "{:?}", out.report.duration);
-    assert_eq!(misbehave("sleep", json!({"ms": 1}), &limits()).result, Ok(json!(1)));
+    assert!(
+        out.report.duration < Duration::from_secs(3),
+        "{:?}",
+        out.report.duration
+    );
+    assert_eq!(
+        misbehave("sleep", json!({"ms": 1}), &limits()).result,
+        Ok(json!(1))
+    );
 }
 
 #[test]
@@ -63,30 +80,60 @@ fn allocation_loop_hits_the_memory_limit() {
         memory_mib: 16,
         ..limits()
     };
-    let err = misbehave("alloc-forever", json!({}), &l).result.unwrap_err();
+    let err = misbehave("alloc-forever", json!({}), &l)
+        .result
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::MemoryLimit, "{err}");
-    let err = misbehave("alloc", json!({"mib": 32}), &l).result.unwrap_err();
+    let err = misbehave("alloc", json!({"mib": 32}), &l)
+        .result
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::MemoryLimit, "{err}");
-    assert_eq!(misbehave("alloc", json!({"mib": 4}), &l).result, Ok(json!(4 << 20)));
+    assert_eq!(
+        misbehave("alloc", json!({"mib": 4}), &l).result,
+        Ok(json!(4 << 20))
+    );
     host_still_serves();
 }
 
 #[test]
 fn deep_recursion_traps() {
-    let err = misbehave("recurse-native", json!({"depth": 100_000_000u64}), &limits()).result.unwrap_err();
+    let err = misbehave(
+        "recurse-native",
+        json!({"depth": 100_000_000u64}),
+        &limits(),
+    )
+    .result
+    .unwrap_err();
     assert_eq!(err, CallError::StackOverflow);
     // Frames in the guest's shadow stack (linear memory) run off its bottom instead.
-    let err = misbehave("recurse", json!({"depth": 100_000_000u64}), &limits()).result.unwrap_err();
+    let err = misbehave("recurse", json!({"depth": 100_000_000u64}), &limits())
+        .result
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Trap, "{err}");
-    assert!(err.to_string().contains("out of bounds memory access"), "{err}");
-    assert_eq!(misbehave("recurse", json!({"depth": 100}), &limits()).result, Ok(json!(100)));
+    assert!(
+        err.to_string().contains("out of bounds memory access"),
+        "{err}"
+    );
+    assert_eq!(
+        misbehave("recurse", json!({"depth": 100}), &limits()).result,
+        Ok(json!(100))
+    );
     host_still_serves();
 }
 
 #[test]
 fn guest_panic_reports_its_message() {
-    let out = misbehave("panic", json!({"message": "the tool gave up: 42"}), &limits());
-    assert_eq!(out.result, Err(CallError::Panic { message: "the tool gave up: 42".into() }));
+    let out = misbehave(
+        "panic",
+        json!({"message": "the tool gave up: 42"}),
+        &limits(),
+    );
+    assert_eq!(
+        out.result,
+        Err(CallError::Panic {
+            message: "the tool gave up: 42".into()
+        })
+    );
     assert!(out.report.stderr.contains("the tool gave up: 42"));
     host_still_serves();
 }
@@ -123,8 +170,17 @@ fn giant_result_hits_the_output_limit() {
         ..limits()
     };
     let out = misbehave("big-result", json!({"bytes": 5000}), &l);
-    assert_eq!(out.result, Err(CallError::OutputLimit { size: 5002, limit: 1000 }));
-    assert_eq!(misbehave("big-result", json!({"bytes": 3}), &l).result, Ok(json!("yyy")));
+    assert_eq!(
+        out.result,
+        Err(CallError::OutputLimit {
+            size: 5002,
+            limit: 1000
+        })
+    );
+    assert_eq!(
+        misbehave("big-result", json!({"bytes": 3}), &l).result,
+        Ok(json!("yyy"))
+    );
 }
 
 #[test]
@@ -148,12 +204,19 @@ fn a_benign_call_succeeds_while_another_call_misbehaves() {
             async move { rt.call(&spin, "spin", &json!({}), &caps, &slow).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let good = rt.call(&calc, "eval", &json!({"expression": "6 * 7"}), &caps, &Limits::default()).await;
+        let good = rt
+            .call(
+                &calc,
+                "eval",
+                &json!({"expression": "6 * 7"}),
+                &caps,
+                &Limits::default(),
+            )
+            .await;
         (bad.await.unwrap(), good)
     });
     assert_eq!(good.result, Ok(json!(42)));
     assert_eq!(bad.result.unwrap_err().kind(), ErrorKind::Timeout);
     // The benign call finished while the bad one was still running.
     assert!(good.report.duration < bad.report.duration);
-    let _ = block_on(async {});
 }

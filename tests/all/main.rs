@@ -7,14 +7,26 @@ mod docs;
 mod failures;
 mod sandbox;
 mod schema;
+mod tools;
 mod values;
 
 /// Every component built in `tools/` must be exercised here: add its name once its tests
 /// exist. A new tool without tests fails this test.
 #[test]
 fn every_tool_has_tests() {
-    const TESTED: &[&str] = &["calc", "typesink", "misbehave", "plain"];
+    const TESTED: &[&str] = &[
+        "calc",
+        "text",
+        "json",
+        "fs",
+        "typesink",
+        "misbehave",
+        "plain",
+    ];
     for (name, _) in toolhost_tools::ALL {
-        assert!(TESTED.contains(name), "tool `{name}` has no integration tests");
+        assert!(
+            TESTED.contains(name),
+            "tool `{name}` has no integration tests"
+        );
     }
 }

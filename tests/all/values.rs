@@ -36,13 +36,20 @@ fn every_type_round_trips_through_the_guest() {
 fn bad_values_name_the_json_path() {
     let mut t = ticket();
     t["retries"] = json!(300);
-    let err = call("typesink", "echo-ticket", json!({ "ticket": t })).result.unwrap_err();
+    let err = call("typesink", "echo-ticket", json!({ "ticket": t }))
+        .result
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadArguments);
-    assert_eq!(err.to_string(), "bad arguments: $.ticket.retries: expected integer in 0..=255, got 300");
+    assert_eq!(
+        err.to_string(),
+        "bad arguments: $.ticket.retries: expected integer in 0..=255, got 300"
+    );
 
     let mut t = ticket();
     t["priority"] = json!("asap");
-    let err = call("typesink", "echo-ticket", json!({ "ticket": t })).result.unwrap_err();
+    let err = call("typesink", "echo-ticket", json!({ "ticket": t }))
+        .result
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "bad arguments: $.ticket.priority: unknown case \"asap\"; the cases are: low, normal, urgent"
@@ -50,28 +57,55 @@ fn bad_values_name_the_json_path() {
 
     let mut t = ticket();
     t["tags"] = json!(["ok", 5]);
-    let err = call("typesink", "echo-ticket", json!({ "ticket": t })).result.unwrap_err();
-    assert_eq!(err.to_string(), "bad arguments: $.ticket.tags[1]: expected a string, got 5");
+    let err = call("typesink", "echo-ticket", json!({ "ticket": t }))
+        .result
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "bad arguments: $.ticket.tags[1]: expected a string, got 5"
+    );
 }
 
 #[test]
 fn interface_operations_and_unit_results() {
-    assert_eq!(call("typesink", "ops.add", json!({"a": i32::MAX, "b": 1})).result, Ok(json!(i32::MIN)));
-    assert_eq!(call("typesink", "nothing", json!({})).result, Ok(json!(null)));
-    assert_eq!(call("typesink", "shift", json!({"value": 250, "by": 10})).result, Ok(json!(4)));
+    assert_eq!(
+        call("typesink", "ops.add", json!({"a": i32::MAX, "b": 1})).result,
+        Ok(json!(i32::MIN))
+    );
+    assert_eq!(
+        call("typesink", "nothing", json!({})).result,
+        Ok(json!(null))
+    );
+    assert_eq!(
+        call("typesink", "shift", json!({"value": 250, "by": 10})).result,
+        Ok(json!(4))
+    );
 }
 
 #[test]
 fn err_values_are_tool_errors_with_their_value() {
-    let err = call("typesink", "fallible", json!({"fail": true})).result.unwrap_err();
+    let err = call("typesink", "fallible", json!({"fail": true}))
+        .result
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ToolError);
-    assert_eq!(err, toolhost::CallError::ToolError { value: json!("urgent") });
-    assert_eq!(call("typesink", "fallible", json!({"fail": false})).result, Ok(json!("fine")));
+    assert_eq!(
+        err,
+        toolhost::CallError::ToolError {
+            value: json!("urgent")
+        }
+    );
+    assert_eq!(
+        call("typesink", "fallible", json!({"fail": false})).result,
+        Ok(json!("fine"))
+    );
 }
 
 #[test]
 fn unknown_operation_lists_the_real_ones() {
     let err = call("calc", "evaluate", json!({})).result.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::UnknownOperation);
-    assert_eq!(err.to_string(), "unknown operation `evaluate`; the tool's operations are: eval");
+    assert_eq!(
+        err.to_string(),
+        "unknown operation `evaluate`; the tool's operations are: eval"
+    );
 }

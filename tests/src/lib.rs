@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use toolhost::{Capabilities, CallOutcome, Limits, Runtime, RuntimeConfig, Tool};
+use toolhost::{CallOutcome, Capabilities, Limits, Runtime, RuntimeConfig, Tool};
 
 /// The runtime shared by tests that do not test the cache (no disk cache).
 pub fn runtime() -> &'static Runtime {
@@ -38,7 +38,13 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 /// Calls `op` of tool `name` with no capabilities and the given limits.
-pub fn call_with(name: &str, op: &str, args: Value, caps: &Capabilities, limits: &Limits) -> CallOutcome {
+pub fn call_with(
+    name: &str,
+    op: &str,
+    args: Value,
+    caps: &Capabilities,
+    limits: &Limits,
+) -> CallOutcome {
     let t = tool(name);
     block_on(runtime().call(&t, op, &args, caps, limits))
 }
@@ -50,7 +56,8 @@ pub fn call(name: &str, op: &str, args: Value) -> CallOutcome {
 
 fn shared_cache_dir() -> &'static std::path::Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir")).path()
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
 }
 
 /// What the CLI printed and returned.
@@ -78,7 +85,9 @@ where
     } else {
         vec!["--cache-dir".into(), shared_cache_dir().into()]
     };
-    let argv = std::iter::once(OsString::from("toolhost")).chain(cache).chain(args);
+    let argv = std::iter::once(OsString::from("toolhost"))
+        .chain(cache)
+        .chain(args);
     let code = toolhost::cli::run(argv, &mut out, &mut err);
     CliOutput {
         code,

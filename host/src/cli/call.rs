@@ -44,23 +44,34 @@ fn exit_code(kind: ErrorKind) -> i32 {
     match kind {
         ErrorKind::ToolError => exit::TOOL_ERROR,
         ErrorKind::BadArguments | ErrorKind::UnknownOperation => exit::USAGE,
-        ErrorKind::FuelExhausted | ErrorKind::Timeout | ErrorKind::MemoryLimit | ErrorKind::OutputLimit => {
-            exit::LIMIT
+        ErrorKind::FuelExhausted
+        | ErrorKind::Timeout
+        | ErrorKind::MemoryLimit
+        | ErrorKind::OutputLimit => exit::LIMIT,
+        ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => {
+            exit::TRAP
         }
-        ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => exit::TRAP,
         ErrorKind::Denied => exit::DENIED,
     }
 }
 
 pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let call_args: Value = serde_json::from_str(&args.args).map_err(|e| {
-        Failure::new(exit::USAGE, format!("--args is not valid JSON: {e} (got `{}`)", args.args))
+        Failure::new(
+            exit::USAGE,
+            format!("--args is not valid JSON: {e} (got `{}`)", args.args),
+        )
     })?;
-    let caps = args.grants.capabilities().map_err(|m| Failure::new(exit::USAGE, m))?;
+    let caps = args
+        .grants
+        .capabilities()
+        .map_err(|m| Failure::new(exit::USAGE, m))?;
     let defaults = Limits::default();
     let limits = Limits {
         fuel: args.fuel.unwrap_or(defaults.fuel),
-        timeout: args.timeout_ms.map_or(defaults.timeout, Duration::from_millis),
+        timeout: args
+            .timeout_ms
+            .map_or(defaults.timeout, Duration::from_millis),
         memory_mib: args.memory_mib.unwrap_or(defaults.memory_mib),
         ..defaults
     };

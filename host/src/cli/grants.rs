@@ -22,7 +22,10 @@ pub(crate) struct GrantArgs {
 impl GrantArgs {
     pub(crate) fn capabilities(&self) -> Result<Capabilities, String> {
         let mut caps = Capabilities::none();
-        for (flag, specs, write) in [("--allow-read", &self.read, false), ("--allow-write", &self.write, true)] {
+        for (flag, specs, write) in [
+            ("--allow-read", &self.read, false),
+            ("--allow-write", &self.write, true),
+        ] {
             for spec in specs {
                 caps.dirs.push(dir_grant(flag, spec, write)?);
             }
@@ -44,7 +47,8 @@ fn dir_grant(flag: &str, spec: &str, write: bool) -> Result<DirGrant, String> {
         return Err(format!("{flag}={spec}: the host path is empty"));
     }
     let path = PathBuf::from(host);
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{flag}={spec}: cannot use `{host}`: {e}"))?;
+    let meta =
+        std::fs::metadata(&path).map_err(|e| format!("{flag}={spec}: cannot use `{host}`: {e}"))?;
     if !meta.is_dir() {
         return Err(format!(
             "{flag}={spec}: `{host}` is not a directory; grant the directory that contains it"
@@ -68,7 +72,9 @@ fn env_grant(spec: &str) -> Result<(String, String), String> {
         }
     };
     if name.is_empty() || name.contains('\0') {
-        return Err(format!("--allow-env={spec}: `{name}` is not a valid variable name"));
+        return Err(format!(
+            "--allow-env={spec}: `{name}` is not a valid variable name"
+        ));
     }
     Ok((name.to_string(), value))
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{CmdResult, Failure, exit, load_tool};
-use crate::tool::{Returns, Tool};
 use crate::Runtime;
+use crate::tool::{Returns, Tool};
 
 /// Show a component's operations with their JSON Schemas, and what it imports.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,11 @@ pub(crate) struct Args {
 pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     let tool = load_tool(rt, &args.path)?;
     let written = if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&tool)).expect("JSON"))
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&to_json(&tool)).expect("JSON")
+        )
     } else {
         write_text(&tool, out)
     };
@@ -55,7 +59,12 @@ fn write_text(tool: &Tool, out: &mut dyn Write) -> std::io::Result<()> {
         crate::tool::Compiled::Fresh => "compiled now",
         crate::tool::Compiled::FromCache => "loaded from the compiled cache",
     };
-    writeln!(out, "{}  sha256:{}  ({compiled})", tool.name, &tool.digest[..16])?;
+    writeln!(
+        out,
+        "{}  sha256:{}  ({compiled})",
+        tool.name,
+        &tool.digest[..16]
+    )?;
     if let Some(d) = &tool.description {
         writeln!(out, "  {}", d.replace('\n', "\n  "))?;
     }

@@ -70,13 +70,25 @@ enum ToolCommand {
 }
 
 /// Runs the CLI with `args` (including the program name); returns the exit code.
-pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub fn run(
+    args: impl IntoIterator<Item = OsString>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let text = e.render().to_string();
-            let _ = if e.use_stderr() { write!(err, "{text}") } else { write!(out, "{text}") };
+            let _ = if e.use_stderr() {
+                write!(err, "{text}")
+            } else {
+                write!(out, "{text}")
+            };
             return code;
         }
     };
@@ -131,7 +143,11 @@ fn default_cache_dir() -> Option<PathBuf> {
 }
 
 fn runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime> {
-    let cache_dir = if no_cache { None } else { cache_dir.or_else(default_cache_dir) };
+    let cache_dir = if no_cache {
+        None
+    } else {
+        cache_dir.or_else(default_cache_dir)
+    };
     Ok(Runtime::new(RuntimeConfig {
         cache_dir,
         ..RuntimeConfig::default()
@@ -149,5 +165,6 @@ pub fn init_tracing() {
 }
 
 pub(crate) fn load_tool(rt: &Runtime, path: &std::path::Path) -> Result<crate::Tool, Failure> {
-    rt.load(path).map_err(|e| Failure::new(exit::LOAD, e.to_string()))
+    rt.load(path)
+        .map_err(|e| Failure::new(exit::LOAD, e.to_string()))
 }

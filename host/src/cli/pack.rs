@@ -26,8 +26,12 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, out: &mut dyn Write) -> CmdResult {
-    let bytes = std::fs::read(&args.path)
-        .map_err(|e| Failure::new(exit::LOAD, format!("cannot read `{}`: {e}", args.path.display())))?;
+    let bytes = std::fs::read(&args.path).map_err(|e| {
+        Failure::new(
+            exit::LOAD,
+            format!("cannot read `{}`: {e}", args.path.display()),
+        )
+    })?;
     if !wasmparser::Parser::is_component(&bytes) {
         return Err(Failure::new(
             exit::LOAD,
@@ -38,8 +42,12 @@ pub(crate) fn run(args: Args, out: &mut dyn Write) -> CmdResult {
         .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let packed = crate::pack::pack(&bytes, &docs);
     let dest = args.output.unwrap_or(args.path);
-    std::fs::write(&dest, packed)
-        .map_err(|e| Failure::new(exit::LOAD, format!("cannot write `{}`: {e}", dest.display())))?;
+    std::fs::write(&dest, packed).map_err(|e| {
+        Failure::new(
+            exit::LOAD,
+            format!("cannot write `{}`: {e}", dest.display()),
+        )
+    })?;
     let _ = writeln!(
         out,
         "packed docs of world `{}` ({} operations) into {}",

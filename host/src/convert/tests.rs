@@ -38,16 +38,34 @@ fn wit_type() -> impl Strategy<Value = WitType> {
             (inner.clone(), 1u32..4).prop_map(|(t, n)| WitType::FixedList(Box::new(t), n)),
             inner.clone().prop_map(|t| WitType::Option(Box::new(t))),
             prop::collection::vec(inner.clone(), 1..4).prop_map(|ts| WitType::Record(
-                ts.into_iter().enumerate().map(|(i, t)| (format!("field-{i}"), t)).collect()
+                ts.into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (format!("field-{i}"), t))
+                    .collect()
             )),
             prop::collection::vec(inner.clone(), 1..4).prop_map(WitType::Tuple),
-            prop::collection::vec(prop::option::of(inner.clone()), 1..4).prop_map(|cs| WitType::Variant(
-                cs.into_iter().enumerate().map(|(i, t)| (format!("case-{i}"), t)).collect()
-            )),
-            (prop::option::of(inner.clone()), prop::option::of(inner.clone())).prop_map(|(ok, err)| {
-                WitType::Result { ok: ok.map(Box::new), err: err.map(Box::new) }
+            prop::collection::vec(prop::option::of(inner.clone()), 1..4).prop_map(|cs| {
+                WitType::Variant(
+                    cs.into_iter()
+                        .enumerate()
+                        .map(|(i, t)| (format!("case-{i}"), t))
+                        .collect(),
+                )
             }),
-            (prop_oneof![Just(WitType::String), Just(WitType::U32)], inner)
+            (
+                prop::option::of(inner.clone()),
+                prop::option::of(inner.clone())
+            )
+                .prop_map(|(ok, err)| {
+                    WitType::Result {
+                        ok: ok.map(Box::new),
+                        err: err.map(Box::new),
+                    }
+                }),
+            (
+                prop_oneof![Just(WitType::String), Just(WitType::U32)],
+                inner
+            )
                 .prop_map(|(k, v)| WitType::Map(Box::new(k), Box::new(v))),
         ]
     })
@@ -68,14 +86,18 @@ fn value(ty: &WitType) -> BoxedStrategy<Val> {
         WitType::U32 => any::<u32>().prop_map(Val::U32).boxed(),
         WitType::S64 => any::<i64>().prop_map(Val::S64).boxed(),
         WitType::U64 => any::<u64>().prop_map(Val::U64).boxed(),
-        WitType::F32 => (prop::num::f32::NORMAL | prop::num::f32::ZERO).prop_map(Val::Float32).boxed(),
+        WitType::F32 => (prop::num::f32::NORMAL | prop::num::f32::ZERO)
+            .prop_map(Val::Float32)
+            .boxed(),
         WitType::F64 => finite_f64().prop_map(Val::Float64).boxed(),
         WitType::Char => any::<char>().prop_map(Val::Char).boxed(),
         WitType::String => any::<String>().prop_map(Val::String).boxed(),
-        WitType::List(t) => prop::collection::vec(value(t), 0..3).prop_map(Val::List).boxed(),
-        WitType::FixedList(t, n) => {
-            prop::collection::vec(value(t), *n as usize).prop_map(Val::FixedLengthList).boxed()
-        }
+        WitType::List(t) => prop::collection::vec(value(t), 0..3)
+            .prop_map(Val::List)
+            .boxed(),
+        WitType::FixedList(t, n) => prop::collection::vec(value(t), *n as usize)
+            .prop_map(Val::FixedLengthList)
+            .boxed(),
         WitType::Map(k, v) => {
             // Keys are unique in the JSON object form, so generate unique keys.
             prop::collection::vec((value(k), value(v)), 0..3)
@@ -102,7 +124,12 @@ fn value(ty: &WitType) -> BoxedStrategy<Val> {
                 .prop_map(move |vals| Val::Record(names.iter().cloned().zip(vals).collect()))
                 .boxed()
         }
-        WitType::Tuple(ts) => ts.iter().map(value).collect::<Vec<_>>().prop_map(Val::Tuple).boxed(),
+        WitType::Tuple(ts) => ts
+            .iter()
+            .map(value)
+            .collect::<Vec<_>>()
+            .prop_map(Val::Tuple)
+            .boxed(),
         WitType::Variant(cases) => {
             let options: Vec<BoxedStrategy<Val>> = cases
                 .iter()
@@ -110,13 +137,17 @@ fn value(ty: &WitType) -> BoxedStrategy<Val> {
                     let name = name.clone();
                     match payload {
                         None => Just(Val::Variant(name, None)).boxed(),
-                        Some(t) => value(t).prop_map(move |v| Val::Variant(name.clone(), Some(Box::new(v)))).boxed(),
+                        Some(t) => value(t)
+                            .prop_map(move |v| Val::Variant(name.clone(), Some(Box::new(v))))
+                            .boxed(),
                     }
                 })
                 .collect();
             prop::strategy::Union::new(options).boxed()
         }
-        WitType::Enum(names) => prop::sample::select(names.clone()).prop_map(Val::Enum).boxed(),
+        WitType::Enum(names) => prop::sample::select(names.clone())
+            .prop_map(Val::Enum)
+            .boxed(),
         WitType::Option(t) => prop::option::of(value(t))
             .prop_map(|o| Val::Option(o.map(Box::new)))
             .boxed(),
@@ -179,13 +210,17 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<u64>().prop_map(Value::from),
         finite_f64().prop_map(Value::from),
         ".{0,8}".prop_map(Value::String),
-        prop::sample::select(vec!["case-0", "flag-1", "ok", "err", "some", "NaN"]).prop_map(|s| Value::String(s.into())),
+        prop::sample::select(vec!["case-0", "flag-1", "ok", "err", "some", "NaN"])
+            .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(4, 32, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::btree_map(
-                prop::sample::select(vec!["field-0", "field-1", "case-0", "ok", "err", "some", "x"]).prop_map(String::from),
+                prop::sample::select(vec![
+                    "field-0", "field-1", "case-0", "ok", "err", "some", "x"
+                ])
+                .prop_map(String::from),
                 inner,
                 0..3
             )
@@ -201,22 +236,37 @@ fn errors_name_the_json_path_and_the_range() {
         WitType::Record(vec![("retries".into(), WitType::U8)]),
     )]);
     let err = to_val(&ty, &json!({"ticket": {"retries": 300}})).unwrap_err();
-    assert_eq!(err.to_string(), "$.ticket.retries: expected integer in 0..=255, got 300");
+    assert_eq!(
+        err.to_string(),
+        "$.ticket.retries: expected integer in 0..=255, got 300"
+    );
 
     let list = WitType::List(Box::new(WitType::S8));
     let err = to_val(&list, &json!([1, 2, "x"])).unwrap_err();
-    assert_eq!(err.to_string(), "$[2]: expected integer in -128..=127, got \"x\"");
+    assert_eq!(
+        err.to_string(),
+        "$[2]: expected integer in -128..=127, got \"x\""
+    );
 }
 
 #[test]
 fn args_report_missing_and_unknown_names() {
     let params = vec![("expression".to_string(), WitType::String)];
     let err = args_to_vals(&params, &json!({})).unwrap_err();
-    assert_eq!(err.to_string(), "$: missing argument `expression` of type string");
+    assert_eq!(
+        err.to_string(),
+        "$: missing argument `expression` of type string"
+    );
     let err = args_to_vals(&params, &json!({"expresion": "1"})).unwrap_err();
-    assert_eq!(err.to_string(), "$: unknown argument `expresion`; the parameters are: expression");
+    assert_eq!(
+        err.to_string(),
+        "$: unknown argument `expresion`; the parameters are: expression"
+    );
     let err = args_to_vals(&params, &json!([1])).unwrap_err();
-    assert_eq!(err.to_string(), "$: expected an object of named arguments, got an array of 1 items");
+    assert_eq!(
+        err.to_string(),
+        "$: expected an object of named arguments, got an array of 1 items"
+    );
 }
 
 #[test]
@@ -233,15 +283,27 @@ fn deep_nesting_is_refused() {
 
 #[test]
 fn variants_results_and_nested_options_use_case_objects() {
-    let v = WitType::Variant(vec![("point".into(), None), ("circle".into(), Some(WitType::F64))]);
-    assert_eq!(to_val(&v, &json!("point")).unwrap(), Val::Variant("point".into(), None));
+    let v = WitType::Variant(vec![
+        ("point".into(), None),
+        ("circle".into(), Some(WitType::F64)),
+    ]);
+    assert_eq!(
+        to_val(&v, &json!("point")).unwrap(),
+        Val::Variant("point".into(), None)
+    );
     assert_eq!(
         to_val(&v, &json!({"circle": 1.5})).unwrap(),
         Val::Variant("circle".into(), Some(Box::new(Val::Float64(1.5))))
     );
     let err = to_val(&v, &json!("circle")).unwrap_err();
-    assert_eq!(err.to_string(), "$: case `circle` needs a payload of type f64: write {\"circle\": ...}");
+    assert_eq!(
+        err.to_string(),
+        "$: case `circle` needs a payload of type f64: write {\"circle\": ...}"
+    );
     let nested = WitType::Option(Box::new(WitType::Option(Box::new(WitType::U8))));
-    assert_eq!(to_json(&nested, &Val::Option(Some(Box::new(Val::Option(None))))), json!({"some": null}));
+    assert_eq!(
+        to_json(&nested, &Val::Option(Some(Box::new(Val::Option(None))))),
+        json!({"some": null})
+    );
     assert_eq!(to_json(&nested, &Val::Option(None)), json!(null));
 }

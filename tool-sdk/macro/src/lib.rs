@@ -82,15 +82,11 @@ fn expand(args: Args) -> syn::Result<proc_macro2::TokenStream> {
         ));
     }
     let world_arg = args.world.as_ref().map(LitStr::value);
-    let docs = toolhost_wit_docs::DocMap::from_wit_path(&path, world_arg.as_deref()).map_err(
-        |e| {
-            let span = args
-                .world
-                .as_ref()
-                .map_or(path_span, |w| w.span());
+    let docs =
+        toolhost_wit_docs::DocMap::from_wit_path(&path, world_arg.as_deref()).map_err(|e| {
+            let span = args.world.as_ref().map_or(path_span, |w| w.span());
             syn::Error::new(span, e.to_string())
-        },
-    )?;
+        })?;
     let path_str = path.display().to_string();
     let world = &docs.world;
     let bytes = docs.to_json();

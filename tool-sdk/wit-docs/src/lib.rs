@@ -163,7 +163,10 @@ fn extract(resolve: &Resolve, world_id: wit_parser::WorldId) -> DocMap {
     let world = &resolve.worlds[world_id];
     let mut map = DocMap {
         version: FORMAT_VERSION,
-        world: resolve.id_of_name(world.package.expect("resolved worlds have a package"), &world.name),
+        world: resolve.id_of_name(
+            world.package.expect("resolved worlds have a package"),
+            &world.name,
+        ),
         docs: world.docs.contents.clone(),
         ..DocMap::default()
     };
@@ -278,7 +281,11 @@ fn typedef_docs(resolve: &Resolve, id: TypeId, depth: usize) -> TypeDocs {
             out.inner = vec![type_docs(resolve, t, next)];
         }
         TypeDefKind::Tuple(t) => {
-            out.inner = t.types.iter().map(|t| type_docs(resolve, t, next)).collect();
+            out.inner = t
+                .types
+                .iter()
+                .map(|t| type_docs(resolve, t, next))
+                .collect();
         }
         TypeDefKind::Result(r) => {
             let side = |t: &Option<Type>| {

@@ -46,7 +46,10 @@ impl fmt::Display for Error {
             Error::TooDeep => write!(f, "expression nests deeper than {MAX_DEPTH} levels"),
             Error::DivisionByZero { column } => write!(f, "division by zero at column {column}"),
             Error::NotFinite { op, column } => {
-                write!(f, "`{op}` at column {column} gives a result that is not finite")
+                write!(
+                    f,
+                    "`{op}` at column {column} gives a result that is not finite"
+                )
             }
         }
     }
@@ -193,10 +196,7 @@ impl Parser {
 
     fn number(&mut self) -> Result<f64, Error> {
         let start = self.pos;
-        while self
-            .peek()
-            .is_some_and(|c| c.is_ascii_digit() || c == '.')
-        {
+        while self.peek().is_some_and(|c| c.is_ascii_digit() || c == '.') {
             self.pos += 1;
         }
         // An exponent: `e` or `E`, an optional sign, then digits.
@@ -275,7 +275,10 @@ mod tests {
             eval("10 ^ 400").unwrap_err().to_string(),
             "`^` at column 4 gives a result that is not finite"
         );
-        assert_eq!(eval("3 x").unwrap_err().to_string(), "unexpected `x` at column 3");
+        assert_eq!(
+            eval("3 x").unwrap_err().to_string(),
+            "unexpected `x` at column 3"
+        );
     }
 
     #[test]

@@ -1,7 +1,19 @@
 //! The JSON operations, free of the component bindings so they can be tested natively.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
-use serde_json_path::JsonPath;
+use serde_json_path::{JsonPath, NormalizedPath, PathElement};
+
+/// Deepest `[` nesting accepted in a query. The JSONPath parser backtracks, and its time
+/// grows about fourfold with each nested filter (`$[?@[?@[?...]]]`), so deep nesting could
+/// burn the whole call budget; real queries rarely nest more than two or three filters.
+const MAX_BRACKET_DEPTH: usize = 8;
+/// Deepest `[` plus `(` nesting accepted, so the recursive parser cannot exhaust the
+/// guest's stack.
+const MAX_DEPTH: usize = 64;
+/// Longest part of a bad input quoted back in an error message.
+const SHOWN_CHARS: usize = 80;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonMatch {
@@ -12,14 +24,15 @@ pub struct JsonMatch {
 /// Runs the RFC 9535 query `path` against `document`.
 pub fn query(document: &str, path: &str) -> Result<Vec<JsonMatch>, String> {
     let doc = parse(document)?;
+    check_nesting(path)?;
     let query = JsonPath::parse(path)
-        .map_err(|e| format!("path `{path}` is not a valid JSONPath query: {e}"))?;
+        .map_err(|e| format!("path `{}` is not a valid JSONPath query: {e}", shown(path)))?;
     query
         .query_located(&doc)
         .into_iter()
         .map(|node| {
             Ok(JsonMatch {
-                path: node.location().to_string(),
+                path: normalized(node.location()),
                 value: compact(node.node())?,
             })
         })
@@ -30,6 +43,98 @@ pub fn query(document: &str, path: &str) -> Result<Vec<JsonMatch>, String> {
 pub fn validate(document: &str) -> Result<String, String> {
     let doc = parse(document)?;
     serde_json::to_string_pretty(&doc).map_err(|e| format!("cannot print the document: {e}"))
+}
+
+/// Formats a location as an RFC 9535 normalized path (section 2.7).
+///
+/// `NormalizedPath`'s own `Display` in serde_json_path 0.7.2 writes member names unescaped,
+/// so a name containing `'` gives a path that does not parse (upstream PR #123); the
+/// crate's `PathElement` escaper drops backslashes and skips U+0010..U+001F.
+fn normalized(location: &NormalizedPath<'_>) -> String {
+    let mut out = String::from("$");
+    for element in location.iter() {
+        match element {
+            PathElement::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+            PathElement::Name(name) => {
+                out.push_str("['");
+                for c in name.chars() {
+                    match c {
+                        '\u{8}' => out.push_str("\\b"),
+                        '\u{c}' => out.push_str("\\f"),
+                        '\n' => out.push_str("\\n"),
+                        '\r' => out.push_str("\\r"),
+                        '\t' => out.push_str("\\t"),
+                        '\'' => out.push_str("\\'"),
+                        '\\' => out.push_str("\\\\"),
+                        c if c < ' ' => {
+                            let _ = write!(out, "\\u{:04x}", u32::from(c));
+                        }
+                        c => out.push(c),
+                    }
+                }
+                out.push_str("']");
+            }
+        }
+    }
+    out
+}
+
+/// Refuses queries nested deeper than the parser can handle cheaply. Brackets inside string
+/// literals (`['a[b']`) are not nesting, so literals are skipped.
+fn check_nesting(path: &str) -> Result<(), String> {
+    let (mut brackets, mut total) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in path.chars() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '[' => {
+                brackets += 1;
+                total += 1;
+            }
+            '(' => total += 1,
+            // Unbalanced closers are left for the parser to report.
+            ']' => {
+                brackets = brackets.saturating_sub(1);
+                total = total.saturating_sub(1);
+            }
+            ')' => total = total.saturating_sub(1),
+            _ => {}
+        }
+        if brackets > MAX_BRACKET_DEPTH {
+            return Err(format!(
+                "path `{}` nests `[` deeper than {MAX_BRACKET_DEPTH} levels",
+                shown(path)
+            ));
+        }
+        if total > MAX_DEPTH {
+            return Err(format!(
+                "path `{}` nests brackets and parentheses deeper than {MAX_DEPTH} levels",
+                shown(path)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `text`, cut to [`SHOWN_CHARS`] characters so a huge input cannot flood the message.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 fn parse(document: &str) -> Result<Value, String> {
@@ -89,7 +194,10 @@ mod tests {
         );
         assert_eq!(
             pairs(STORE, "$.store.bicycle"),
-            [pair("$['store']['bicycle']", r#"{"color":"red","price":399}"#)]
+            [pair(
+                "$['store']['bicycle']",
+                r#"{"color":"red","price":399}"#
+            )]
         );
         assert_eq!(
             pairs(STORE, "$.store.book[-1].tags"),
@@ -104,14 +212,16 @@ mod tests {
     }
 
     #[test]
-    fn normalized_paths_can_be_queried_again() {
+    fn normalized_paths_are_escaped_and_can_be_queried_again() {
         let path = &query(STORE, "$..color").unwrap()[0].path;
         assert_eq!(pairs(STORE, path), [pair(path, r#""red""#)]);
-        let odd = r#"{"it's": {"a\"b": 1}}"#;
+        let odd = r#"{"it's": {"a\"b\\c\n\u0001\u001f/é": 1}}"#;
         let found = query(odd, "$..*").unwrap();
-        let inner = &found[1];
-        assert_eq!(inner.value, "1");
-        assert_eq!(pairs(odd, &inner.path), [pair(&inner.path, "1")]);
+        assert_eq!(found[0].path, r"$['it\'s']");
+        assert_eq!(found[1].path, r#"$['it\'s']['a"b\\c\n\u0001\u001f/é']"#);
+        for m in &found {
+            assert_eq!(pairs(odd, &m.path), [pair(&m.path, &m.value)]);
+        }
     }
 
     #[test]
@@ -120,21 +230,45 @@ mod tests {
         assert!(err.starts_with("document is not valid JSON: "), "{err}");
         assert!(err.ends_with("at line 1 column 9"), "{err}");
         let err = query(STORE, "$.store[").unwrap_err();
-        assert!(err.starts_with("path `$.store[` is not a valid JSONPath query: at position"), "{err}");
+        assert!(
+            err.starts_with("path `$.store[` is not a valid JSONPath query: at position"),
+            "{err}"
+        );
         let err = query(STORE, "store.book").unwrap_err();
-        assert!(err.starts_with("path `store.book` is not a valid JSONPath query"), "{err}");
+        assert!(
+            err.starts_with("path `store.book` is not a valid JSONPath query"),
+            "{err}"
+        );
     }
 
     #[test]
     fn validate_pretty_prints_or_locates_the_error() {
-        assert_eq!(validate(r#"{"b":[1,2],"a":null}"#).unwrap(), "{\n  \"a\": null,\n  \"b\": [\n    1,\n    2\n  ]\n}");
+        // Members keep document order (the workspace enables serde_json's `preserve_order`);
+        // a repeated key keeps its first position and its last value.
+        assert_eq!(
+            validate(r#"{"b":[1,2],"a":null}"#).unwrap(),
+            "{\n  \"b\": [\n    1,\n    2\n  ],\n  \"a\": null\n}"
+        );
+        assert_eq!(
+            validate(r#"{"b":1,"a":2,"b":3}"#).unwrap(),
+            "{\n  \"b\": 3,\n  \"a\": 2\n}"
+        );
         assert_eq!(validate(" 42 ").unwrap(), "42");
         let err = validate("{\n  \"a\": 1\n  \"b\": 2\n}").unwrap_err();
-        assert_eq!(err, "document is not valid JSON: expected `,` or `}` at line 3 column 3");
+        assert_eq!(
+            err,
+            "document is not valid JSON: expected `,` or `}` at line 3 column 3"
+        );
         let err = validate("").unwrap_err();
-        assert_eq!(err, "document is not valid JSON: EOF while parsing a value at line 1 column 0");
+        assert_eq!(
+            err,
+            "document is not valid JSON: EOF while parsing a value at line 1 column 0"
+        );
         let err = validate("[1] [2]").unwrap_err();
-        assert_eq!(err, "document is not valid JSON: trailing characters at line 1 column 5");
+        assert_eq!(
+            err,
+            "document is not valid JSON: trailing characters at line 1 column 5"
+        );
     }
 
     #[test]
@@ -142,24 +276,23 @@ mod tests {
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         let err = validate(&deep).unwrap_err();
         assert!(err.contains("recursion limit exceeded"), "{err}");
-        let deep_path = format!("$[?{}@{}]", "(".repeat(10_000), ")".repeat(10_000));
-        assert!(query("[1]", &deep_path).is_err());
-    }
-}
-#[cfg(test)]
-mod probe {
-    #[test]
-    fn probe_depth() {
-        for d in [16usize, 32, 64, 100, 128, 200, 256, 400, 512, 1000] {
-            let p = format!("$[?{}@{}]", "(".repeat(d), ")".repeat(d));
-            let r = serde_json_path::JsonPath::parse(&p);
-            eprintln!("paren depth {d}: ok={}", r.is_ok());
-            let p = format!("$[?{}@.a{}]", "!(".repeat(d), ")".repeat(d));
-            let r = serde_json_path::JsonPath::parse(&p);
-            eprintln!("not depth {d}: ok={}", r.is_ok());
-            let p = format!("$[?{}@.a{}]", "@[?".repeat(d), "]".repeat(d));
-            let r = serde_json_path::JsonPath::parse(&p);
-            eprintln!("nested filter depth {d}: ok={}", r.is_ok());
-        }
+        let parens = format!("$[?{}@{}]", "(".repeat(10_000), ")".repeat(10_000));
+        let err = query("[1]", &parens).unwrap_err();
+        assert!(
+            err.ends_with("...` nests brackets and parentheses deeper than 64 levels"),
+            "{err}"
+        );
+        let filters = format!("$[?{}@{}]", "@[?".repeat(8), "]".repeat(8));
+        let err = query("[1]", &filters).unwrap_err();
+        assert!(err.ends_with("nests `[` deeper than 8 levels"), "{err}");
+        // Depth limits apply to syntax, not to brackets inside member names.
+        let name = "[".repeat(20);
+        let doc = format!(r#"{{"{name}": 1}}"#);
+        assert_eq!(
+            pairs(&doc, &format!("$['{name}']")),
+            [pair(&format!("$['{name}']"), "1")]
+        );
+        let allowed = format!("$[?{}@{}]", "@[?".repeat(7), "]".repeat(7));
+        assert_eq!(pairs("[1]", &allowed), []);
     }
 }

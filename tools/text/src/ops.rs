@@ -79,7 +79,8 @@ pub fn search(text: &str, pattern: &str, max_matches: Option<u32>) -> Result<Vec
 }
 
 fn to_u32(n: usize, what: &str) -> Result<u32, String> {
-    u32::try_from(n).map_err(|_| format!("{what} {n} does not fit in 32 bits: the text is too large"))
+    u32::try_from(n)
+        .map_err(|_| format!("{what} {n} does not fit in 32 bits: the text is too large"))
 }
 
 /// Line and column of a byte offset, moved forward match by match so a search over a long
@@ -167,7 +168,10 @@ mod tests {
     #[test]
     fn search_reports_offsets_lines_columns_and_groups() {
         let m = search("a1 b22\nxé 333", "[0-9]+", None).unwrap();
-        let spans: Vec<_> = m.iter().map(|m| (m.start, m.end, m.line, m.column)).collect();
+        let spans: Vec<_> = m
+            .iter()
+            .map(|m| (m.start, m.end, m.line, m.column))
+            .collect();
         // `é` is 2 bytes but 1 column.
         assert_eq!(spans, [(1, 2, 1, 2), (4, 6, 1, 5), (11, 14, 2, 4)]);
         assert_eq!(m[2].text, "333");
@@ -197,9 +201,15 @@ mod tests {
     #[test]
     fn search_errors_name_the_problem() {
         let err = search("x", "a(b", None).unwrap_err();
-        assert!(err.starts_with("pattern `a(b` is not a valid regular expression"), "{err}");
+        assert!(
+            err.starts_with("pattern `a(b` is not a valid regular expression"),
+            "{err}"
+        );
         assert!(err.contains("unclosed group"), "{err}");
-        assert_eq!(search("x", "x", Some(0)).unwrap_err(), "max-matches must be at least 1");
+        assert_eq!(
+            search("x", "x", Some(0)).unwrap_err(),
+            "max-matches must be at least 1"
+        );
         assert_eq!(
             search("x", "x", Some(10_001)).unwrap_err(),
             "max-matches 10001 is above the limit of 10000"
