@@ -1,7 +1,7 @@
 //! Default-closed capabilities and the directory/env grants.
 
 use serde_json::json;
-use toolhost::{Capabilities, DirGrant, ErrorKind, Limits};
+use toolhost::{Capabilities, ErrorKind, Limits};
 use toolhost_tests::{call, call_with, cli, path};
 
 #[test]
@@ -19,17 +19,6 @@ fn no_env_no_args_no_files_by_default() {
     }
 }
 
-fn grant(dir: &std::path::Path, write: bool) -> Capabilities {
-    Capabilities {
-        dirs: vec![DirGrant {
-            host: dir.to_path_buf(),
-            guest: "/data".into(),
-            write,
-        }],
-        env: vec![],
-    }
-}
-
 #[test]
 fn read_grant_reads_inside_and_nothing_outside() {
     let root = tempfile::tempdir().unwrap();
@@ -37,7 +26,7 @@ fn read_grant_reads_inside_and_nothing_outside() {
     std::fs::create_dir(&inside).unwrap();
     std::fs::write(inside.join("note.txt"), "hello").unwrap();
     std::fs::write(root.path().join("secret.txt"), "TOP-SECRET").unwrap();
-    let caps = grant(&inside, false);
+    let caps = toolhost_tests::grant_dir(&inside, false);
     let l = Limits::default();
     let read =
         |p: &str| call_with("misbehave", "read-file", json!({ "path": p }), &caps, &l).result;
@@ -67,7 +56,7 @@ fn read_grant_reads_inside_and_nothing_outside() {
 #[test]
 fn write_grant_allows_writing() {
     let dir = tempfile::tempdir().unwrap();
-    let caps = grant(dir.path(), true);
+    let caps = toolhost_tests::grant_dir(dir.path(), true);
     let out = call_with(
         "misbehave",
         "write-file",

@@ -1,7 +1,7 @@
 //! The text, json and fs tools, called through the host.
 
 use serde_json::json;
-use toolhost::{CallError, Capabilities, DirGrant, ErrorKind, Limits};
+use toolhost::{CallError, ErrorKind, Limits};
 use toolhost_tests::{call, call_with};
 
 #[test]
@@ -86,17 +86,6 @@ fn json_queries_with_jsonpath() {
     assert!(err.to_string().contains("not a valid JSONPath"), "{err}");
 }
 
-fn grant(dir: &std::path::Path, write: bool) -> Capabilities {
-    Capabilities {
-        dirs: vec![DirGrant {
-            host: dir.to_path_buf(),
-            guest: "/data".into(),
-            write,
-        }],
-        env: vec![],
-    }
-}
-
 #[test]
 fn fs_without_a_grant_fails_cleanly() {
     for (op, args) in [
@@ -123,7 +112,7 @@ fn fs_reads_lists_and_writes_inside_its_grant() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "alpha").unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
-    let ro = grant(dir.path(), false);
+    let ro = toolhost_tests::grant_dir(dir.path(), false);
     let l = Limits::default();
     assert_eq!(
         call_with("fs", "read-file", json!({"path": "/data/a.txt"}), &ro, &l).result,
@@ -148,7 +137,7 @@ fn fs_reads_lists_and_writes_inside_its_grant() {
     assert_eq!(err.kind(), ErrorKind::ToolError, "{err}");
     assert!(!dir.path().join("b.txt").exists());
 
-    let rw = grant(dir.path(), true);
+    let rw = toolhost_tests::grant_dir(dir.path(), true);
     let out = call_with(
         "fs",
         "write-file",

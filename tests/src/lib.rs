@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use toolhost::{CallOutcome, Capabilities, Limits, Runtime, RuntimeConfig, Tool};
+use toolhost::{CallOutcome, Capabilities, DirGrant, Limits, Runtime, RuntimeConfig, Tool};
 
 /// The runtime shared by tests that do not test the cache (no disk cache).
 pub fn runtime() -> &'static Runtime {
@@ -93,5 +93,17 @@ where
         code,
         stdout: String::from_utf8(out).expect("utf-8 stdout"),
         stderr: String::from_utf8(err).expect("utf-8 stderr"),
+    }
+}
+
+/// Capabilities granting host directory `dir` as `/data`, read-only unless `write`.
+pub fn grant_dir(dir: &std::path::Path, write: bool) -> Capabilities {
+    Capabilities {
+        dirs: vec![DirGrant {
+            host: dir.to_path_buf(),
+            guest: "/data".into(),
+            write,
+        }],
+        env: vec![],
     }
 }
