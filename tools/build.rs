@@ -13,6 +13,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("text", "TEXT"),
     ("json", "JSON"),
     ("fs", "FS"),
+    ("http", "HTTP"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("plain", "PLAIN"),

@@ -10,8 +10,9 @@ use wasmtime::{Store, Trap};
 use crate::Limits;
 use crate::convert;
 use crate::error::CallError;
+use crate::grants::Capabilities;
 use crate::runtime::Runtime;
-use crate::sandbox::{Capabilities, HostState, LogRecord, MemoryLimitExceeded};
+use crate::sandbox::{AuditEvent, AuditLog, HostState, LogRecord, MemoryLimitExceeded};
 use crate::tool::{Operation, Returns, Tool};
 
 /// What a call consumed and emitted, whether or not it succeeded.
@@ -26,8 +27,8 @@ pub struct CallReport {
     pub stdio_dropped: u64,
     pub logs: Vec<LogRecord>,
     pub logs_dropped: u64,
-    /// HTTP requests the sandbox refused, as `METHOD uri`.
-    pub http_refused: Vec<String>,
+    /// Every capability decision and tripped limit of the call, in order.
+    pub events: Vec<AuditEvent>,
 }
 
 fn as_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -54,10 +55,20 @@ impl Runtime {
     ) -> CallOutcome {
         let started = Instant::now();
         let mut report = CallReport::default();
+        let audit = AuditLog::default();
         let result = self
-            .call_inner(tool, operation, args, caps, limits, &mut report)
+            .call_inner(tool, operation, args, caps, limits, &audit, &mut report)
             .await;
         report.duration = started.elapsed();
+        if let Err(e) = &result
+            && let Some(limit) = e.limit_name()
+        {
+            audit.record(AuditEvent::Limit {
+                limit: limit.into(),
+                detail: e.to_string(),
+            });
+        }
+        report.events = audit.take();
         CallOutcome { result, report }
     }
 
@@ -68,6 +79,7 @@ impl Runtime {
         args: &Value,
         caps: &Capabilities,
         limits: &Limits,
+        audit: &AuditLog,
         report: &mut CallReport,
     ) -> Result<Value, CallError> {
         let op = tool
@@ -77,7 +89,7 @@ impl Runtime {
                 available: tool.operation_names(),
             })?;
         let params = convert::args_to_vals(&op.params, args)?;
-        let state = HostState::new(caps, limits).map_err(|e| CallError::Denied {
+        let state = HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
             reason: e.to_string(),
         })?;
         let mut store = Store::new(&self.engine, state);
@@ -100,7 +112,25 @@ impl Runtime {
         report.stdio_dropped = out_dropped + err_dropped;
         report.logs = std::mem::take(&mut state.logs.records);
         report.logs_dropped = state.logs.dropped;
-        report.http_refused = std::mem::take(&mut state.http_hooks.refused);
+        if out_dropped + err_dropped > 0 {
+            audit.record(AuditEvent::Limit {
+                limit: "stdio".into(),
+                detail: format!(
+                    "{} bytes of stdout/stderr beyond {} bytes each were dropped",
+                    out_dropped + err_dropped,
+                    limits.max_stdio_bytes
+                ),
+            });
+        }
+        if state.logs.dropped > 0 {
+            audit.record(AuditEvent::Limit {
+                limit: "log".into(),
+                detail: format!(
+                    "{} log records beyond {} bytes were dropped",
+                    state.logs.dropped, limits.max_log_bytes
+                ),
+            });
+        }
 
         let results = match outcome {
             Err(_elapsed) => {

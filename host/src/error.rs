@@ -62,6 +62,14 @@ pub enum CallError {
     OutputLimit { size: usize, limit: usize },
     #[error("denied: {reason}")]
     Denied { reason: String },
+    #[error(
+        "rate limited: tool `{tool}` may be called {per_minute} times per minute; retry in {retry_after_ms} ms"
+    )]
+    RateLimited {
+        tool: String,
+        per_minute: u32,
+        retry_after_ms: u64,
+    },
     #[error("cannot start the call: {reason}")]
     Instantiate { reason: String },
 }
@@ -74,6 +82,18 @@ fn display_json(v: &serde_json::Value) -> String {
 }
 
 impl CallError {
+    /// For a failure caused by a limit, the limit's name: `fuel`, `timeout`, `memory`,
+    /// `output`.
+    pub fn limit_name(&self) -> Option<&'static str> {
+        match self {
+            CallError::FuelExhausted { .. } => Some("fuel"),
+            CallError::Timeout { .. } => Some("timeout"),
+            CallError::MemoryLimit { .. } => Some("memory"),
+            CallError::OutputLimit { .. } => Some("output"),
+            _ => None,
+        }
+    }
+
     /// Stable kind, as used in `--json` output and exit codes.
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -88,6 +108,7 @@ impl CallError {
             CallError::ToolError { .. } => ErrorKind::ToolError,
             CallError::OutputLimit { .. } => ErrorKind::OutputLimit,
             CallError::Denied { .. } => ErrorKind::Denied,
+            CallError::RateLimited { .. } => ErrorKind::RateLimited,
             CallError::Instantiate { .. } => ErrorKind::Instantiate,
         }
     }
@@ -108,6 +129,7 @@ pub enum ErrorKind {
     ToolError,
     OutputLimit,
     Denied,
+    RateLimited,
     Instantiate,
 }
 
@@ -125,6 +147,7 @@ impl ErrorKind {
             ErrorKind::ToolError => "tool_error",
             ErrorKind::OutputLimit => "output_limit",
             ErrorKind::Denied => "denied",
+            ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Instantiate => "instantiate",
         }
     }

@@ -19,9 +19,12 @@
 //! - [`schema`]: WIT type + docs → JSON Schema for models.
 //! - [`convert`]: JSON ↔ component values, with JSON-path errors.
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
-//! - [`sandbox`]: per-call store state: capabilities, captured stdio, memory limiter, the
-//!   `toolhost:host/log` import, the HTTP gate.
+//! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
+//! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
+//!   limiter, the `toolhost:host/log` import, the HTTP and socket gates, audit events.
 //! - [`call`]: one call, its limits, and the classification of every way it can fail.
+//! - [`policy`]: the operator's policy file: per-tool grants, limits, allowed operations,
+//!   rate limits; [`policy::Gate`] applies it to calls.
 //! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
@@ -33,8 +36,10 @@ pub mod cli;
 pub mod convert;
 pub mod docs;
 pub mod error;
+pub mod grants;
 pub mod limits;
 pub mod pack;
+pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
@@ -43,9 +48,11 @@ pub mod types;
 
 pub use call::{CallOutcome, CallReport};
 pub use error::{CallError, ErrorKind, LoadError};
+pub use grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};
 pub use limits::Limits;
+pub use policy::{Gate, Policy, ToolPolicy};
 pub use runtime::{Runtime, RuntimeConfig};
-pub use sandbox::{Capabilities, DirGrant};
+pub use sandbox::{AuditEvent, Decision};
 pub use tool::{Operation, Tool};
 pub use toolhost_wit_docs as wit_docs;
 pub use types::WitType;

@@ -12,7 +12,9 @@ use std::time::Duration;
 /// - `max_result_bytes`: 1 MiB of result JSON;
 /// - `max_stdio_bytes`: 64 KiB kept from each of stdout and stderr (the rest is dropped
 ///   and counted);
-/// - `max_log_bytes`: 64 KiB of log messages (further records are dropped and counted).
+/// - `max_log_bytes`: 64 KiB of log messages (further records are dropped and counted);
+/// - `max_http_response_bytes`: 8 MiB of body per HTTP response (a longer body fails the
+///   guest's read with `HTTP-response-body-size`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     pub fuel: u64,
@@ -21,6 +23,7 @@ pub struct Limits {
     pub max_result_bytes: usize,
     pub max_stdio_bytes: usize,
     pub max_log_bytes: usize,
+    pub max_http_response_bytes: usize,
 }
 
 impl Default for Limits {
@@ -32,6 +35,7 @@ impl Default for Limits {
             max_result_bytes: 1 << 20,
             max_stdio_bytes: 64 << 10,
             max_log_bytes: 64 << 10,
+            max_http_response_bytes: 8 << 20,
         }
     }
 }

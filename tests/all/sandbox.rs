@@ -94,8 +94,8 @@ fn cli_read_outside_the_grant_fails_without_leaking() {
 #[test]
 fn env_grants_pass_only_what_is_named() {
     let caps = Capabilities {
-        dirs: vec![],
         env: vec![("GREETING".into(), "hi".into())],
+        ..Capabilities::none()
     };
     let out = call_with(
         "misbehave",

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use toolhost::{CallOutcome, Capabilities, DirGrant, Limits, Runtime, RuntimeConfig, Tool};
+use toolhost::{CallOutcome, Capabilities, FileGrant, Limits, Runtime, RuntimeConfig, Tool};
 
 /// The runtime shared by tests that do not test the cache (no disk cache).
 pub fn runtime() -> &'static Runtime {
@@ -99,11 +99,7 @@ where
 /// Capabilities granting host directory `dir` as `/data`, read-only unless `write`.
 pub fn grant_dir(dir: &std::path::Path, write: bool) -> Capabilities {
     Capabilities {
-        dirs: vec![DirGrant {
-            host: dir.to_path_buf(),
-            guest: "/data".into(),
-            write,
-        }],
-        env: vec![],
+        files: vec![FileGrant::dir(dir, "/data", write)],
+        ..Capabilities::none()
     }
 }

@@ -47,7 +47,8 @@ fn exit_code(kind: ErrorKind) -> i32 {
         ErrorKind::FuelExhausted
         | ErrorKind::Timeout
         | ErrorKind::MemoryLimit
-        | ErrorKind::OutputLimit => exit::LIMIT,
+        | ErrorKind::OutputLimit
+        | ErrorKind::RateLimited => exit::LIMIT,
         ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => {
             exit::TRAP
         }

@@ -1,68 +1,41 @@
 //! The per-call sandbox: the store's state, the linker, and the grants that open it.
 //!
-//! Every call gets a fresh [`HostState`] built by [`HostState::new`] from [`Capabilities`]
-//! and [`Limits`](crate::Limits). What a call can reach is exactly what those two say; the
-//! defaults reach nothing (see [`Capabilities::none`]).
+//! Every call gets a fresh [`HostState`] built by [`HostState::new`] from
+//! [`Capabilities`] and [`Limits`](crate::Limits). What a call can reach is exactly what
+//! those two say; the defaults reach nothing (see [`Capabilities::none`]). Every decision
+//! is recorded in the call's [`AuditLog`].
 //!
+//! - `audit`: [`AuditEvent`]s and the per-call log.
 //! - `stdio`: captured, capped stdout/stderr.
 //! - `limiter`: one memory budget for all memories and tables of the instance.
 //! - `log`: the `toolhost:host/log` import.
-//! - `http`: the gate for `wasi:http` requests (deny-all by default).
+//! - `egress`: the gate for `wasi:http` requests (origins, DNS pinning, special ranges).
+//! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP).
 
-mod http;
+pub mod audit;
+mod egress;
 mod limiter;
 mod log;
+mod net;
 mod stdio;
-
-use std::path::PathBuf;
 
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-pub use self::http::DenyAllHttp;
+pub use self::audit::{AuditEvent, AuditLog, Decision};
+pub use self::egress::EgressHooks;
 pub use self::limiter::{InstanceLimiter, MemoryLimitExceeded};
 pub use self::log::{LogRecord, LogSink};
 pub use self::stdio::CappedPipe;
 use crate::Limits;
+use crate::grants::{Capabilities, GrantKind};
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "toolhost:host/host",
     });
-}
-
-/// A directory made visible to the guest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirGrant {
-    /// Directory on the host.
-    pub host: PathBuf,
-    /// Path the guest sees it at.
-    pub guest: String,
-    /// `false`: read-only (no create, write, rename, unlink, truncate, set-times).
-    pub write: bool,
-}
-
-/// What a call may reach beyond its own memory.
-///
-/// [`Capabilities::none`] (also `Default`) grants nothing:
-/// - no preopened directories, so every filesystem call fails;
-/// - no environment variables and no arguments;
-/// - stdin closed; stdout/stderr captured per call, capped by [`Limits`];
-/// - no network: every HTTP request is refused, `wasi:sockets` denies every address and name
-///   lookup.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Capabilities {
-    pub dirs: Vec<DirGrant>,
-    pub env: Vec<(String, String)>,
-}
-
-impl Capabilities {
-    /// No capabilities at all.
-    pub fn none() -> Capabilities {
-        Capabilities::default()
-    }
 }
 
 /// A grant that cannot be applied, e.g. a directory that does not exist.
@@ -78,37 +51,51 @@ pub struct GrantError {
 pub struct HostState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
-    pub(crate) http_hooks: DenyAllHttp,
+    pub(crate) http_hooks: EgressHooks,
     table: ResourceTable,
     pub(crate) limiter: InstanceLimiter,
     pub(crate) logs: LogSink,
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
+    pub(crate) audit: AuditLog,
 }
 
 impl HostState {
-    /// Builds the state of one call from its grants and limits.
-    pub fn new(caps: &Capabilities, limits: &Limits) -> Result<HostState, GrantError> {
+    /// Builds the state of one call from its grants and limits; decisions go to `audit`.
+    pub fn new(
+        caps: &Capabilities,
+        limits: &Limits,
+        audit: AuditLog,
+    ) -> Result<HostState, GrantError> {
         let stdout = CappedPipe::new(limits.max_stdio_bytes);
         let stderr = CappedPipe::new(limits.max_stdio_bytes);
         let mut b = WasiCtxBuilder::new();
         b.stdout(stdout.clone())
             .stderr(stderr.clone())
-            .allow_tcp(false)
+            // TCP sockets can be created, but every address goes through the check,
+            // which refuses all but granted connects (and records each decision).
+            .allow_tcp(true)
             .allow_udp(false)
-            .allow_ip_name_lookup(false);
-        for d in &caps.dirs {
+            .allow_ip_name_lookup(caps.network.name_lookup)
+            .socket_addr_check(net::socket_check(caps.network.tcp.clone(), audit.clone()));
+        for d in &caps.files {
             let perms = if d.write {
                 FsPerms::ReadWrite
             } else {
                 FsPerms::ReadOnly
             };
+            let grant_error = |reason: String| GrantError {
+                host: d.host.display().to_string(),
+                guest: d.guest.clone(),
+                reason,
+            };
+            if d.kind == GrantKind::File {
+                return Err(grant_error(
+                    "single-file grants are not supported yet".into(),
+                ));
+            }
             b.preopened_dir(&d.host, &d.guest, perms)
-                .map_err(|e| GrantError {
-                    host: d.host.display().to_string(),
-                    guest: d.guest.clone(),
-                    reason: format!("{e:#}"),
-                })?;
+                .map_err(|e| grant_error(format!("{e:#}")))?;
         }
         for (k, v) in &caps.env {
             b.env(k, v);
@@ -116,16 +103,20 @@ impl HostState {
         Ok(HostState {
             wasi: b.build(),
             http: WasiHttpCtx::new(),
-            http_hooks: DenyAllHttp::default(),
+            http_hooks: EgressHooks {
+                origins: caps.network.http.clone(),
+                audit: audit.clone(),
+                max_response_bytes: limits.max_http_response_bytes,
+            },
             table: ResourceTable::new(),
             limiter: InstanceLimiter::new(limits.memory_bytes()),
             logs: LogSink::new(limits.max_log_bytes),
             stdout,
             stderr,
+            audit,
         })
     }
 }
-
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {

@@ -1,0 +1,98 @@
+//! [`Capabilities`]: what one call may reach beyond its own memory, already checked.
+//!
+//! Grants come from the operator only: a policy file ([`crate::policy`]) or the CLI's
+//! `--allow-*` flags. Nothing a tool or a model can call creates or widens them.
+//!
+//! - [`origin`]: HTTP origins (`https://*.example.com:8443`) and how requests match them.
+//! - [`addr`]: special-purpose address ranges (loopback, private, link-local, metadata)
+//!   that are refused unless a grant names the address literally.
+//! - [`socket`]: raw `wasi:sockets` TCP grants (`IP[/PREFIX]:PORT`).
+
+pub mod addr;
+pub mod origin;
+pub mod socket;
+
+use std::path::PathBuf;
+
+pub use self::origin::{HostPattern, Origin, OriginError, Scheme};
+pub use self::socket::{SocketGrant, SocketGrantError};
+
+/// Whether a [`FileGrant`] names a directory or a single file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantKind {
+    /// The directory and everything below it.
+    Directory,
+    /// Exactly one file: the guest can open it by its guest path and nothing else in the
+    /// directory that holds it (no listing, no siblings, no create, rename or delete).
+    File,
+}
+
+/// A host directory or file made visible to the guest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileGrant {
+    /// Path on the host. For a file grant, the file's canonical path.
+    pub host: PathBuf,
+    /// Absolute path the guest sees it at.
+    pub guest: String,
+    /// `false`: read-only (no create, write, rename, unlink, truncate, set-times).
+    pub write: bool,
+    pub kind: GrantKind,
+}
+
+impl FileGrant {
+    /// A directory grant.
+    pub fn dir(host: impl Into<PathBuf>, guest: impl Into<String>, write: bool) -> FileGrant {
+        FileGrant {
+            host: host.into(),
+            guest: guest.into(),
+            write,
+            kind: GrantKind::Directory,
+        }
+    }
+}
+
+/// Network reach of a call.
+///
+/// `NetworkGrants::default()` reaches nothing:
+/// - `http`: empty, so every `wasi:http` request is refused with `HTTP-request-denied`;
+/// - `tcp`: empty, so every `wasi:sockets` TCP connect or bind is refused; UDP is always
+///   refused;
+/// - `name_lookup`: `false`, so `wasi:sockets/ip-name-lookup` fails.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetworkGrants {
+    /// Origins the tool may send HTTP requests to.
+    pub http: Vec<Origin>,
+    /// Addresses the tool may open raw TCP connections to.
+    pub tcp: Vec<SocketGrant>,
+    /// Whether the tool may resolve names with `wasi:sockets/ip-name-lookup`.
+    pub name_lookup: bool,
+}
+
+/// What a call may reach beyond its own memory.
+///
+/// [`Capabilities::none`] (also `Default`) grants nothing:
+/// - no preopened directories or files, so every filesystem call fails;
+/// - no environment variables and no arguments;
+/// - stdin closed; stdout/stderr captured per call, capped by [`Limits`](crate::Limits);
+/// - no network (see [`NetworkGrants`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Capabilities {
+    pub files: Vec<FileGrant>,
+    /// `(NAME, value)` pairs the guest sees as its environment.
+    #[serde(serialize_with = "env_names")]
+    pub env: Vec<(String, String)>,
+    pub network: NetworkGrants,
+}
+
+/// Environment grants serialise by name only: values may be secrets.
+fn env_names<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(env.iter().map(|(k, _)| k))
+}
+
+impl Capabilities {
+    /// No capabilities at all.
+    pub fn none() -> Capabilities {
+        Capabilities::default()
+    }
+}
