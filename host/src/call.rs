@@ -12,7 +12,7 @@ use crate::convert;
 use crate::error::CallError;
 use crate::grants::Capabilities;
 use crate::runtime::Runtime;
-use crate::sandbox::{AuditEvent, AuditLog, HostState, LogRecord, MemoryLimitExceeded};
+use crate::sandbox::{AuditEvent, AuditLog, Decision, HostState, LogRecord, MemoryLimitExceeded};
 use crate::tool::{Operation, Returns, Tool};
 
 /// What a call consumed and emitted, whether or not it succeeded.
@@ -61,12 +61,9 @@ impl Runtime {
             .await;
         report.duration = started.elapsed();
         if let Err(e) = &result
-            && let Some(limit) = e.limit_name()
+            && let Some(event) = failure_event(operation, e)
         {
-            audit.record(AuditEvent::Limit {
-                limit: limit.into(),
-                detail: e.to_string(),
-            });
+            audit.record(event);
         }
         report.events = audit.take();
         CallOutcome { result, report }
@@ -151,6 +148,28 @@ impl Runtime {
         }
         Ok(value)
     }
+}
+
+/// The audit event for a failed call, if the failure was the sandbox's doing.
+fn failure_event(operation: &str, e: &CallError) -> Option<AuditEvent> {
+    use crate::error::ErrorKind as K;
+    let detail = e.to_string();
+    Some(match e.kind() {
+        K::FuelExhausted | K::Timeout | K::MemoryLimit | K::OutputLimit => AuditEvent::Limit {
+            limit: e.limit_name().unwrap_or("limit").into(),
+            detail,
+        },
+        K::StackOverflow | K::Panic | K::Trap | K::Instantiate => AuditEvent::Trap {
+            kind: e.kind().as_str().into(),
+            detail,
+        },
+        K::BadArguments | K::UnknownOperation | K::Denied => AuditEvent::Call {
+            operation: operation.into(),
+            decision: Decision::Denied,
+            reason: detail,
+        },
+        K::ToolError | K::RateLimited => return None,
+    })
 }
 
 async fn run(

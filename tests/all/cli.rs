@@ -1,6 +1,7 @@
 //! Golden tests of user-facing CLI errors: `tests/ui/<case>.args` holds the arguments (a
 //! JSON array; `{calc}`-style placeholders name built tools, `{ui}` this folder) and
-//! `<case>.err` the exact exit code and stderr. `BLESS=1 cargo test` rewrites the `.err`
+//! `<case>.err` the exact exit code and stderr. A `tests/ui/<case>.toml` is a broken
+//! policy: its `<case>.err` is what `toolhost policy check` says about it. `BLESS=1 cargo test` rewrites the `.err`
 //! files after a deliberate change.
 
 use std::path::{Path, PathBuf};
@@ -27,14 +28,19 @@ fn golden_errors() {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(ui_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "args"))
+        .filter(|p| p.extension().is_some_and(|e| e == "args" || e == "toml"))
         .collect();
     cases.sort();
     assert!(!cases.is_empty());
     let mut failures = Vec::new();
     for case in cases {
-        let raw: Vec<String> = serde_json::from_str(&std::fs::read_to_string(&case).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+        let raw: Vec<String> = if case.extension().is_some_and(|e| e == "toml") {
+            let name = case.file_name().unwrap().to_string_lossy();
+            vec!["policy".into(), "check".into(), format!("{{ui}}/{name}")]
+        } else {
+            serde_json::from_str(&std::fs::read_to_string(&case).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+        };
         let args: Vec<String> = raw
             .iter()
             .map(|a| subs.iter().fold(a.clone(), |a, (k, v)| a.replace(k, v)))

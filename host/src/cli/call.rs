@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use super::grants::GrantArgs;
 use super::{CmdResult, Failure, exit, load_tool};
 use crate::error::{CallError, ErrorKind};
-use crate::{Limits, Runtime};
+use crate::policy::{Gate, Policy, ToolPolicy};
+use crate::{Capabilities, Limits, Runtime};
 
 /// Call one operation of a component in a fresh sandboxed instance.
 ///
@@ -33,9 +34,15 @@ pub(crate) struct Args {
     /// Memory cap in MiB for all memories and tables of the instance [default: 64].
     #[arg(long, value_name = "N")]
     memory_mib: Option<u64>,
-    /// Print one JSON object: result or error, fuel, duration, logs, captured output.
+    /// Print one JSON object: result or error, fuel, duration, logs, captured output and
+    /// the audit events of every capability decision.
     #[arg(long)]
     json: bool,
+    /// Run under this policy file: the tool's section (the one whose `component` is this
+    /// file, else the one named after the file stem) gives its grants and limits. Limit
+    /// flags may only tighten them; grant flags cannot be combined with a policy.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
     #[command(flatten)]
     grants: GrantArgs,
 }
@@ -63,25 +70,25 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn W
             format!("--args is not valid JSON: {e} (got `{}`)", args.args),
         )
     })?;
-    let caps = args
-        .grants
-        .capabilities()
-        .map_err(|m| Failure::new(exit::USAGE, m))?;
-    let defaults = Limits::default();
-    let limits = Limits {
-        fuel: args.fuel.unwrap_or(defaults.fuel),
-        timeout: args
-            .timeout_ms
-            .map_or(defaults.timeout, Duration::from_millis),
-        memory_mib: args.memory_mib.unwrap_or(defaults.memory_mib),
-        ..defaults
-    };
+    let plan = plan(&args)?;
     let tool = load_tool(rt, &args.path)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
-    let outcome = tokio.block_on(rt.call(&tool, &args.operation, &call_args, &caps, &limits));
+    let outcome = match &plan {
+        Plan::Flags(caps, limits) => {
+            tokio.block_on(rt.call(&tool, &args.operation, &call_args, caps, limits))
+        }
+        Plan::Policy(section, limits) => tokio.block_on(Gate::new().call(
+            rt,
+            section,
+            &tool,
+            &args.operation,
+            &call_args,
+            limits,
+        )),
+    };
     let report = &outcome.report;
     if args.json {
         let mut doc = match &outcome.result {
@@ -120,4 +127,84 @@ fn error_json(e: &CallError) -> Value {
         v["value"] = value.clone();
     }
     v
+}
+
+/// Where the call's grants and limits come from.
+enum Plan {
+    Flags(Capabilities, Limits),
+    Policy(Box<ToolPolicy>, Limits),
+}
+
+fn plan(args: &Args) -> Result<Plan, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let Some(policy_path) = &args.policy else {
+        let caps = args.grants.capabilities().map_err(usage)?;
+        let limits = limits_from_flags(args, &Limits::default(), None)?;
+        return Ok(Plan::Flags(caps, limits));
+    };
+    if args.grants.any() {
+        return Err(usage(
+            "grant flags (--allow-*) cannot be combined with --policy: the policy holds all of \
+             the tool's grants; add them to its section instead"
+                .into(),
+        ));
+    }
+    let policy = Policy::load(policy_path).map_err(|e| usage(e.to_string()))?;
+    let section = policy.section_for(&args.path).ok_or_else(|| {
+        let stem = args
+            .path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        Failure::new(
+            exit::DENIED,
+            format!(
+                "[denied] policy `{}` has no section for `{}`: add `[tools.{stem}]` (or a section \
+                 whose `component` is this file) to allow it",
+                policy_path.display(),
+                args.path.display()
+            ),
+        )
+    })?;
+    let limits = limits_from_flags(args, &section.limits, Some(&section.name))?;
+    Ok(Plan::Policy(Box::new(section.clone()), limits))
+}
+
+/// `base` with the limit flags applied; under a policy (`tool` set) a flag may only
+/// lower a limit.
+fn limits_from_flags(args: &Args, base: &Limits, tool: Option<&str>) -> Result<Limits, Failure> {
+    let mut l = base.clone();
+    for (flag, value, current) in [
+        ("--fuel", args.fuel, base.fuel),
+        (
+            "--timeout-ms",
+            args.timeout_ms,
+            u64::try_from(base.timeout.as_millis()).unwrap_or(u64::MAX),
+        ),
+        ("--memory-mib", args.memory_mib, base.memory_mib),
+    ] {
+        let Some(v) = value else { continue };
+        if v == 0 {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("{flag} 0 would make every call fail: give a positive value"),
+            ));
+        }
+        if let Some(tool) = tool
+            && v > current
+        {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "{flag} {v} is above the policy's limit of {current} for tool `{tool}`: flags \
+                     can only tighten a policy"
+                ),
+            ));
+        }
+        match flag {
+            "--fuel" => l.fuel = v,
+            "--timeout-ms" => l.timeout = Duration::from_millis(v),
+            _ => l.memory_mib = v,
+        }
+    }
+    Ok(l)
 }

@@ -5,6 +5,7 @@ mod call;
 mod grants;
 mod inspect;
 mod pack;
+mod policy;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -21,7 +22,7 @@ pub mod exit {
     pub const TOOL_ERROR: i32 = 1;
     /// Bad command line, bad arguments, unknown operation.
     pub const USAGE: i32 = 2;
-    /// A limit stopped the call: fuel, deadline, memory, result size.
+    /// A limit stopped the call: fuel, deadline, memory, result size, rate limit.
     pub const LIMIT: i32 = 3;
     /// The tool trapped: panic, stack overflow, any other trap, failed instantiation.
     pub const TRAP: i32 = 4;
@@ -36,7 +37,8 @@ Exit codes:
   0  success
   1  the tool returned an error value (kind `tool_error`)
   2  usage error, bad arguments or unknown operation
-  3  a limit stopped the call (fuel_exhausted, timeout, memory_limit, output_limit)
+  3  a limit stopped the call (fuel_exhausted, timeout, memory_limit, output_limit,
+     rate_limited)
   4  the tool trapped (panic, stack_overflow, trap, instantiate)
   5  a capability was denied (denied)
   6  the component could not be loaded";
@@ -60,6 +62,14 @@ enum Command {
     /// Work with tool components.
     #[command(subcommand)]
     Tool(ToolCommand),
+    /// Work with policy files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    Check(policy::CheckArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +104,7 @@ pub fn run(
     };
     let result = match cli.command {
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
+        Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Tool(cmd) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => match cmd {
                 ToolCommand::Inspect(args) => inspect::run(&rt, args, out),

@@ -29,6 +29,8 @@
 mod error;
 pub mod gate;
 mod raw;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -202,8 +204,8 @@ fn tool_policy(
         files: Vec::new(),
         env: Vec::new(),
         network: NetworkGrants {
-            http: raw.network.http.clone(),
-            tcp: raw.network.tcp.clone(),
+            http: parse_each(&raw.network.http, at)?,
+            tcp: parse_each(&raw.network.tcp, at)?,
             name_lookup: raw.network.name_lookup,
         },
     };
@@ -287,6 +289,22 @@ fn tool_policy(
         limits,
         max_calls_per_minute: rate,
     })
+}
+
+/// Parses each string, pointing an error at the string that failed.
+fn parse_each<T>(items: &[Spanned<String>], at: &At<'_>) -> Result<Vec<T>, PolicyError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    items
+        .iter()
+        .map(|s| {
+            s.get_ref()
+                .parse()
+                .map_err(|e: T::Err| at(s.span(), e.to_string()))
+        })
+        .collect()
 }
 
 /// Applies `raw` over `base`; returns the limits and the rate limit, if set.

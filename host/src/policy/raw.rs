@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::grants::{Origin, SocketGrant};
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPolicy {
@@ -64,22 +62,43 @@ pub(crate) struct RawFile {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawNetwork {
     #[serde(default)]
-    pub http: Vec<Origin>,
+    pub http: Vec<Spanned<String>>,
     #[serde(default)]
-    pub tcp: Vec<SocketGrant>,
+    pub tcp: Vec<Spanned<String>>,
     #[serde(default)]
     pub name_lookup: bool,
 }
 
 /// The value of an environment grant: a literal, or a host variable read at load time.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "a string, or a table `{ from_host = \"HOST_VAR\" }`"
-)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnvValue {
     Literal(String),
     FromHost { from_host: String },
+}
+
+impl<'de> Deserialize<'de> for EnvValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EnvValue, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FromHost {
+            from_host: String,
+        }
+        const EXPECTED: &str = "a string, or a table `{ from_host = \"HOST_VAR\" }`";
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(s) => Ok(EnvValue::Literal(s)),
+            toml::Value::Table(t) => FromHost::deserialize(t)
+                .map(|f| EnvValue::FromHost {
+                    from_host: f.from_host,
+                })
+                .map_err(|e| {
+                    serde::de::Error::custom(format!("{}; expected {EXPECTED}", e.message()))
+                }),
+            other => Err(serde::de::Error::invalid_type(
+                serde::de::Unexpected::Other(&format!("{} `{other}`", other.type_str())),
+                &EXPECTED,
+            )),
+        }
+    }
 }
 
 /// Limits as written; unset fields come from `[defaults.limits]`, then from
@@ -95,18 +114,4 @@ pub(crate) struct RawLimits {
     pub max_log_bytes: Option<Spanned<u64>>,
     pub max_http_response_bytes: Option<Spanned<u64>>,
     pub max_calls_per_minute: Option<Spanned<u64>>,
-}
-
-impl<'de> Deserialize<'de> for Origin {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Origin, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-impl<'de> Deserialize<'de> for SocketGrant {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SocketGrant, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
 }

@@ -63,10 +63,13 @@ pub enum AuditEvent {
     /// A limit ended the call: `fuel`, `timeout`, `memory`, `output`, or capped output:
     /// `stdout`, `stderr`, `log` (the call went on; the excess was dropped).
     Limit { limit: String, detail: String },
+    /// The guest trapped: `panic`, `stack_overflow`, `trap`, `instantiate`. The host
+    /// contained it; nothing outside the call's instance was affected.
+    Trap { kind: String, detail: String },
 }
 
 impl AuditEvent {
-    /// Whether this event records a refusal or a tripped limit.
+    /// Whether this event records a refusal, a tripped limit or a contained trap.
     pub fn is_denial(&self) -> bool {
         match self {
             AuditEvent::File { decision, .. }
@@ -75,7 +78,7 @@ impl AuditEvent {
             | AuditEvent::NameLookup { decision, .. }
             | AuditEvent::Call { decision, .. } => *decision == Decision::Denied,
             AuditEvent::EnvRead { .. } => false,
-            AuditEvent::Limit { .. } => true,
+            AuditEvent::Limit { .. } | AuditEvent::Trap { .. } => true,
         }
     }
 }

@@ -1,0 +1,75 @@
+//! Property tests: the policy parser and the grant parsers never panic, and every error
+//! they return points inside the source.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::{Policy, PolicyError};
+use crate::grants::{Origin, SocketGrant};
+
+/// Pieces that make inputs look like policies, so shrinking explores the parser's paths
+/// rather than TOML's tokenizer.
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("version = 1\n".to_string()),
+        Just("version = 2\n".to_string()),
+        Just("[tools.calc]\n".to_string()),
+        Just("[tools.Bad]\n".to_string()),
+        Just("[defaults.limits]\n".to_string()),
+        Just("fuel = 0\n".to_string()),
+        Just("timeout_ms = 5\n".to_string()),
+        Just("operations = []\n".to_string()),
+        Just("operations = [\"eval\", \"eval\"]\n".to_string()),
+        Just("files = [{ host = \".\", guest = \"/d\", access = \"read\" }]\n".to_string()),
+        Just("files = [{ host = \"/nope\", guest = \"x\", access = \"rw\" }]\n".to_string()),
+        Just("network = { http = [\"https://*.example.com:8443\"] }\n".to_string()),
+        Just("network = { tcp = [\"::1:80\"] }\n".to_string()),
+        Just("env = { A = \"1\", B = { from_host = \"NOPE_NOT_SET\" } }\n".to_string()),
+        Just("sensitive = true\n".to_string()),
+        Just("sha256 = \"xyz\"\n".to_string()),
+        "[a-z_=\\[\\]\"{}., 0-9\n-]{0,40}",
+        any::<String>(),
+    ]
+}
+
+fn assert_located(text: &str, e: &PolicyError) {
+    if let PolicyError::At(at) = e {
+        let lines = text.split('\n').count().max(1);
+        assert!(
+            at.line >= 1 && at.line <= lines,
+            "line {} of {lines}: {e}",
+            at.line
+        );
+        assert!(at.column >= 1);
+    }
+}
+
+proptest! {
+    #[test]
+    fn parsing_any_text_never_panics(text in any::<String>()) {
+        if let Err(e) = Policy::parse("p.toml", &text, Path::new(".")) {
+            assert_located(&text, &e);
+        }
+    }
+
+    #[test]
+    fn parsing_policy_like_text_never_panics(parts in proptest::collection::vec(fragment(), 0..12)) {
+        let text = parts.concat();
+        if let Err(e) = Policy::parse("p.toml", &text, Path::new(".")) {
+            assert_located(&text, &e);
+            prop_assert!(!e.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn grant_parsers_never_panic(text in "\\PC{0,60}") {
+        let _ = text.parse::<Origin>();
+        let _ = text.parse::<SocketGrant>();
+        let with_scheme = format!("https://{text}");
+        if let Ok(o) = with_scheme.parse::<Origin>() {
+            // What parses prints as something that parses to the same origin.
+            prop_assert_eq!(o.to_string().parse::<Origin>().unwrap(), o);
+        }
+    }
+}
