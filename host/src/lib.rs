@@ -18,6 +18,8 @@
 //! - [`types`]: [`WitType`], the host's copy of a component value type.
 //! - [`schema`]: WIT type + docs → JSON Schema for models.
 //! - [`convert`]: JSON ↔ component values, with JSON-path errors.
+//! - [`engine`]: the planner–executor engine: the plan artifact, references between steps,
+//!   and validation of a plan against the tools and the policy before anything runs.
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
 //! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
 //! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
@@ -35,6 +37,7 @@ pub mod call;
 pub mod cli;
 pub mod convert;
 pub mod docs;
+pub mod engine;
 pub mod error;
 pub mod grants;
 pub mod limits;

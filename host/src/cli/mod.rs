@@ -5,6 +5,7 @@ mod call;
 mod grants;
 mod inspect;
 mod pack;
+mod plan;
 mod policy;
 
 use std::ffi::OsString;
@@ -65,6 +66,15 @@ enum Command {
     /// Work with policy files.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Work with plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum PlanCommand {
+    Validate(plan::ValidateArgs),
+    Schema(plan::SchemaArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,6 +115,11 @@ pub fn run(
     let result = match cli.command {
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
+        Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
+        Command::Plan(PlanCommand::Validate(args)) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => plan::validate_cmd(&rt, args, out),
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
         Command::Tool(cmd) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => match cmd {
                 ToolCommand::Inspect(args) => inspect::run(&rt, args, out),

@@ -1,0 +1,228 @@
+//! Plans: the published schema, references, and validation that reports every problem of a
+//! plan at once, before anything runs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolhost::Policy;
+use toolhost::engine::{Catalog, Entry, Plan, ProblemKind, plan_schema, validate};
+use toolhost_tests::{cli, path, tool};
+
+fn catalog(policy: &str) -> Catalog {
+    let p = Policy::parse("inline.toml", policy, Path::new(".")).unwrap();
+    let tools = p
+        .tools
+        .values()
+        .map(|section| {
+            (
+                section.name.clone(),
+                Entry {
+                    tool: tool(&section.name),
+                    policy: section.clone(),
+                },
+            )
+        })
+        .collect::<BTreeMap<_, _>>();
+    Catalog { tools }
+}
+
+const POLICY: &str = r#"
+version = 1
+[tools.calc]
+[tools.text]
+operations = ["count", "extract-lines"]
+limits = { timeout_ms = 1000 }
+"#;
+
+fn plan(v: Value) -> Plan {
+    serde_json::from_value(v).expect("a well-formed plan")
+}
+
+#[test]
+fn a_plan_with_typed_references_is_valid() {
+    let p = plan(json!({
+        "goal": "take the second half of a text",
+        "steps": [
+            {"id": "count", "tool": "text", "operation": "count", "args": {"text": "a\nb\nc\nd"}},
+            {"id": "half", "tool": "calc", "operation": "eval",
+             "args": {"expression": "${count.output.lines} / 2"}},
+            {"id": "tail", "tool": "text", "operation": "extract-lines",
+             "args": {"text": "a\nb\nc\nd", "first": {"$ref": "count.output.words"}, "last": null},
+             "depends_on": ["half"], "timeout_ms": 500}
+        ]
+    }));
+    let v = validate(&p, &catalog(POLICY), 50).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(
+        v.order.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        ["count", "half", "tail"]
+    );
+    let tail_deps: Vec<&str> = v.deps[&v.order[2]].iter().map(|s| s.as_str()).collect();
+    assert_eq!(
+        tail_deps,
+        ["count", "half"],
+        "references add their dependencies"
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let p = plan(json!({
+        "goal": "broken on purpose",
+        "steps": [
+            {"id": "a", "tool": "calc", "operation": "eval", "args": {"expression": 42}},
+            {"id": "a", "tool": "calc", "operation": "eval", "args": {"expression": "1"}},
+            {"id": "b", "tool": "shell", "operation": "run", "args": {}},
+            {"id": "c", "tool": "text", "operation": "nope", "args": {}},
+            {"id": "d", "tool": "text", "operation": "search", "args": {"text": "x", "pattern": "x"}},
+            {"id": "e", "tool": "text", "operation": "count", "args": {"text": {"$ref": "ghost.output"}}},
+            {"id": "f", "tool": "text", "operation": "extract-lines",
+             "args": {"text": "x", "first": {"$ref": "g.output.words"}}},
+            {"id": "g", "tool": "text", "operation": "count",
+             "args": {"text": {"$ref": "f.output"}}, "depends_on": ["missing"]},
+            {"id": "h", "tool": "text", "operation": "extract-lines",
+             "args": {"text": {"$ref": "g.output.nope"}, "first": 1}, "timeout_ms": 5000},
+            {"id": "i", "tool": "text", "operation": "count", "args": {"text": {"$ref": "g.output"}}}
+        ]
+    }));
+    let problems = validate(&p, &catalog(POLICY), 9).unwrap_err();
+    let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    let has = |kind: ProblemKind, step: Option<&str>, text: &str| {
+        assert!(
+            problems.iter().any(|p| p.kind == kind
+                && p.step.as_ref().map(|s| s.as_str()) == step
+                && p.to_string().contains(text)),
+            "no {kind:?} for {step:?} containing {text:?} in:\n{}",
+            shown.join("\n")
+        );
+    };
+    has(
+        ProblemKind::TooManySteps,
+        None,
+        "the plan has 10 steps; at most 9",
+    );
+    has(ProblemKind::DuplicateId, Some("a"), "more than one step");
+    has(ProblemKind::BadArguments, Some("a"), "expression");
+    has(
+        ProblemKind::UnknownTool,
+        Some("b"),
+        "tool `shell` is not available; the tools are: calc, text",
+    );
+    has(
+        ProblemKind::UnknownOperation,
+        Some("c"),
+        "has no operation `nope`",
+    );
+    has(
+        ProblemKind::NotAllowed,
+        Some("d"),
+        "does not allow operation `search`",
+    );
+    has(
+        ProblemKind::BadReference,
+        Some("e"),
+        "`ghost.output` refers to `ghost`, which is not a step",
+    );
+    has(
+        ProblemKind::UnknownDependency,
+        Some("g"),
+        "depends on `missing`",
+    );
+    has(
+        ProblemKind::BadReference,
+        Some("h"),
+        "the output of `g` has no field `nope`",
+    );
+    has(
+        ProblemKind::TimeoutAbovePolicy,
+        Some("h"),
+        "timeout_ms 5000",
+    );
+    // `i` takes a record where a string is expected.
+    has(ProblemKind::BadArguments, Some("i"), "text");
+    has(ProblemKind::Cycle, None, "`f`, `g`");
+}
+
+#[test]
+fn the_published_schema_is_current_and_accepts_the_examples() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/schemas/plan.schema.json");
+    let published: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        published,
+        plan_schema(),
+        "regenerate with `toolhost plan schema > host/schemas/plan.schema.json`"
+    );
+    let validator = jsonschema::validator_for(&published).unwrap();
+    let good = json!({"goal": "g", "steps": [{"id": "s1", "tool": "calc", "operation": "eval",
+        "args": {"expression": "1"}, "expect": {"equals": 1}}]});
+    assert!(validator.is_valid(&good));
+    assert!(
+        !validator
+            .is_valid(&json!({"goal": "g", "steps": [{"id": "1", "tool": "t", "operation": "o"}]}))
+    );
+    assert!(!validator.is_valid(&json!({"goal": "g", "steps": [], "extra": 1})));
+}
+
+#[test]
+fn cli_validates_a_plan_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(
+        &good,
+        json!({"goal": "g", "steps": [{"id": "s1", "tool": "calc", "operation": "eval", "args": {"expression": "1"}}]})
+            .to_string(),
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"goal": "g", "steps": [
+            {"id": "s1", "tool": "calc", "operation": "eval", "args": {}},
+            {"id": "s2", "tool": "text", "operation": "search", "args": {}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let run = |plan: &Path, json: bool| {
+        let mut args = vec![
+            "plan".to_string(),
+            "validate".into(),
+            plan.display().to_string(),
+            "--policy".into(),
+            policy.display().to_string(),
+            "--tool".into(),
+            path("calc").into(),
+            "--tool".into(),
+            path("text").into(),
+        ];
+        if json {
+            args.push("--json".into());
+        }
+        cli(args)
+    };
+    let out = run(&good, false);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("valid, 1 steps, revision 1; order: s1"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&bad, false);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.contains("3 problems:"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("step `s1`: bad arguments: $: missing argument `expression` of type string"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&bad, true);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["valid"], false);
+    assert_eq!(doc["problems"][1]["kind"], "not_allowed");
+    assert_eq!(doc["problems"][2]["kind"], "bad_arguments");
+    assert_eq!(doc["problems"][1]["step"], "s2");
+}
