@@ -1,4 +1,7 @@
-//! The offline tool demo: every step is a `toolhost` CLI invocation, printed with its output.
+//! The offline agent demo: three tasks run by the planner–executor engine with the
+//! embedded scripted planner (step-wise, plan-then-execute with a replan, and parallel
+//! steps), then a tour of the sandbox. Every step is a `toolhost` CLI invocation, printed
+//! with its output.
 //!
 //! Run with `cargo run --release -p toolhost-examples --bin demo`.
 
@@ -32,14 +35,32 @@ fn toolhost(args: &[&str]) -> i32 {
     code
 }
 
-/// Shows built component paths as `tools/NAME.wasm` to keep the transcript readable.
+/// Shows built component paths as `tools/NAME.wasm` and the example folder as
+/// `examples/` to keep the transcript readable.
 fn shorten(arg: &str) -> String {
     for (name, path) in toolhost_tools::ALL {
         if arg == *path {
             return format!("tools/{name}.wasm");
         }
     }
-    arg.to_string()
+    if arg == tools_dir() {
+        return "tools/".into();
+    }
+    arg.replace(concat!(env!("CARGO_MANIFEST_DIR"), "/"), "examples/")
+}
+
+/// The folder holding every built component.
+fn tools_dir() -> String {
+    std::path::Path::new(toolhost_tools::CALC)
+        .parent()
+        .expect("components live in a folder")
+        .display()
+        .to_string()
+}
+
+/// Path of an example task file.
+fn task(name: &str) -> String {
+    format!("{}/tasks/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 fn main() {
@@ -55,8 +76,33 @@ fn main() {
         toolhost(&args.iter().map(String::as_str).collect::<Vec<_>>())
     };
 
-    println!("toolhost demo: WebAssembly components as sandboxed agent tools (offline).");
-    println!("Every call below runs in a fresh instance with fuel, a deadline and a memory cap.");
+    println!("toolhost demo: a planner–executor agent whose tools are sandboxed WebAssembly");
+    println!("components (offline, with the embedded scripted planner).");
+    let dir = tools_dir();
+    let mut failed = Vec::new();
+    for (title, file) in [
+        (
+            "A. The seed task, step-wise: one turn per step, then stop",
+            "seed.toml",
+        ),
+        (
+            "B. Plan-then-execute with recovery: a step is denied its file, the planner revises",
+            "research.toml",
+        ),
+        (
+            "C. Independent steps run in parallel; the last one combines them",
+            "parallel.toml",
+        ),
+    ] {
+        println!("\n## {title}");
+        let t = task(file);
+        if run(&["run", &t, "--tools-dir", &dir]) != 0 {
+            failed.push(file);
+        }
+    }
+
+    println!("\n# The sandbox underneath: every call below runs in a fresh instance with fuel,");
+    println!("# a deadline and a memory cap, and reaches only what it is granted.");
 
     println!("\n## 1. What a tool offers the model: operations, JSON Schemas from WIT, docs");
     run(&["tool", "inspect", calc]);
@@ -135,5 +181,12 @@ fn main() {
 
     println!("\n## 8. A second start loads compiled tools from the cache");
     run(&["tool", "inspect", calc]);
+    if !failed.is_empty() {
+        eprintln!(
+            "\nThese example tasks did not complete: {}",
+            failed.join(", ")
+        );
+        std::process::exit(1);
+    }
     println!("\nDone.");
 }

@@ -57,7 +57,17 @@ impl Runtime {
         let mut report = CallReport::default();
         let audit = AuditLog::default();
         let result = self
-            .call_inner(tool, operation, args, caps, limits, &audit, &mut report)
+            .call_inner(
+                tool,
+                operation,
+                args,
+                Armed {
+                    caps,
+                    limits,
+                    audit: &audit,
+                },
+                &mut report,
+            )
             .await;
         report.duration = started.elapsed();
         if let Err(e) = &result
@@ -74,11 +84,14 @@ impl Runtime {
         tool: &Tool,
         operation: &str,
         args: &Value,
-        caps: &Capabilities,
-        limits: &Limits,
-        audit: &AuditLog,
+        armed: Armed<'_>,
         report: &mut CallReport,
     ) -> Result<Value, CallError> {
+        let Armed {
+            caps,
+            limits,
+            audit,
+        } = armed;
         let op = tool
             .operation(operation)
             .ok_or_else(|| CallError::UnknownOperation {
@@ -148,6 +161,13 @@ impl Runtime {
         }
         Ok(value)
     }
+}
+
+/// What a call runs with: its grants, its limits, and where its decisions are recorded.
+struct Armed<'a> {
+    caps: &'a Capabilities,
+    limits: &'a Limits,
+    audit: &'a AuditLog,
 }
 
 /// The audit event for a failed call, if the failure was the sandbox's doing.

@@ -1,12 +1,15 @@
 //! The `toolhost` command line. One file per subcommand; this file holds the clap tree,
 //! exit codes and the shared runtime setup.
 
+mod approve;
 mod call;
 mod grants;
 mod inspect;
 mod pack;
 mod plan;
 mod policy;
+mod progress;
+mod run;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -31,6 +34,9 @@ pub mod exit {
     pub const DENIED: i32 = 5;
     /// The component could not be loaded (unreadable, not a component, unsupported types).
     pub const LOAD: i32 = 6;
+    /// `toolhost run`: the run stopped before completing (budget, replan limit,
+    /// evaluator, escalation, rejection).
+    pub const STOPPED: i32 = 7;
 }
 
 const EXIT_CODES: &str = "\
@@ -42,7 +48,9 @@ Exit codes:
      rate_limited)
   4  the tool trapped (panic, stack_overflow, trap, instantiate)
   5  a capability was denied (denied)
-  6  the component could not be loaded";
+  6  the component could not be loaded
+  7  `toolhost run` stopped before completing (budget_exhausted, replan_limit,
+     evaluator_failed, escalated, rejected_by_human, cancelled)";
 
 #[derive(Debug, Parser)]
 #[command(name = "toolhost", version, about = "Run WebAssembly components as sandboxed agent tools", after_help = EXIT_CODES)]
@@ -69,6 +77,8 @@ enum Command {
     /// Work with plans.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
+    Run(run::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -116,6 +126,10 @@ pub fn run(
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
+        Command::Run(args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => run::run(rt, args, out),
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
         Command::Plan(PlanCommand::Validate(args)) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => plan::validate_cmd(&rt, args, out),
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),

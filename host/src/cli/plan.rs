@@ -67,7 +67,7 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
         );
     }
     let catalog = Catalog { tools };
-    let result = validate(&plan, &catalog, args.max_steps);
+    let result = validate(&plan, &catalog, args.max_steps, &BTreeMap::new());
     if args.json {
         let doc = match &result {
             Ok(v) => json!({"valid": true, "order": v.order, "problems": []}),

@@ -1,18 +1,44 @@
 //! The planner–executor engine.
 //!
-//! Data flows: goal → planner → [`Plan`] → [`validate`] (against the [`Catalog`] of tools
-//! and their policy) → [`ValidPlan`] → executor → results written back → replan on
-//! failure.
+//! Data flows: goal → [`Planner`] → [`Plan`] → [`validate`] (against the [`Catalog`] of
+//! tools and their policy) → approval → executor (concurrent DAG, references resolved,
+//! calls through the policy gate) → evaluation → [`StepRecord`]s → replan on failure,
+//! until a [`StopReason`].
 //!
 //! - [`plan`]: the plan artifact and its published JSON Schema.
 //! - [`reference`]: `{"$ref": "s1.output.x"}` and `${s1.output.x}` in arguments.
-//! - [`sample`]: stand-in values used to type-check references.
+//! - `sample`: stand-in values used to type-check references.
 //! - [`validate`]: every problem of a plan, before any step runs.
+//! - [`planner`]: the [`Planner`] trait and what it is asked; [`scripted`]: the offline
+//!   planner.
+//! - [`budget`]: run budgets, checked before spending; [`StopReason`].
+//! - [`approval`]: plan review and step approval.
+//! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
+//! - [`record`]: [`StepRecord`], what happened to each step.
+//! - [`run`]: the loop for both modes; `exec`: one plan revision's DAG.
+//! - [`task`]: task files (`toolhost run TASK`).
 
+pub mod approval;
+pub mod budget;
+pub mod evaluate;
+mod exec;
 pub mod plan;
+pub mod planner;
+pub mod record;
 pub mod reference;
+pub mod run;
 mod sample;
+pub mod scripted;
+pub mod task;
 pub mod validate;
 
+pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
+pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
+pub use self::evaluate::{EvaluatorConfig, Reaction};
 pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
+pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
+pub use self::record::{StepRecord, StepStatus, Verdict};
+pub use self::run::{Engine, Observer, Quiet, RunConfig, RunReport};
+pub use self::scripted::{Script, ScriptedPlanner};
+pub use self::task::{Task, TaskError};
 pub use self::validate::{Catalog, Entry, Problem, ProblemKind, ValidPlan, validate};

@@ -3,7 +3,8 @@
 //! Checked: step ids unique and the step cap; each step's tool exists and the policy
 //! allows the operation; arguments convert to the operation's WIT parameter types, with
 //! each reference type-checked against the producing step's result type; references and
-//! `depends_on` point at other steps of the plan; no cycles; step deadlines within policy.
+//! `depends_on` point at other steps of the plan (or at steps that succeeded in an earlier
+//! revision); no cycles; step deadlines within policy.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -91,11 +92,14 @@ fn output_type(op: &Operation) -> Option<WitType> {
     }
 }
 
-/// Validates `plan` against `catalog`; returns every problem at once.
+/// Validates `plan` against `catalog`; returns every problem at once. `prior` holds the
+/// `(tool, operation)` of steps that already succeeded in earlier revisions: the plan may
+/// reference their outputs but not reuse their ids.
 pub fn validate(
     plan: &Plan,
     catalog: &Catalog,
     max_steps: usize,
+    prior: &BTreeMap<StepId, (String, String)>,
 ) -> Result<ValidPlan, Vec<Problem>> {
     let mut problems = Vec::new();
     let mut push = |kind, step: Option<&StepId>, message: String| {
@@ -117,6 +121,13 @@ pub fn validate(
     }
     let mut by_id = BTreeMap::new();
     for step in &plan.steps {
+        if prior.contains_key(&step.id) {
+            push(
+                ProblemKind::DuplicateId,
+                Some(&step.id),
+                "the id belongs to a step that already ran; choose a new one".into(),
+            );
+        }
         if by_id.insert(step.id.clone(), step).is_some() {
             push(
                 ProblemKind::DuplicateId,
@@ -208,14 +219,16 @@ pub fn validate(
                     here,
                     "depends on itself".into(),
                 );
-            } else if !by_id.contains_key(dep) {
+            } else if by_id.contains_key(dep) {
+                d.insert(dep.clone());
+            } else if prior.contains_key(dep) {
+                // It succeeded in an earlier revision: already satisfied.
+            } else {
                 push(
                     ProblemKind::UnknownDependency,
                     here,
                     format!("depends on `{dep}`, which is not a step of the plan"),
                 );
-            } else {
-                d.insert(dep.clone());
             }
         }
         // Stand-ins for the referenced values; `None` once a reference cannot be typed.
@@ -244,7 +257,16 @@ pub fn validate(
                 typed = false;
                 continue;
             }
-            let Some(producer) = by_id.get(&r.step) else {
+            // A step of this plan runs first; one that succeeded in an earlier revision
+            // has its output already, so it adds no dependency.
+            let producer = match by_id.get(&r.step) {
+                Some(p) => {
+                    d.insert(r.step.clone());
+                    Some((p.tool.as_str(), p.operation.as_str()))
+                }
+                None => prior.get(&r.step).map(|(t, o)| (t.as_str(), o.as_str())),
+            };
+            let Some((producer_tool, producer_op)) = producer else {
                 push(
                     ProblemKind::BadReference,
                     here,
@@ -256,8 +278,7 @@ pub fn validate(
                 typed = false;
                 continue;
             };
-            d.insert(r.step.clone());
-            let Some(pop) = catalog.operation(&producer.tool, &producer.operation) else {
+            let Some(pop) = catalog.operation(producer_tool, producer_op) else {
                 typed = false;
                 continue;
             };

@@ -12,6 +12,7 @@
 //!
 //! ```toml
 //! version = 1
+//! approval = "deny"               # unattended runs: steps needing approval escalate
 //!
 //! [defaults.limits]
 //! timeout_ms = 2000
@@ -54,6 +55,9 @@ pub const VERSION: u32 = 1;
 pub struct Policy {
     /// Where it was read from (shown in messages).
     pub source: String,
+    /// What unattended runs do with a step that needs approval (a `sensitive` tool, a
+    /// low-confidence turn): `deny` (default: the run escalates) or `auto`.
+    pub approval: crate::engine::ApprovalMode,
     pub tools: BTreeMap<String, ToolPolicy>,
 }
 
@@ -129,6 +133,7 @@ impl Policy {
         }
         Ok(Policy {
             source: file.to_string(),
+            approval: raw.approval,
             tools,
         })
     }

@@ -11,6 +11,9 @@ use toml::Spanned;
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPolicy {
     pub version: Spanned<u32>,
+    /// What unattended runs do with steps that need approval.
+    #[serde(default)]
+    pub approval: crate::engine::ApprovalMode,
     #[serde(default)]
     pub defaults: RawDefaults,
     #[serde(default)]

@@ -1,0 +1,228 @@
+//! Run budgets and stop reasons. Every budget is checked *before* the planner call or tool
+//! call that would spend it, so a run stops at a budget instead of going past it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What one run may spend. `Budgets::default()`:
+/// - `max_steps`: 20 tool calls;
+/// - `max_replans`: 2;
+/// - `max_wall_ms`: 60,000;
+/// - `max_fuel`: 10,000,000,000 across all tool calls;
+/// - `max_input_tokens` / `max_output_tokens`: 100,000 / 20,000;
+/// - `max_cost_usd`: 1.00 (priced by [`Prices`]);
+/// - `max_plan_repairs`: 2 rounds of handing validation errors back to the planner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Budgets {
+    pub max_steps: u32,
+    pub max_replans: u32,
+    pub max_wall_ms: u64,
+    pub max_fuel: u64,
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    pub max_cost_usd: f64,
+    pub max_plan_repairs: u32,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets {
+            max_steps: 20,
+            max_replans: 2,
+            max_wall_ms: 60_000,
+            max_fuel: 10_000_000_000,
+            max_input_tokens: 100_000,
+            max_output_tokens: 20_000,
+            max_cost_usd: 1.0,
+            max_plan_repairs: 2,
+        }
+    }
+}
+
+/// USD per million tokens, by model name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+/// The price table of a run.
+pub type Prices = BTreeMap<String, Price>;
+
+/// What a run has spent so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Spent {
+    pub steps: u32,
+    pub replans: u32,
+    pub fuel: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+    pub planner_calls: u32,
+    #[serde(serialize_with = "millis")]
+    pub wall: Duration,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Which budget stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    Steps,
+    WallTime,
+    Fuel,
+    InputTokens,
+    OutputTokens,
+    Cost,
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Budget::Steps => "steps",
+            Budget::WallTime => "wall time",
+            Budget::Fuel => "fuel",
+            Budget::InputTokens => "input tokens",
+            Budget::OutputTokens => "output tokens",
+            Budget::Cost => "cost",
+        })
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every step of the final plan succeeded (plan-then-execute).
+    Completed,
+    /// The planner said stop (step-wise).
+    PlannerStopped,
+    BudgetExhausted {
+        which: Budget,
+    },
+    /// A step failed and the replan budget is spent.
+    ReplanLimit,
+    /// The evaluator failed a step and the reaction is `stop`.
+    EvaluatorFailed {
+        step: String,
+    },
+    /// Something needs a person: an invalid plan after repairs, an unauthorised tool, a
+    /// step needing approval without an approver, a planner failure.
+    Escalated {
+        why: String,
+    },
+    RejectedByHuman {
+        what: String,
+    },
+    Cancelled,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Completed => f.write_str("completed"),
+            StopReason::PlannerStopped => f.write_str("planner_stopped"),
+            StopReason::BudgetExhausted { which } => write!(f, "budget_exhausted ({which})"),
+            StopReason::ReplanLimit => f.write_str("replan_limit"),
+            StopReason::EvaluatorFailed { step } => write!(f, "evaluator_failed (step `{step}`)"),
+            StopReason::Escalated { why } => write!(f, "escalated: {why}"),
+            StopReason::RejectedByHuman { what } => write!(f, "rejected_by_human: {what}"),
+            StopReason::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+impl Budgets {
+    /// The budget a tool call would exceed, given what is spent.
+    pub fn before_tool_call(&self, spent: &Spent) -> Option<Budget> {
+        if spent.steps >= self.max_steps {
+            Some(Budget::Steps)
+        } else if spent.fuel >= self.max_fuel {
+            Some(Budget::Fuel)
+        } else if spent.wall >= Duration::from_millis(self.max_wall_ms) {
+            Some(Budget::WallTime)
+        } else {
+            None
+        }
+    }
+
+    /// The budget a planner call expected to use `input` tokens and at most `output`
+    /// tokens (priced with `price`) would exceed.
+    pub fn before_planner_call(
+        &self,
+        spent: &Spent,
+        input: u64,
+        output: u64,
+        price: Option<&Price>,
+    ) -> Option<Budget> {
+        let cost = price.map_or(0.0, |p| cost(p, input, output));
+        if spent.wall >= Duration::from_millis(self.max_wall_ms) {
+            Some(Budget::WallTime)
+        } else if spent.input_tokens + input > self.max_input_tokens {
+            Some(Budget::InputTokens)
+        } else if spent.output_tokens + output > self.max_output_tokens {
+            Some(Budget::OutputTokens)
+        } else if spent.cost_usd + cost > self.max_cost_usd + 1e-12 {
+            Some(Budget::Cost)
+        } else {
+            None
+        }
+    }
+
+    /// Fuel left for the next call.
+    pub fn fuel_left(&self, spent: &Spent) -> u64 {
+        self.max_fuel.saturating_sub(spent.fuel)
+    }
+
+    /// Wall time left.
+    pub fn wall_left(&self, spent: &Spent) -> Duration {
+        Duration::from_millis(self.max_wall_ms).saturating_sub(spent.wall)
+    }
+}
+
+/// The cost of `input` and `output` tokens at `price`.
+pub fn cost(price: &Price, input: u64, output: u64) -> f64 {
+    (input as f64 * price.input_per_mtok + output as f64 * price.output_per_mtok) / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_before_spending() {
+        let b = Budgets {
+            max_steps: 2,
+            max_input_tokens: 100,
+            max_cost_usd: 0.001,
+            ..Budgets::default()
+        };
+        let mut s = Spent::default();
+        assert_eq!(b.before_tool_call(&s), None);
+        s.steps = 2;
+        assert_eq!(b.before_tool_call(&s), Some(Budget::Steps));
+        assert_eq!(b.before_planner_call(&s, 100, 0, None), None);
+        assert_eq!(
+            b.before_planner_call(&s, 101, 0, None),
+            Some(Budget::InputTokens)
+        );
+        let p = Price {
+            input_per_mtok: 10.0,
+            output_per_mtok: 30.0,
+        };
+        // 100 input tokens at $10/M = $0.001: exactly the budget.
+        assert_eq!(b.before_planner_call(&s, 100, 0, Some(&p)), None);
+        s.cost_usd = 0.0005;
+        assert_eq!(
+            b.before_planner_call(&s, 100, 0, Some(&p)),
+            Some(Budget::Cost)
+        );
+    }
+}

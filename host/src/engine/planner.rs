@@ -1,0 +1,155 @@
+//! The [`Planner`] trait, what a planner is asked and what it answers.
+//!
+//! Two modes: plan-then-execute (the planner returns a whole [`Plan`], and a revised
+//! remainder after a failure) and step-wise (each turn the planner returns one [`Turn`]).
+//! Providers plug in by implementing [`Planner`]; [`scripted`](super::scripted) is the
+//! offline one.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::plan::Plan;
+use super::record::StepRecord;
+use super::validate::Problem;
+
+/// How the planner and executor take turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    PlanThenExecute,
+    StepWise,
+}
+
+/// One operation as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OperationSummary {
+    pub name: String,
+    pub description: Option<String>,
+    pub params_schema: Value,
+    pub result_schema: Value,
+}
+
+/// One tool the policy allows, as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSummary {
+    pub name: String,
+    pub description: Option<String>,
+    pub operations: Vec<OperationSummary>,
+    pub sensitive: bool,
+}
+
+/// Budgets left when the planner is called.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Remaining {
+    pub steps: u32,
+    pub replans: u32,
+    pub wall_ms: u64,
+    pub fuel: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// Everything a planner is given.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanRequest {
+    pub goal: String,
+    pub mode: Mode,
+    pub tools: Vec<ToolSummary>,
+    /// Every step run so far, in order of completion.
+    pub history: Vec<StepRecord>,
+    /// The step whose failure asks for a revised plan.
+    pub failure: Option<StepRecord>,
+    /// Problems of the planner's previous answer, to repair.
+    pub problems: Vec<Problem>,
+    pub remaining: Remaining,
+    /// The revision the answer will be (plan-then-execute), or the turn number.
+    pub revision: u32,
+}
+
+/// A step-wise turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// The planner's reasoning, kept for the record.
+    #[serde(default)]
+    pub thought: String,
+    /// What the next step does, in words.
+    #[serde(default)]
+    pub next_step: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub operation: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// The goal is reached (or cannot be): end the run.
+    #[serde(default)]
+    pub stop: bool,
+    /// 0..=1; below the run's threshold the step needs approval.
+    #[serde(default = "full_confidence")]
+    pub confidence: f64,
+    /// The final answer, with `stop`.
+    #[serde(default)]
+    pub answer: Option<Value>,
+}
+
+fn full_confidence() -> f64 {
+    1.0
+}
+
+/// What a planner answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reply {
+    Plan {
+        plan: Plan,
+    },
+    Turn {
+        turn: Turn,
+    },
+    /// The planner cannot go on (e.g. no scripted replan for this failure).
+    GiveUp {
+        why: String,
+    },
+}
+
+/// Tokens a planner call used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+/// Why a planner call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("planner `{planner}` failed: {reason}")]
+pub struct PlannerError {
+    pub planner: String,
+    pub reason: String,
+}
+
+/// A boxed planner future.
+pub type PlanFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<(Reply, Usage), PlannerError>> + Send + 'a>>;
+
+/// Decides the steps. Implementations: the scripted planner; LLM providers.
+pub trait Planner: Send {
+    /// For messages and the record.
+    fn name(&self) -> String;
+
+    /// Model name for pricing, and the most input and output tokens `req` may use, for
+    /// the budget check made before the call is sent.
+    fn estimate(&self, req: &PlanRequest) -> Usage;
+
+    /// Answers `req`.
+    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a>;
+}

@@ -1,0 +1,492 @@
+//! The run loop: planner → validate → (approve) → execute → evaluate → replan, under the
+//! supervisor's budgets, ending with a [`StopReason`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::approval::{Approver, PlanDecision};
+use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
+use super::evaluate::EvaluatorConfig;
+use super::plan::{Plan, Step, StepId};
+use super::planner::{
+    Mode, OperationSummary, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage,
+};
+use super::record::{StepRecord, StepStatus};
+use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
+use crate::Runtime;
+use crate::policy::Gate;
+
+/// How a run is carried out. `RunConfig::default()`:
+/// - `mode`: plan-then-execute;
+/// - `budgets`: [`Budgets::default`];
+/// - `prices`: empty (planner calls cost nothing unless priced);
+/// - `max_parallel`: 4 steps at once;
+/// - `confidence_threshold`: 0.6 (step-wise turns below it need approval);
+/// - `max_plan_steps`: 50;
+/// - `evaluator`: [`EvaluatorConfig::default`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    pub mode: Mode,
+    pub budgets: Budgets,
+    pub prices: Prices,
+    pub max_parallel: usize,
+    pub confidence_threshold: f64,
+    pub max_plan_steps: usize,
+    pub evaluator: EvaluatorConfig,
+}
+
+impl Default for RunConfig {
+    fn default() -> RunConfig {
+        RunConfig {
+            mode: Mode::PlanThenExecute,
+            budgets: Budgets::default(),
+            prices: Prices::new(),
+            max_parallel: 4,
+            confidence_threshold: 0.6,
+            max_plan_steps: 50,
+            evaluator: EvaluatorConfig::default(),
+        }
+    }
+}
+
+/// One planner call, for the record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannerCall {
+    pub revision: u32,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub latency_us: u64,
+    /// `plan`, `turn` or `give_up`.
+    pub reply: String,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    pub goal: String,
+    pub mode: Mode,
+    pub stop: StopReason,
+    /// The final answer: the planner's (step-wise) or the last step's output.
+    pub answer: Option<Value>,
+    /// Every validated plan revision, in order.
+    pub revisions: Vec<Plan>,
+    pub steps: Vec<StepRecord>,
+    pub planner_calls: Vec<PlannerCall>,
+    pub spent: Spent,
+}
+
+/// Live progress of a run. Every method has an empty default.
+pub trait Observer {
+    fn plan_accepted(&mut self, _plan: &ValidPlan) {}
+    fn plan_rejected(&mut self, _problems: &[Problem]) {}
+    fn planner_called(&mut self, _call: &PlannerCall) {}
+    fn step_started(&mut self, _step: &Step, _revision: u32) {}
+    fn step_finished(&mut self, _record: &StepRecord) {}
+    fn stopped(&mut self, _reason: &StopReason) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// Everything a run needs besides its planner.
+pub struct Engine<'a> {
+    pub rt: Arc<Runtime>,
+    pub catalog: Arc<Catalog>,
+    pub config: RunConfig,
+    pub approver: &'a mut dyn Approver,
+    pub observer: &'a mut dyn Observer,
+    /// Shared by the run's calls, so per-tool rate limits hold across the run.
+    pub gate: Arc<Gate>,
+}
+
+/// Mutable state of a run.
+pub(crate) struct State {
+    pub started: Instant,
+    pub spent: Spent,
+    pub outputs: BTreeMap<StepId, Value>,
+    /// `(tool, operation)` of each succeeded step, for references from later revisions.
+    pub done: BTreeMap<StepId, (String, String)>,
+    pub records: Vec<StepRecord>,
+    pub revisions: Vec<Plan>,
+    pub calls: Vec<PlannerCall>,
+}
+
+impl State {
+    pub fn tick(&mut self) {
+        self.spent.wall = self.started.elapsed();
+    }
+
+    pub fn micros(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+}
+
+/// What the planner can use: the catalog's tools and their allowed operations.
+pub fn tool_summaries(catalog: &Catalog) -> Vec<ToolSummary> {
+    catalog
+        .tools
+        .iter()
+        .map(|(name, e)| ToolSummary {
+            name: name.clone(),
+            description: e.tool.description.clone(),
+            sensitive: e.policy.sensitive,
+            operations: e
+                .tool
+                .operations
+                .iter()
+                .filter(|o| {
+                    e.policy
+                        .operations
+                        .as_ref()
+                        .is_none_or(|ops| ops.contains(&o.name))
+                })
+                .map(|o| OperationSummary {
+                    name: o.name.clone(),
+                    description: o.description.clone(),
+                    params_schema: o.params_schema.clone(),
+                    result_schema: o.result_schema.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+impl Engine<'_> {
+    /// Runs `goal` with `planner` to a stop reason.
+    pub async fn run(&mut self, goal: &str, planner: &mut dyn Planner) -> RunReport {
+        let mut st = State {
+            started: Instant::now(),
+            spent: Spent::default(),
+            outputs: BTreeMap::new(),
+            done: BTreeMap::new(),
+            records: Vec::new(),
+            revisions: Vec::new(),
+            calls: Vec::new(),
+        };
+        let (stop, answer) = match self.config.mode {
+            Mode::PlanThenExecute => self.plan_then_execute(goal, planner, &mut st).await,
+            Mode::StepWise => self.step_wise(goal, planner, &mut st).await,
+        };
+        st.tick();
+        self.observer.stopped(&stop);
+        RunReport {
+            goal: goal.to_string(),
+            mode: self.config.mode,
+            stop,
+            answer,
+            revisions: st.revisions,
+            steps: st.records,
+            planner_calls: st.calls,
+            spent: st.spent,
+        }
+    }
+
+    fn remaining(&self, st: &State) -> Remaining {
+        let b = &self.config.budgets;
+        let s = &st.spent;
+        Remaining {
+            steps: b.max_steps.saturating_sub(s.steps),
+            replans: b.max_replans.saturating_sub(s.replans),
+            wall_ms: u64::try_from(b.wall_left(s).as_millis()).unwrap_or(u64::MAX),
+            fuel: b.fuel_left(s),
+            input_tokens: b.max_input_tokens.saturating_sub(s.input_tokens),
+            output_tokens: b.max_output_tokens.saturating_sub(s.output_tokens),
+            cost_usd: (b.max_cost_usd - s.cost_usd).max(0.0),
+        }
+    }
+
+    /// Asks the planner, after checking the budgets it would spend.
+    async fn ask(
+        &mut self,
+        planner: &mut dyn Planner,
+        st: &mut State,
+        req: PlanRequest,
+    ) -> Result<Reply, StopReason> {
+        st.tick();
+        let estimate = planner.estimate(&req);
+        let price = self.config.prices.get(&estimate.model);
+        if let Some(which) = self.config.budgets.before_planner_call(
+            &st.spent,
+            estimate.input_tokens,
+            estimate.output_tokens,
+            price,
+        ) {
+            return Err(StopReason::BudgetExhausted { which });
+        }
+        let asked = Instant::now();
+        let result = planner.plan(&req).await;
+        st.spent.planner_calls += 1;
+        let (reply, usage) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(StopReason::Escalated { why: e.to_string() });
+            }
+        };
+        self.charge(st, &usage);
+        let call = PlannerCall {
+            revision: req.revision,
+            model: usage.model.clone(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            latency_us: u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX),
+            reply: match &reply {
+                Reply::Plan { .. } => "plan",
+                Reply::Turn { .. } => "turn",
+                Reply::GiveUp { .. } => "give_up",
+            }
+            .into(),
+        };
+        self.observer.planner_called(&call);
+        st.calls.push(call);
+        Ok(reply)
+    }
+
+    fn charge(&self, st: &mut State, usage: &Usage) {
+        st.spent.input_tokens += usage.input_tokens;
+        st.spent.output_tokens += usage.output_tokens;
+        if let Some(p) = self.config.prices.get(&usage.model) {
+            st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+        }
+    }
+
+    fn request(&self, goal: &str, st: &State, revision: u32) -> PlanRequest {
+        PlanRequest {
+            goal: goal.to_string(),
+            mode: self.config.mode,
+            tools: tool_summaries(&self.catalog),
+            history: st.records.clone(),
+            failure: None,
+            problems: Vec::new(),
+            remaining: self.remaining(st),
+            revision,
+        }
+    }
+
+    /// Gets a valid plan from the planner, repairing up to the budget.
+    async fn valid_plan(
+        &mut self,
+        planner: &mut dyn Planner,
+        st: &mut State,
+        mut req: PlanRequest,
+    ) -> Result<ValidPlan, StopReason> {
+        let mut repairs = 0;
+        loop {
+            let plan = match self.ask(planner, st, req.clone()).await? {
+                // The engine numbers revisions: a planner that repeats `revision: 1` in a
+                // replan would otherwise have its new records read as the old failure's.
+                Reply::Plan { mut plan } => {
+                    plan.revision = req.revision;
+                    plan
+                }
+                Reply::Turn { .. } => {
+                    return Err(StopReason::Escalated {
+                        why: "the planner answered a turn where a plan was asked for".into(),
+                    });
+                }
+                Reply::GiveUp { why } => return Err(StopReason::Escalated { why }),
+            };
+            match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
+                Ok(v) => {
+                    self.observer.plan_accepted(&v);
+                    return Ok(v);
+                }
+                Err(problems) => {
+                    self.observer.plan_rejected(&problems);
+                    if let Some(p) = problems.iter().find(|p| {
+                        matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed)
+                    }) {
+                        return Err(StopReason::Escalated {
+                            why: format!("the planner chose a tool it may not use: {p}"),
+                        });
+                    }
+                    repairs += 1;
+                    if repairs > self.config.budgets.max_plan_repairs {
+                        let listed: Vec<String> =
+                            problems.iter().map(ToString::to_string).collect();
+                        return Err(StopReason::Escalated {
+                            why: format!(
+                                "the plan is still invalid after {} repairs: {}",
+                                repairs - 1,
+                                listed.join("; ")
+                            ),
+                        });
+                    }
+                    req.problems = problems;
+                    req.remaining = self.remaining(st);
+                }
+            }
+        }
+    }
+
+    async fn plan_then_execute(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        st: &mut State,
+    ) -> (StopReason, Option<Value>) {
+        let mut req = self.request(goal, st, 1);
+        loop {
+            let mut plan = match self.valid_plan(planner, st, req.clone()).await {
+                Ok(p) => p,
+                Err(stop) => return (stop, None),
+            };
+            match self.approver.review_plan(&plan, &self.catalog) {
+                PlanDecision::Approve => {}
+                PlanDecision::Reject(why) => {
+                    return (StopReason::RejectedByHuman { what: why }, None);
+                }
+                PlanDecision::Edit(mut edited) => {
+                    edited.revision = plan.plan.revision;
+                    match validate(&edited, &self.catalog, self.config.max_plan_steps, &st.done) {
+                        Ok(v) => plan = v,
+                        Err(problems) => {
+                            let listed: Vec<String> =
+                                problems.iter().map(ToString::to_string).collect();
+                            return (
+                                StopReason::Escalated {
+                                    why: format!(
+                                        "the edited plan is invalid: {}",
+                                        listed.join("; ")
+                                    ),
+                                },
+                                None,
+                            );
+                        }
+                    }
+                }
+            }
+            st.revisions.push(plan.plan.clone());
+            if let Err(stop) = self.execute(&plan, st, None).await {
+                return (stop, None);
+            }
+            let revision_records: Vec<&StepRecord> = st
+                .records
+                .iter()
+                .filter(|r| r.revision == plan.plan.revision)
+                .collect();
+            let failed = revision_records
+                .iter()
+                .find(|r| r.status == StepStatus::Failed)
+                .map(|r| (*r).clone());
+            let Some(failed) = failed else {
+                let answer = plan.order.last().and_then(|id| st.outputs.get(id).cloned());
+                return (StopReason::Completed, answer);
+            };
+            if st.spent.replans >= self.config.budgets.max_replans {
+                return (StopReason::ReplanLimit, None);
+            }
+            st.spent.replans += 1;
+            req = self.request(goal, st, plan.plan.revision + 1);
+            req.failure = Some(failed);
+        }
+    }
+
+    async fn step_wise(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        st: &mut State,
+    ) -> (StopReason, Option<Value>) {
+        let mut turn_no = 0u32;
+        loop {
+            turn_no += 1;
+            let mut req = self.request(goal, st, turn_no);
+            let mut repairs = 0;
+            let (step, confidence) = loop {
+                let turn = match self.ask(planner, st, req.clone()).await {
+                    Ok(Reply::Turn { turn }) => turn,
+                    Ok(Reply::Plan { .. }) => {
+                        return (
+                            StopReason::Escalated {
+                                why: "the planner answered a plan where a turn was asked for"
+                                    .into(),
+                            },
+                            None,
+                        );
+                    }
+                    Ok(Reply::GiveUp { why }) => return (StopReason::Escalated { why }, None),
+                    Err(stop) => return (stop, None),
+                };
+                if turn.stop {
+                    let answer = turn
+                        .answer
+                        .clone()
+                        .or_else(|| st.records.iter().rev().find_map(|r| r.output.clone()));
+                    return (StopReason::PlannerStopped, answer);
+                }
+                let step = Step {
+                    id: StepId::try_from(format!("t{turn_no}")).expect("a valid id"),
+                    description: turn.next_step.clone().unwrap_or_default(),
+                    tool: turn.tool.clone().unwrap_or_default(),
+                    operation: turn.operation.clone().unwrap_or_default(),
+                    args: turn
+                        .arguments
+                        .clone()
+                        .unwrap_or_else(|| serde_json::json!({})),
+                    depends_on: Vec::new(),
+                    expect: None,
+                    idempotent: false,
+                    timeout_ms: None,
+                };
+                let plan = Plan {
+                    goal: goal.to_string(),
+                    revision: turn_no,
+                    steps: vec![step.clone()],
+                };
+                match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
+                    Ok(v) => {
+                        self.observer.plan_accepted(&v);
+                        st.revisions.push(plan);
+                        break (v, turn.confidence);
+                    }
+                    Err(problems) => {
+                        self.observer.plan_rejected(&problems);
+                        if let Some(p) = problems.iter().find(|p| {
+                            matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed)
+                        }) {
+                            return (
+                                StopReason::Escalated {
+                                    why: format!("the planner chose a tool it may not use: {p}"),
+                                },
+                                None,
+                            );
+                        }
+                        repairs += 1;
+                        if repairs > self.config.budgets.max_plan_repairs {
+                            let listed: Vec<String> =
+                                problems.iter().map(ToString::to_string).collect();
+                            return (
+                                StopReason::Escalated {
+                                    why: format!(
+                                        "the turn is still invalid after {} repairs: {}",
+                                        repairs - 1,
+                                        listed.join("; ")
+                                    ),
+                                },
+                                None,
+                            );
+                        }
+                        req.problems = problems;
+                        req.remaining = self.remaining(st);
+                    }
+                }
+            };
+            if let Err(stop) = self.execute(&step, st, Some(confidence)).await {
+                return (stop, None);
+            }
+        }
+    }
+}
+
+/// The budget a step would exceed, if any (re-exported for the executor).
+pub(crate) fn step_budget(b: &Budgets, spent: &Spent) -> Option<Budget> {
+    b.before_tool_call(spent)
+}
