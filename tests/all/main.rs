@@ -4,7 +4,13 @@ mod cache;
 mod calc;
 mod cli;
 mod docs;
+mod engine;
 mod failures;
+mod hostile;
+mod http;
+mod plan;
+mod policy;
+mod run;
 mod sandbox;
 mod schema;
 mod tools;
@@ -22,6 +28,7 @@ fn every_tool_has_tests() {
         "typesink",
         "misbehave",
         "plain",
+        "http",
     ];
     for (name, _) in toolhost_tools::ALL {
         assert!(

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::Policy;
@@ -53,7 +52,8 @@ fn a_plan_with_typed_references_is_valid() {
              "depends_on": ["half"], "timeout_ms": 500}
         ]
     }));
-    let v = validate(&p, &catalog(POLICY), 50).unwrap_or_else(|e| panic!("{e:#?}"));
+    let v =
+        validate(&p, &catalog(POLICY), 50, &BTreeMap::new()).unwrap_or_else(|e| panic!("{e:#?}"));
     assert_eq!(
         v.order.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         ["count", "half", "tail"]
@@ -86,7 +86,7 @@ fn every_problem_is_reported_at_once() {
             {"id": "i", "tool": "text", "operation": "count", "args": {"text": {"$ref": "g.output"}}}
         ]
     }));
-    let problems = validate(&p, &catalog(POLICY), 9).unwrap_err();
+    let problems = validate(&p, &catalog(POLICY), 9, &BTreeMap::new()).unwrap_err();
     let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
     let has = |kind: ProblemKind, step: Option<&str>, text: &str| {
         assert!(

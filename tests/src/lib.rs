@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests in `all/`: one runtime, tools loaded once,
 //! blocking wrappers for calls, and an in-process CLI runner.
 
+pub mod server;
+
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -31,7 +33,7 @@ pub fn tool(name: &str) -> Arc<Tool> {
 /// Runs a future to completion on a fresh current-thread runtime.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .expect("tokio runtime")
         .block_on(f)

@@ -10,12 +10,15 @@ use crate::engine::validate::{Catalog, ValidPlan};
 use crate::engine::{Plan, Step};
 use crate::grants::GrantKind;
 
+/// Runs an editor on a file.
+pub(crate) type Editor = Box<dyn FnMut(&std::path::Path) -> std::io::Result<()>>;
+
 /// Asks on `input`, shows on `output`.
 pub(crate) struct TerminalApprover<R, W> {
     pub input: R,
     pub output: W,
     /// Runs the editor on a file; `None` uses `$EDITOR` (default `vi`).
-    pub editor: Option<Box<dyn FnMut(&std::path::Path) -> std::io::Result<()>>>,
+    pub editor: Option<Editor>,
 }
 
 /// The capabilities a step's tool has, one line each.
@@ -168,5 +171,106 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
             "y" | "yes" => StepDecision::Approve,
             _ => StepDecision::Reject("declined at the prompt".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::io::Cursor;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn plan() -> ValidPlan {
+        let plan: Plan = serde_json::from_value(json!({
+            "goal": "g",
+            "steps": [{"id": "s1", "tool": "calc", "operation": "eval", "args": {"expression": "1"}}]
+        }))
+        .unwrap();
+        let id = plan.steps[0].id.clone();
+        ValidPlan {
+            deps: BTreeMap::from([(id.clone(), BTreeSet::new())]),
+            order: vec![id],
+            plan,
+        }
+    }
+
+    fn approver(input: &str) -> TerminalApprover<Cursor<Vec<u8>>, Vec<u8>> {
+        TerminalApprover {
+            input: Cursor::new(input.as_bytes().to_vec()),
+            output: Vec::new(),
+            editor: None,
+        }
+    }
+
+    #[test]
+    fn shows_the_plan_and_takes_an_answer() {
+        let mut a = approver("what\na\n");
+        assert_eq!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Approve
+        );
+        let shown = String::from_utf8(a.output).unwrap();
+        assert!(
+            shown.contains("s1  calc.eval  {\"expression\":\"1\"}"),
+            "{shown}"
+        );
+        assert!(shown.contains("`what`: answer a, e or r"), "{shown}");
+        let mut a = approver("r\n");
+        assert!(matches!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Reject(_)
+        ));
+        // End of input is a rejection, never an approval.
+        let mut a = approver("");
+        assert!(matches!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Reject(_)
+        ));
+    }
+
+    #[test]
+    fn edits_in_the_editor() {
+        let mut a = approver("e\n");
+        a.editor = Some(Box::new(|path| {
+            let text = std::fs::read_to_string(path)?.replace("\"1\"", "\"2 + 2\"");
+            std::fs::write(path, text)
+        }));
+        match a.review_plan(&plan(), &Catalog::default()) {
+            PlanDecision::Edit(p) => assert_eq!(p.steps[0].args, json!({"expression": "2 + 2"})),
+            other => panic!("expected an edit, got {other:?}"),
+        }
+        // A broken edit is reported and asked again.
+        let mut a = approver("e\nr\n");
+        a.editor = Some(Box::new(|path| std::fs::write(path, "{not json")));
+        assert!(matches!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Reject(_)
+        ));
+        assert!(
+            String::from_utf8(a.output)
+                .unwrap()
+                .contains("the edited plan is not a plan")
+        );
+    }
+
+    #[test]
+    fn steps_need_an_explicit_yes() {
+        let step = plan().plan.steps[0].clone();
+        let c = Catalog::default();
+        assert_eq!(
+            approver("y\n").approve_step(&step, "sensitive", &c),
+            StepDecision::Approve
+        );
+        assert!(matches!(
+            approver("\n").approve_step(&step, "sensitive", &c),
+            StepDecision::Reject(_)
+        ));
+        assert!(matches!(
+            approver("").approve_step(&step, "sensitive", &c),
+            StepDecision::Reject(_)
+        ));
     }
 }

@@ -73,7 +73,7 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn W
     let plan = plan(&args)?;
     let tool = load_tool(rt, &args.path)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
     let outcome = match &plan {

@@ -111,6 +111,11 @@ impl Engine<'_> {
                 let mut would = st.spent.clone();
                 would.fuel += reserved;
                 if let Some(which) = step_budget(&self.config.budgets, &would) {
+                    // Running steps reserved their whole fuel limit but usually hand most
+                    // of it back: wait for them before calling the fuel budget spent.
+                    if which == Budget::Fuel && reserved > 0 {
+                        break;
+                    }
                     stop = Some(StopReason::BudgetExhausted { which });
                     break;
                 }
@@ -252,7 +257,7 @@ impl Engine<'_> {
             st.spent.fuel += record.fuel;
             st.tick();
             if record.status == StepStatus::Succeeded
-                && let Err(reason) = self.evaluate(steps[&id], &mut record, st).await
+                && let Err(reason) = self.evaluate(steps[&id], &mut record, st, reserved).await
             {
                 stop.get_or_insert(reason);
             }
@@ -294,11 +299,12 @@ impl Engine<'_> {
         step: &Step,
         record: &mut StepRecord,
         st: &mut State,
+        reserved: u64,
     ) -> Result<(), StopReason> {
         let output = record.output.clone().unwrap_or(Value::Null);
         let mut verdict = step.expect.as_ref().map(|e| evaluate::check(e, &output));
         let passed = verdict.as_ref().is_none_or(|v| v.verdict == Verdict::Pass);
-        if passed && let Some(ev) = self.tool_verdict(step, &output, st).await {
+        if passed && let Some(ev) = self.tool_verdict(step, &output, st, reserved).await {
             verdict = Some(ev);
         }
         let Some(ev) = verdict else { return Ok(()) };
@@ -344,6 +350,7 @@ impl Engine<'_> {
         step: &Step,
         output: &Value,
         st: &mut State,
+        reserved: u64,
     ) -> Option<Evaluation> {
         let cfg = &self.config.evaluator;
         let (tool, op) = (cfg.tool.as_ref()?, cfg.operation.as_ref()?);
@@ -353,9 +360,20 @@ impl Engine<'_> {
                 detail: format!("evaluator tool `{tool}` is not in the run's tools"),
             });
         };
-        let fuel_left = self.config.budgets.fuel_left(&st.spent);
+        // Steps still running hold `reserved`: the evaluator may not spend it too.
+        let fuel_left = self
+            .config
+            .budgets
+            .fuel_left(&st.spent)
+            .saturating_sub(reserved);
+        if fuel_left == 0 {
+            return Some(Evaluation {
+                verdict: Verdict::Uncertain,
+                detail: format!("no fuel is left in the run's budget for evaluator tool `{tool}`"),
+            });
+        }
         let limits = Limits {
-            fuel: entry.policy.limits.fuel.min(fuel_left.max(1)),
+            fuel: entry.policy.limits.fuel.min(fuel_left),
             ..entry.policy.limits.clone()
         };
         let args = json!({"step": step.id.as_str(), "output": output.to_string()});

@@ -21,14 +21,16 @@ pub enum Decision {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum AuditEvent {
     /// A filesystem action on a path: `open-read`, `open-write`, `create`, `rename`,
-    /// `unlink`, `remove-dir`, `create-dir`, `set-times`, `set-size`, `symlink`, `link`,
-    /// `read-dir`, `stat`, `readlink`.
+    /// `unlink`, `remove-dir`, `create-dir`, `set-times`, `set-size`, `write`, `symlink`,
+    /// `link`, `read-dir`, `stat`, `readlink`. An allowed action that failed for another
+    /// reason (e.g. `no-entry`) carries that error code as its `reason`.
     File {
         action: String,
         /// The guest path (as the guest named it, joined to its directory's guest path).
         path: String,
         decision: Decision,
-        /// Why it was refused (the WASI error code, or the grant rule).
+        /// Why it was refused (the WASI error code, or the grant rule); for an allowed
+        /// action that failed anyway, its error code.
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },

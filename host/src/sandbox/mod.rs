@@ -11,11 +11,17 @@
 //! - `log`: the `toolhost:host/log` import.
 //! - `egress`: the gate for `wasi:http` requests (origins, DNS pinning, special ranges).
 //! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP).
+//! - `lookup`: the `wasi:sockets/ip-name-lookup` audit.
+//! - `fs_gate`: the gate below `wasi:filesystem`: file events, single-file grants.
+//! - `env`: the `wasi:cli/environment` audit (names read, never values).
 
 pub mod audit;
 mod egress;
+mod env;
+mod fs_gate;
 mod limiter;
 mod log;
+mod lookup;
 mod net;
 mod stdio;
 
@@ -58,6 +64,8 @@ pub struct HostState {
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
     pub(crate) audit: AuditLog,
+    /// Guest paths of descriptors and the single-file grants' directories.
+    pub(crate) fs: fs_gate::FsScopes,
 }
 
 impl HostState {
@@ -89,10 +97,9 @@ impl HostState {
                 guest: d.guest.clone(),
                 reason,
             };
+            // File grants are preopened by the filesystem gate (`fs_gate::FsScopes`).
             if d.kind == GrantKind::File {
-                return Err(grant_error(
-                    "single-file grants are not supported yet".into(),
-                ));
+                continue;
             }
             b.preopened_dir(&d.host, &d.guest, perms)
                 .map_err(|e| grant_error(format!("{e:#}")))?;
@@ -100,6 +107,7 @@ impl HostState {
         for (k, v) in &caps.env {
             b.env(k, v);
         }
+        let fs = fs_gate::FsScopes::new(&caps.files)?;
         Ok(HostState {
             wasi: b.build(),
             http: WasiHttpCtx::new(),
@@ -114,6 +122,7 @@ impl HostState {
             stdout,
             stderr,
             audit,
+            fs,
         })
     }
 }
@@ -142,5 +151,10 @@ pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostState>> 
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+    // Audit wrappers replace some wasmtime-wasi functions with ones that call them.
+    linker.allow_shadowing(true);
+    lookup::add_to_linker(&mut linker)?;
+    fs_gate::add_to_linker(&mut linker)?;
+    env::add_to_linker(&mut linker)?;
     Ok(linker)
 }

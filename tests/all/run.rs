@@ -1,0 +1,156 @@
+//! `toolhost run`: the example tasks end to end through the CLI, the JSON report, the
+//! terminal approver, and task-file errors.
+
+use std::path::Path;
+
+use serde_json::Value;
+use toolhost_tests::{cli, path};
+
+fn tools_dir() -> String {
+    Path::new(path("calc"))
+        .parent()
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+fn example(name: &str) -> String {
+    format!("{}/../examples/tasks/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run_json(task: &str) -> (i32, Value) {
+    let dir = tools_dir();
+    let out = cli(["run", task, "--tools-dir", &dir, "--json"]);
+    let doc = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    (out.code, doc)
+}
+
+#[test]
+fn the_seed_example_answers_53() {
+    let dir = tools_dir();
+    let out = cli(["run", &example("seed.toml"), "--tools-dir", &dir]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("✔ t1  calc.eval"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("stop reason: planner_stopped"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.ends_with("answer: 53\n"), "{}", out.stdout);
+}
+
+#[test]
+fn the_research_example_recovers_by_replanning() {
+    let (code, doc) = run_json(&example("research.toml"));
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["stop"]["reason"], "completed");
+    assert_eq!(doc["revisions"].as_array().unwrap().len(), 2);
+    let steps = doc["steps"].as_array().unwrap();
+    let status = |id: &str| {
+        steps
+            .iter()
+            .filter(|s| s["id"] == id)
+            .map(|s| s["status"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(status("notes"), ["failed"]);
+    assert_eq!(status("counts"), ["skipped"]);
+    // Completed steps of revision 1 are not run again in revision 2.
+    assert_eq!(status("release"), ["succeeded"]);
+    assert_eq!(status("readme"), ["succeeded"]);
+    let failed = steps.iter().find(|s| s["id"] == "notes").unwrap();
+    assert_eq!(failed["error"]["kind"], "tool_error");
+    assert!(
+        !doc.to_string().contains("not for tools"),
+        "the private file's text must not appear anywhere"
+    );
+    assert_eq!(
+        doc["answer"],
+        "toolhost runs every agent tool as a WebAssembly component."
+    );
+}
+
+#[test]
+fn the_parallel_example_overlaps_its_independent_steps() {
+    let (code, doc) = run_json(&example("parallel.toml"));
+    assert_eq!(code, 0, "{doc}");
+    let steps = doc["steps"].as_array().unwrap();
+    let span = |id: &str| {
+        let s = steps.iter().find(|s| s["id"] == id).unwrap();
+        (
+            s["started_us"].as_u64().unwrap(),
+            s["finished_us"].as_u64().unwrap(),
+        )
+    };
+    let independent: Vec<(u64, u64)> = ["area", "compound", "words", "hyp"].map(span).to_vec();
+    // All four started before any of them finished: they ran at the same time.
+    let last_start = independent.iter().map(|s| s.0).max().unwrap();
+    let first_finish = independent.iter().map(|s| s.1).min().unwrap();
+    assert!(last_start <= first_finish, "{independent:?}");
+    // The combining step started after all four finished.
+    let combined = span("combined");
+    assert!(
+        independent.iter().all(|s| s.1 <= combined.0),
+        "{independent:?} {combined:?}"
+    );
+    assert!((doc["answer"].as_f64().unwrap() - 2093.28).abs() < 0.01);
+}
+
+#[test]
+fn task_errors_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let policy = format!("policy = {:?}\n", example("policy.toml"));
+    let cases = [
+        (
+            write(
+                "unknown.toml",
+                &format!("goal = \"g\"\n{policy}tools = [\"calc\"]\nbudget = 1\n"),
+            ),
+            "unknown field `budget`",
+        ),
+        (
+            write(
+                "nomode.toml",
+                &format!("goal = \"g\"\n{policy}tools = [\"calc\"]\nmode = \"step-wise\"\n"),
+            ),
+            "mode `step-wise` needs `turns` in the planner script",
+        ),
+        (
+            write(
+                "section.toml",
+                &format!(
+                    "goal = \"g\"\n{policy}tools = [\"misbehave\"]\nmode = \"step-wise\"\n[[planner.turns]]\nstop = true\n"
+                ),
+            ),
+            "has no section for tool `misbehave`",
+        ),
+        (
+            write(
+                "parallel0.toml",
+                &format!(
+                    "goal = \"g\"\n{policy}tools = [\"calc\"]\nmax_parallel = 0\nmode = \"step-wise\"\n[[planner.turns]]\nstop = true\n"
+                ),
+            ),
+            "max_parallel 0 would run nothing",
+        ),
+    ];
+    let tools = tools_dir();
+    for (task, expected) in cases {
+        let out = cli(["run", &task, "--tools-dir", &tools]);
+        assert_ne!(out.code, 0, "{task}: {out:?}");
+        assert!(out.stderr.contains(expected), "{task}: {}", out.stderr);
+    }
+    // Tool names need a tools directory.
+    let out = cli(["run", &example("seed.toml")]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("pass --tools-dir DIR"),
+        "{}",
+        out.stderr
+    );
+}
