@@ -52,6 +52,7 @@ limits = { memory_mib = 32, max_calls_per_minute = 30 }
     assert_eq!(out.code, 0, "{out:?}");
     for expected in [
         "valid, 2 tools",
+        "approval: deny",
         "tool `calc`",
         "operations:  all",
         "tool `fetch`",

@@ -39,6 +39,16 @@ pub(crate) fn check(args: CheckArgs, out: &mut dyn Write) -> CmdResult {
             ""
         }
     );
+    let _ = writeln!(
+        out,
+        "approval: {}",
+        match policy.approval {
+            crate::engine::ApprovalMode::Deny =>
+                "deny (unattended runs escalate steps that need approval)",
+            crate::engine::ApprovalMode::Auto =>
+                "auto (unattended runs approve steps that need approval)",
+        }
+    );
     for tool in policy.tools.values() {
         let _ = write!(out, "\n{}", describe(tool));
     }
