@@ -20,6 +20,7 @@
 //! - [`convert`]: JSON ↔ component values, with JSON-path errors.
 //! - [`engine`]: the planner–executor engine: the plan artifact, references between steps,
 //!   and validation of a plan against the tools and the policy before anything runs.
+//! - [`llm`]: LLM planners (OpenAI, Anthropic, OpenAI-compatible), retries, record/replay.
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
 //! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
 //! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
@@ -31,6 +32,8 @@
 //! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
+//! - [`journal`]: the run journal: engine events → redaction → hash-chained JSONL per run
+//!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune.
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`).
 
 pub mod cache;
@@ -41,7 +44,9 @@ pub mod docs;
 pub mod engine;
 pub mod error;
 pub mod grants;
+pub mod journal;
 pub mod limits;
+pub mod llm;
 pub mod pack;
 pub mod policy;
 pub mod runtime;

@@ -8,6 +8,7 @@ mod engine;
 mod failures;
 mod hostile;
 mod http;
+mod journal;
 mod plan;
 mod policy;
 mod run;

@@ -62,6 +62,12 @@ fn shared_cache_dir() -> &'static std::path::Path {
         .path()
 }
 
+fn shared_state_dir() -> &'static std::path::Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+}
+
 /// What the CLI printed and returned.
 #[derive(Debug)]
 pub struct CliOutput {
@@ -87,8 +93,17 @@ where
     } else {
         vec!["--cache-dir".into(), shared_cache_dir().into()]
     };
+    // Run journals go to a temporary state directory, never the user's, unless the test
+    // chooses one.
+    let own_state = args.iter().any(|a| a == "--state-dir");
+    let state: Vec<OsString> = if own_state {
+        Vec::new()
+    } else {
+        vec!["--state-dir".into(), shared_state_dir().into()]
+    };
     let argv = std::iter::once(OsString::from("toolhost"))
         .chain(cache)
+        .chain(state)
         .chain(args);
     let code = toolhost::cli::run(argv, &mut out, &mut err);
     CliOutput {

@@ -5,8 +5,10 @@ mod approve;
 mod call;
 mod grants;
 mod inspect;
+mod journal;
 mod pack;
 mod plan;
+mod planner;
 mod policy;
 mod progress;
 mod run;
@@ -37,6 +39,9 @@ pub mod exit {
     /// `toolhost run`: the run stopped before completing (budget, replan limit,
     /// evaluator, escalation, rejection).
     pub const STOPPED: i32 = 7;
+    /// A journal is broken or torn (`toolhost journal verify`/`show`), or `toolhost run`
+    /// could not write its journal.
+    pub const JOURNAL: i32 = 8;
 }
 
 const EXIT_CODES: &str = "\
@@ -50,7 +55,8 @@ Exit codes:
   5  a capability was denied (denied)
   6  the component could not be loaded
   7  `toolhost run` stopped before completing (budget_exhausted, replan_limit,
-     evaluator_failed, escalated, rejected_by_human, cancelled)";
+     evaluator_failed, escalated, rejected_by_human, cancelled)
+  8  a run journal is broken or torn, or could not be written";
 
 #[derive(Debug, Parser)]
 #[command(name = "toolhost", version, about = "Run WebAssembly components as sandboxed agent tools", after_help = EXIT_CODES)]
@@ -62,6 +68,10 @@ struct Cli {
     /// Compile every component afresh and write nothing to the cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// Directory of run journals [default: $XDG_STATE_HOME/toolhost or
+    /// ~/.local/state/toolhost; env TOOLHOST_STATE_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -79,6 +89,9 @@ enum Command {
     Plan(PlanCommand),
     /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
     Run(run::Args),
+    /// Verify, show and prune run journals.
+    #[command(subcommand)]
+    Journal(journal::JournalCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -126,8 +139,12 @@ pub fn run(
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
-        Command::Run(args) => match runtime(cli.cache_dir, cli.no_cache) {
-            Ok(rt) => run::run(rt, args, out),
+        Command::Journal(cmd) => journal::run(cmd, cli.state_dir, out),
+        Command::Run(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                run::run(rt, args, out)
+            }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
         Command::Plan(PlanCommand::Validate(args)) => match runtime(cli.cache_dir, cli.no_cache) {

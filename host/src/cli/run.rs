@@ -11,7 +11,8 @@ use crate::Runtime;
 use crate::engine::approval::{Approver, Unattended};
 use crate::engine::run::{Engine, Quiet};
 use crate::engine::validate::{Catalog, Entry};
-use crate::engine::{ScriptedPlanner, StopReason, Task};
+use crate::engine::{Cancel, StopReason, Task};
+use crate::journal::Tee;
 use crate::policy::{Gate, Policy};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
@@ -32,6 +33,10 @@ pub(crate) struct Args {
     /// Print the run report as JSON instead of progress lines.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    pub(crate) journal: super::journal::RunOptions,
+    #[command(flatten)]
+    planner: super::planner::PlannerArgs,
 }
 
 pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
@@ -40,7 +45,8 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         .tools_dir
         .clone()
         .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from));
-    let task = Task::load(&args.task, tools_dir.as_deref()).map_err(|e| usage(e.to_string()))?;
+    let task = Task::load_with(&args.task, tools_dir.as_deref(), &args.planner.overrides())
+        .map_err(|e| usage(e.to_string()))?;
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
     let mut tools = std::collections::BTreeMap::new();
     for (name, path) in &task.tools {
@@ -62,7 +68,16 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             },
         );
     }
-    let mut planner = ScriptedPlanner::new(task.script.clone());
+    let journal = super::journal::open(&args.journal, &args.task, &task, &policy, &tools)?;
+    if !args.json {
+        let _ = writeln!(
+            out,
+            "run {}  journal {}",
+            journal.id(),
+            journal.path().display()
+        );
+    }
+    let mut planner = super::planner::build(&task, &args.planner)?;
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
     let approver: &mut dyn Approver = if args.approve {
@@ -75,6 +90,8 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     } else {
         &mut unattended
     };
+    let mut approvals = journal.approvals(approver);
+    let approver: &mut dyn Approver = &mut approvals;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -88,6 +105,9 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             progress = Progress::new(out);
             &mut progress
         };
+        let mut journal_observer = journal.clone();
+        let mut tee = Tee(&mut journal_observer, observer);
+        let observer: &mut dyn crate::engine::Observer = &mut tee;
         let mut engine = Engine {
             rt: Arc::new(rt),
             catalog: Arc::new(Catalog { tools }),
@@ -96,16 +116,41 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             observer,
             gate: Arc::new(Gate::new()),
         };
-        tokio.block_on(engine.run(&task.goal, &mut planner))
+        // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
+        let cancel = Cancel::new();
+        let on_interrupt = cancel.clone();
+        tokio.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_interrupt.cancel();
+            }
+        });
+        tokio.block_on(engine.run_until(&task.goal, planner.as_mut(), &cancel))
     };
     if args.json {
+        let mut doc = serde_json::to_value(&report).expect("JSON");
+        doc["journal"] = serde_json::json!({
+            "run": journal.id(),
+            "path": journal.path(),
+            "records": journal.records(),
+            "head": journal.head(),
+        });
+        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+    } else {
+        // Before the summary, whose last line is the answer.
         let _ = writeln!(
             out,
-            "{}",
-            serde_json::to_string_pretty(&report).expect("JSON")
+            "run {}  journal {} records, head sha256:{}",
+            journal.id(),
+            journal.records(),
+            journal.head()
         );
-    } else {
         let _ = write!(out, "\n{}", summary(&report));
+    }
+    if let Some(e) = journal.error() {
+        return Err(Failure::new(
+            exit::JOURNAL,
+            format!("{e}: the run's journal ends there"),
+        ));
     }
     Ok(match report.stop {
         StopReason::Completed | StopReason::PlannerStopped => exit::OK,

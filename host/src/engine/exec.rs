@@ -56,7 +56,12 @@ impl Engine<'_> {
         let mut running: JoinSet<Done> = JoinSet::new();
         let mut reserved: u64 = 0;
         let mut stop: Option<StopReason> = None;
+        // What each running step looked like at launch, for records if it is cut off.
+        let mut in_flight: BTreeMap<StepId, StepRecord> = BTreeMap::new();
         loop {
+            if st.cancel.is_cancelled() {
+                stop.get_or_insert(StopReason::Cancelled);
+            }
             // Skip what can no longer run.
             for id in &plan.order {
                 if launched.contains(id) || status.contains_key(id) {
@@ -198,6 +203,7 @@ impl Engine<'_> {
                     finished_us: started_us,
                     events: Vec::new(),
                 };
+                in_flight.insert(id.clone(), base.clone());
                 let rt = self.rt.clone();
                 let gate = self.gate.clone();
                 let started = st.started;
@@ -237,7 +243,16 @@ impl Engine<'_> {
                     }
                 });
             }
-            let Some(joined) = running.join_next().await else {
+            let cancel = st.cancel.clone();
+            let joined = tokio::select! {
+                j = running.join_next() => j,
+                () = cancel.cancelled() => {
+                    running.abort_all();
+                    self.cut_off(&in_flight, st);
+                    return Err(StopReason::Cancelled);
+                }
+            };
+            let Some(joined) = joined else {
                 break;
             };
             let Done {
@@ -253,6 +268,7 @@ impl Engine<'_> {
                     });
                 }
             };
+            in_flight.remove(&id);
             reserved -= reserved_fuel;
             st.spent.fuel += record.fuel;
             st.tick();
@@ -275,6 +291,23 @@ impl Engine<'_> {
         match stop {
             Some(reason) => Err(reason),
             None => Ok(()),
+        }
+    }
+
+    /// Records the steps a cancellation cut off.
+    fn cut_off(&mut self, in_flight: &BTreeMap<StepId, StepRecord>, st: &mut State) {
+        let now = st.micros();
+        for base in in_flight.values() {
+            let mut record = base.clone();
+            record.status = StepStatus::Failed;
+            record.finished_us = now;
+            record.error = Some(StepError {
+                kind: "cancelled".into(),
+                message: "the run was cancelled while the step ran".into(),
+                value: None,
+            });
+            self.observer.step_finished(&record);
+            st.records.push(record);
         }
     }
 

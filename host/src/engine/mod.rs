@@ -12,7 +12,7 @@
 //! - [`planner`]: the [`Planner`] trait and what it is asked; [`scripted`]: the offline
 //!   planner.
 //! - [`budget`]: run budgets, checked before spending; [`StopReason`].
-//! - [`approval`]: plan review and step approval.
+//! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - [`run`]: the loop for both modes; `exec`: one plan revision's DAG.
@@ -20,6 +20,7 @@
 
 pub mod approval;
 pub mod budget;
+pub mod cancel;
 pub mod evaluate;
 mod exec;
 pub mod plan;
@@ -34,6 +35,7 @@ pub mod validate;
 
 pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
+pub use self::cancel::Cancel;
 pub use self::evaluate::{EvaluatorConfig, Reaction};
 pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
 pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};

@@ -95,6 +95,11 @@ pub struct Turn {
     /// The final answer, with `stop`.
     #[serde(default)]
     pub answer: Option<Value>,
+    /// Hands the rest of the task to this deterministic plan (hybrid automation): it is
+    /// validated and run like a plan-then-execute revision; if every step succeeds the run
+    /// completes, otherwise the failure is the next turn's observation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Plan>,
 }
 
 fn full_confidence() -> f64 {

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::approval::{Approver, PlanDecision};
 use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
+use super::cancel::Cancel;
 use super::evaluate::EvaluatorConfig;
 use super::plan::{Plan, Step, StepId};
 use super::planner::{
@@ -109,6 +110,7 @@ pub struct Engine<'a> {
 
 /// Mutable state of a run.
 pub(crate) struct State {
+    pub cancel: Cancel,
     pub started: Instant,
     pub spent: Spent,
     pub outputs: BTreeMap<StepId, Value>,
@@ -162,7 +164,18 @@ pub fn tool_summaries(catalog: &Catalog) -> Vec<ToolSummary> {
 impl Engine<'_> {
     /// Runs `goal` with `planner` to a stop reason.
     pub async fn run(&mut self, goal: &str, planner: &mut dyn Planner) -> RunReport {
+        self.run_until(goal, planner, &Cancel::new()).await
+    }
+
+    /// [`Engine::run`] that ends `cancelled` as soon as `cancel` is cancelled.
+    pub async fn run_until(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        cancel: &Cancel,
+    ) -> RunReport {
         let mut st = State {
+            cancel: cancel.clone(),
             started: Instant::now(),
             spent: Spent::default(),
             outputs: BTreeMap::new(),
@@ -211,6 +224,9 @@ impl Engine<'_> {
         req: PlanRequest,
     ) -> Result<Reply, StopReason> {
         st.tick();
+        if st.cancel.is_cancelled() {
+            return Err(StopReason::Cancelled);
+        }
         let estimate = planner.estimate(&req);
         let price = self.config.prices.get(&estimate.model);
         if let Some(which) = self.config.budgets.before_planner_call(
@@ -222,7 +238,11 @@ impl Engine<'_> {
             return Err(StopReason::BudgetExhausted { which });
         }
         let asked = Instant::now();
-        let result = planner.plan(&req).await;
+        let cancel = st.cancel.clone();
+        let result = tokio::select! {
+            r = planner.plan(&req) => r,
+            () = cancel.cancelled() => return Err(StopReason::Cancelled),
+        };
         st.spent.planner_calls += 1;
         let (reply, usage) = match result {
             Ok(r) => r,
@@ -400,7 +420,7 @@ impl Engine<'_> {
             turn_no += 1;
             let mut req = self.request(goal, st, turn_no);
             let mut repairs = 0;
-            let (step, confidence) = loop {
+            let (step, confidence, handoff) = loop {
                 let turn = match self.ask(planner, st, req.clone()).await {
                     Ok(Reply::Turn { turn }) => turn,
                     Ok(Reply::Plan { .. }) => {
@@ -436,16 +456,29 @@ impl Engine<'_> {
                     idempotent: false,
                     timeout_ms: None,
                 };
-                let plan = Plan {
-                    goal: goal.to_string(),
-                    revision: turn_no,
-                    steps: vec![step.clone()],
+                // A handoff gives the rest of the task to a deterministic plan.
+                let (plan, handoff) = match &turn.handoff {
+                    Some(p) => (
+                        Plan {
+                            revision: turn_no,
+                            ..p.clone()
+                        },
+                        true,
+                    ),
+                    None => (
+                        Plan {
+                            goal: goal.to_string(),
+                            revision: turn_no,
+                            steps: vec![step.clone()],
+                        },
+                        false,
+                    ),
                 };
                 match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
                     Ok(v) => {
                         self.observer.plan_accepted(&v);
                         st.revisions.push(plan);
-                        break (v, turn.confidence);
+                        break (v, turn.confidence, handoff);
                     }
                     Err(problems) => {
                         self.observer.plan_rejected(&problems);
@@ -479,8 +512,33 @@ impl Engine<'_> {
                     }
                 }
             };
+            if handoff {
+                match self.approver.review_plan(&step, &self.catalog) {
+                    PlanDecision::Approve => {}
+                    PlanDecision::Reject(why) => {
+                        return (StopReason::RejectedByHuman { what: why }, None);
+                    }
+                    PlanDecision::Edit(_) => {
+                        return (
+                            StopReason::Escalated {
+                                why: "a handed-off plan cannot be edited at review; reject it and plan again".into(),
+                            },
+                            None,
+                        );
+                    }
+                }
+            }
             if let Err(stop) = self.execute(&step, st, Some(confidence)).await {
                 return (stop, None);
+            }
+            let all_ok = st
+                .records
+                .iter()
+                .filter(|r| r.revision == turn_no)
+                .all(|r| r.status == StepStatus::Succeeded);
+            if handoff && all_ok {
+                let answer = step.order.last().and_then(|id| st.outputs.get(id).cloned());
+                return (StopReason::Completed, answer);
             }
         }
     }

@@ -190,3 +190,80 @@ fn the_rate_limit_holds_across_the_steps_of_a_run() {
         (StepStatus::Failed, "rate_limited")
     );
 }
+
+#[test]
+fn an_evaluator_tool_judges_each_output() {
+    use toolhost::engine::{EvaluatorConfig, Reaction, StopReason, Verdict};
+
+    let config = RunConfig {
+        evaluator: EvaluatorConfig {
+            on_fail: Reaction::Stop,
+            on_uncertain: Reaction::Escalate,
+            tool: Some("misbehave".into()),
+            operation: Some("judge".into()),
+        },
+        ..RunConfig::default()
+    };
+    let policy = "version = 1\n[tools.calc]\n[tools.misbehave]\n";
+    let plan = |expr: &str| {
+        super::Recording::new(serde_json::json!({"plan": {"goal": "g", "steps": [
+            {"id": "sum", "tool": "calc", "operation": "eval", "args": {"expression": expr}}
+        ]}}))
+    };
+    let report = super::run(
+        super::catalog(policy),
+        config.clone(),
+        "g",
+        &mut plan("12 * 4 + 5"),
+    );
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    let judged = super::record(&report, "sum").evaluation.clone().unwrap();
+    assert_eq!(judged.verdict, Verdict::Pass);
+    assert!(judged.detail.contains("\"pass\""), "{judged:?}");
+    assert!(
+        report.spent.fuel > super::record(&report, "sum").fuel,
+        "the judge's fuel counts"
+    );
+
+    let report = super::run(super::catalog(policy), config, "g", &mut plan("1 + 1"));
+    assert_eq!(
+        report.stop,
+        StopReason::EvaluatorFailed { step: "sum".into() },
+        "{report:#?}"
+    );
+}
+
+#[test]
+fn a_step_wise_planner_can_hand_the_rest_to_a_plan() {
+    let mut planner = Recording::new(json!({"turns": [
+        {"thought": "compute first", "tool": "calc", "operation": "eval",
+         "arguments": {"expression": "12 * 4 + 5"}},
+        {"thought": "the rest is routine", "handoff": {"goal": "finish", "steps": [
+            {"id": "double", "tool": "calc", "operation": "eval",
+             "args": {"expression": "${t1.output} * 2"}},
+            {"id": "words", "tool": "text", "operation": "count",
+             "args": {"text": "${double.output} is twice ${t1.output}"}}
+        ]}},
+        {"stop": true, "answer": "never asked"}
+    ]}));
+    let config = RunConfig {
+        mode: toolhost::engine::Mode::StepWise,
+        ..RunConfig::default()
+    };
+    let report = run(
+        catalog("version = 1\n[tools.calc]\n[tools.text]\n"),
+        config,
+        "g",
+        &mut planner,
+    );
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert_eq!(ids(&report), ["t1", "double", "words"]);
+    assert_eq!(record(&report, "double").output, Some(json!(106)));
+    assert_eq!(report.answer.as_ref().unwrap()["words"], 4);
+    assert_eq!(
+        planner.requests.len(),
+        2,
+        "the run completes without a third turn"
+    );
+    assert_eq!(report.revisions.len(), 2);
+}

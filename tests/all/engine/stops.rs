@@ -1,6 +1,6 @@
 //! Runs that end with `completed`, `planner_stopped`, `replan_limit`, `evaluator_failed` or
-//! `escalated` (for the planner's choices; approval escalations are in `approval`).
-//! `cancelled` has no trigger yet.
+//! `escalated` (for the planner's choices; approval escalations are in `approval`), or
+//! `cancelled`.
 
 use serde_json::json;
 use toolhost::engine::{
@@ -262,4 +262,65 @@ fn a_turn_below_the_confidence_threshold_escalates_unattended() {
     );
     assert!(report.steps.is_empty());
     assert_eq!(report.spent.steps, 0);
+}
+
+#[test]
+fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
+    use std::sync::Arc;
+
+    use toolhost::Gate;
+    use toolhost::engine::{ApprovalMode, Cancel, Engine, Quiet, Unattended};
+
+    let mut planner = Recording::new(json!({"plan": {"goal": "wait", "steps": [
+        {"id": "long", "tool": "misbehave", "operation": "sleep", "args": {"ms": 30000}},
+        {"id": "after", "tool": "misbehave", "operation": "sleep", "args": {"ms": 1},
+         "depends_on": ["long"]}
+    ]}}));
+    let catalog = catalog("version = 1\n[tools.misbehave]\nlimits = { timeout_ms = 60000 }\n");
+    let mut approver = Unattended(ApprovalMode::Deny);
+    let mut observer = Quiet;
+    let mut engine = Engine {
+        rt: super::rt(),
+        catalog,
+        config: RunConfig {
+            budgets: toolhost::engine::Budgets {
+                max_wall_ms: 120_000,
+                ..Default::default()
+            },
+            ..RunConfig::default()
+        },
+        approver: &mut approver,
+        observer: &mut observer,
+        gate: Arc::new(Gate::new()),
+    };
+    let cancel = Cancel::new();
+    let report = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let trigger = cancel.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                trigger.cancel();
+            });
+            engine.run_until("wait", &mut planner, &cancel).await
+        });
+    assert_eq!(report.stop, StopReason::Cancelled, "{report:#?}");
+    let long = record(&report, "long");
+    assert_eq!(long.status, StepStatus::Failed);
+    assert_eq!(error_kind(long), "cancelled");
+    // Cut off soon after the cancellation, far before its 30 s sleep would end.
+    assert!(long.finished_us - long.started_us < 10_000_000, "{long:?}");
+    assert_eq!(ids(&report), ["long"], "nothing runs after a cancellation");
+    // A cancelled token stops the next run before it asks the planner.
+    let mut second = Recording::new(json!({"plan": {"goal": "g", "steps": []}}));
+    let report = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(engine.run_until("g", &mut second, &cancel));
+    assert_eq!(report.stop, StopReason::Cancelled);
+    assert!(second.requests.is_empty());
 }

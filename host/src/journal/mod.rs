@@ -1,0 +1,149 @@
+//! The run journal: one append-only JSONL file per run, hash-chained, redacted, fsync'd at
+//! every step boundary.
+//!
+//! Data flows: engine [`Observer`](crate::engine::Observer) callbacks (and the approver's
+//! decisions) → [`Journal`] → [`Redactor`] → one [`Record`] per line in
+//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / [`prune`].
+//!
+//! Each line is a [`Record`] `{seq, ts, prev, kind, data}`: `seq` counts from 1 and equals
+//! the line number, `prev` is the hex SHA-256 of the previous line's bytes (without its
+//! newline; 64 zeros for the first), so editing, deleting or reordering any record but the
+//! last breaks the chain at the next line. The last record is covered by the head hash
+//! that `toolhost run` prints at the end (`journal verify --head`).
+//!
+//! - [`writer`]: [`Journal`], the observer that appends records; [`Tee`] to feed it and
+//!   another observer.
+//! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
+//! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
+//! - [`show`]: the readable timeline.
+//! - [`prune`]: retention by age.
+//! - `time`: RFC 3339 timestamps.
+
+pub mod prune;
+pub mod redact;
+pub mod show;
+mod time;
+pub mod verify;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use self::prune::{Age, AgeError, prune};
+pub use self::redact::{PatternError, Redactor};
+pub use self::verify::{ChainProblem, Verified, verify};
+pub use self::writer::{Approvals, Journal, RunStart, Tee};
+
+/// `prev` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What a record is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Goal, mode, task, policy and tool digests, budgets.
+    RunStarted,
+    /// Model, tokens, latency and the kind of reply; never the content.
+    PlannerCalled,
+    /// A validated plan revision (or step-wise turn).
+    PlanAccepted,
+    /// The validation problems of a plan the planner must repair.
+    PlanRejected,
+    /// A reviewer's decision on a plan or a step.
+    Approval,
+    StepStarted,
+    /// Arguments, output or typed error, evaluation, fuel, duration, capability decisions.
+    StepFinished,
+    Stopped,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::RunStarted => "run_started",
+            Kind::PlannerCalled => "planner_called",
+            Kind::PlanAccepted => "plan_accepted",
+            Kind::PlanRejected => "plan_rejected",
+            Kind::Approval => "approval",
+            Kind::StepStarted => "step_started",
+            Kind::StepFinished => "step_finished",
+            Kind::Stopped => "stopped",
+        }
+    }
+}
+
+/// One line of a journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// 1 for the first record; equals the line number.
+    pub seq: u64,
+    /// UTC, RFC 3339 with microseconds.
+    pub ts: String,
+    /// Hex SHA-256 of the previous line; [`GENESIS`] for the first.
+    pub prev: String,
+    pub kind: Kind,
+    pub data: Value,
+}
+
+/// Why a journal cannot be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot create the journal directory `{path}`: {reason}")]
+    CreateDir { path: String, reason: String },
+    #[error("cannot write journal `{path}`: {reason}")]
+    Write { path: String, reason: String },
+    #[error("cannot read journal `{path}`: {reason}")]
+    Read { path: String, reason: String },
+    #[error(
+        "no run `{run}` in `{dir}`: give a run id printed by `toolhost run`, or a journal file's path"
+    )]
+    NoSuchRun { run: String, dir: String },
+}
+
+/// The state directory from the environment: `TOOLHOST_STATE_DIR`, else
+/// `$XDG_STATE_HOME/toolhost`, else `~/.local/state/toolhost`.
+pub fn state_dir_from_env() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_STATE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME") {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/toolhost"))
+}
+
+/// Where the journals of `state_dir` live.
+pub fn runs_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("runs")
+}
+
+/// The journal file of `run`: an existing file path as given, else `RUN.jsonl` in the runs
+/// directory.
+pub fn resolve(state_dir: &Path, run: &str) -> Result<PathBuf, JournalError> {
+    let as_path = Path::new(run);
+    if as_path.is_file() {
+        return Ok(as_path.to_path_buf());
+    }
+    let valid_id = !run.is_empty()
+        && run
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let file = runs_dir(state_dir).join(format!("{run}.jsonl"));
+    if valid_id && file.is_file() {
+        return Ok(file);
+    }
+    Err(JournalError::NoSuchRun {
+        run: run.to_string(),
+        dir: runs_dir(state_dir).display().to_string(),
+    })
+}
+
+/// The run id of a journal file: its name without `.jsonl`.
+pub fn run_id(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

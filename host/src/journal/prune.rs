@@ -1,0 +1,143 @@
+//! Retention: `toolhost journal prune --older-than 30d` deletes the journals last written
+//! more than an [`Age`] ago.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use super::{JournalError, runs_dir};
+
+/// A span of time written `Nd` (days), `Nh` (hours) or `Nm` (minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Age(pub Duration);
+
+/// Why an age does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{value}` is not an age: {reason}; write a whole number followed by d (days), h (hours) or m (minutes), e.g. 30d"
+)]
+pub struct AgeError {
+    pub value: String,
+    pub reason: &'static str,
+}
+
+impl FromStr for Age {
+    type Err = AgeError;
+
+    fn from_str(s: &str) -> Result<Age, AgeError> {
+        let err = |reason| AgeError {
+            value: s.to_string(),
+            reason,
+        };
+        let Some(unit) = s.chars().last() else {
+            return Err(err("it is empty"));
+        };
+        let secs = match unit {
+            'd' => 86_400,
+            'h' => 3_600,
+            'm' => 60,
+            c if c.is_ascii_digit() => return Err(err("the unit is missing")),
+            _ => return Err(err("the unit is not d, h or m")),
+        };
+        let number = &s[..s.len() - unit.len_utf8()];
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(err("the number is missing or not a whole number"));
+        }
+        let n: u64 = number.parse().map_err(|_| err("the number is too large"))?;
+        let total = n
+            .checked_mul(secs)
+            .ok_or_else(|| err("the number is too large"))?;
+        Ok(Age(Duration::from_secs(total)))
+    }
+}
+
+impl fmt::Display for Age {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0.as_secs();
+        match s {
+            _ if s % 86_400 == 0 => write!(f, "{}d", s / 86_400),
+            _ if s % 3_600 == 0 => write!(f, "{}h", s / 3_600),
+            _ => write!(f, "{}m", s / 60),
+        }
+    }
+}
+
+/// Deletes (unless `dry_run`) every `*.jsonl` journal in `state_dir`'s runs directory last
+/// modified more than `age` before `now`; returns their paths, oldest first. A missing
+/// runs directory holds nothing to prune.
+pub fn prune(
+    state_dir: &Path,
+    age: Age,
+    now: SystemTime,
+    dry_run: bool,
+) -> Result<Vec<PathBuf>, JournalError> {
+    let dir = runs_dir(state_dir);
+    let read_err = |path: &Path, e: std::io::Error| JournalError::Read {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(read_err(&dir, e)),
+    };
+    let cutoff = now.checked_sub(age.0).unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut old = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| read_err(&dir, e))?;
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let meta = entry.metadata().map_err(|e| read_err(&path, e))?;
+        if !meta.is_file() {
+            continue;
+        }
+        let modified = meta.modified().map_err(|e| read_err(&path, e))?;
+        if modified < cutoff {
+            old.push((modified, path));
+        }
+    }
+    old.sort();
+    let mut pruned = Vec::new();
+    for (_, path) in old {
+        if !dry_run {
+            std::fs::remove_file(&path).map_err(|e| JournalError::Write {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        }
+        pruned.push(path);
+    }
+    Ok(pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_in_days_hours_and_minutes() {
+        assert_eq!("30d".parse(), Ok(Age(Duration::from_secs(30 * 86_400))));
+        assert_eq!("12h".parse(), Ok(Age(Duration::from_secs(12 * 3_600))));
+        assert_eq!("5m".parse(), Ok(Age(Duration::from_secs(300))));
+        assert_eq!(Age(Duration::from_secs(30 * 86_400)).to_string(), "30d");
+    }
+
+    #[test]
+    fn bad_ages_say_why() {
+        let reason = |s: &str| s.parse::<Age>().unwrap_err().reason;
+        assert_eq!(reason(""), "it is empty");
+        assert_eq!(reason("30"), "the unit is missing");
+        assert_eq!(reason("30s"), "the unit is not d, h or m");
+        assert_eq!(reason("d"), "the number is missing or not a whole number");
+        assert_eq!(reason("-1d"), "the number is missing or not a whole number");
+        assert_eq!(
+            reason("1.5d"),
+            "the number is missing or not a whole number"
+        );
+        assert_eq!(reason("99999999999999999999d"), "the number is too large");
+        assert_eq!(reason("999999999999999999d"), "the number is too large");
+    }
+}

@@ -1,0 +1,257 @@
+//! The readable timeline of a journal (`toolhost journal show`), and its JSON form.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::verify::Verified;
+use super::{Kind, Record, run_id, time};
+
+/// At most this many characters of a value are shown on a timeline line.
+const SHOWN: usize = 120;
+
+fn short(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.chars().count() > SHOWN {
+        let cut: String = s.chars().take(SHOWN - 1).collect();
+        format!("{cut}…")
+    } else {
+        s
+    }
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("?")
+}
+
+fn num(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.1} ms", us as f64 / 1000.0)
+}
+
+/// One capability decision: `denied file open-read /etc/passwd (not-permitted)`.
+fn event(e: &Value) -> String {
+    let Value::Object(map) = e else {
+        return short(e);
+    };
+    let mut parts = vec![
+        map.get("decision")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        map.get("event")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
+    ];
+    parts.extend(
+        map.iter()
+            .filter(|(k, _)| *k != "decision" && *k != "event" && *k != "reason")
+            .map(|(_, v)| short(v)),
+    );
+    let mut s = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(r) = map.get("reason").and_then(Value::as_str) {
+        let _ = write!(s, " ({r})");
+    }
+    s
+}
+
+fn line(r: &Record) -> Vec<String> {
+    let d = &r.data;
+    match r.kind {
+        Kind::RunStarted => {
+            let tools: Vec<String> = d
+                .get("tools")
+                .and_then(Value::as_object)
+                .map(|t| {
+                    t.iter()
+                        .map(|(n, f)| format!("{n} {:.12}", text(f, "sha256")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            vec![
+                format!("start     {} ({})", text(d, "goal"), text(d, "mode")),
+                format!(
+                    "          policy {:.12} · tools: {}",
+                    d.get("policy").map_or("?", |p| text(p, "sha256")),
+                    tools.join(", ")
+                ),
+            ]
+        }
+        Kind::PlannerCalled => vec![format!(
+            "planner   {} → {} · {} in / {} out tokens · {}",
+            text(d, "model"),
+            text(d, "reply"),
+            num(d, "input_tokens"),
+            num(d, "output_tokens"),
+            ms(num(d, "latency_us"))
+        )],
+        Kind::PlanAccepted => {
+            let order: Vec<String> = d
+                .get("order")
+                .and_then(Value::as_array)
+                .map(|o| o.iter().map(short).collect())
+                .unwrap_or_default();
+            vec![format!(
+                "plan r{}   {} step(s): {}",
+                num(d, "revision"),
+                order.len(),
+                order.join(", ")
+            )]
+        }
+        Kind::PlanRejected => {
+            let problems = d.get("problems").and_then(Value::as_array);
+            let mut v = vec![format!(
+                "rejected  {} problem(s)",
+                problems.map_or(0, Vec::len)
+            )];
+            v.extend(
+                problems
+                    .into_iter()
+                    .flatten()
+                    .map(|p| format!("          - {}", text(p, "message"))),
+            );
+            v
+        }
+        Kind::Approval => {
+            let subject = match text(d, "subject") {
+                "step" => format!("step {}", text(d, "step")),
+                _ => format!("plan r{}", num(d, "revision")),
+            };
+            let reason = d
+                .get("reason")
+                .and_then(Value::as_str)
+                .map_or_else(String::new, |r| format!(": {r}"));
+            vec![format!(
+                "approval  {subject}: {}{reason}",
+                text(d, "decision")
+            )]
+        }
+        Kind::StepStarted => vec![format!(
+            "▶ {}  {}.{} {}",
+            text(d, "id"),
+            text(d, "tool"),
+            text(d, "operation"),
+            d.get("args").map(short).unwrap_or_default()
+        )],
+        Kind::StepFinished => {
+            let (mark, tail) = match text(d, "status") {
+                "succeeded" => (
+                    "✔",
+                    format!("→ {}", d.get("output").map(short).unwrap_or_default()),
+                ),
+                "skipped" => ("↷", String::new()),
+                _ => (
+                    "✘",
+                    d.get("error").map_or_else(String::new, |e| {
+                        format!("[{}] {}", text(e, "kind"), text(e, "message"))
+                    }),
+                ),
+            };
+            let mut v = vec![format!(
+                "{mark} {}  {}.{} · {} · fuel {} {tail}",
+                text(d, "id"),
+                text(d, "tool"),
+                text(d, "operation"),
+                ms(num(d, "duration_us")),
+                num(d, "fuel"),
+            )];
+            v.extend(
+                d.get("events")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|e| format!("          {}", event(e))),
+            );
+            v
+        }
+        Kind::Stopped => {
+            let detail: Vec<String> = d
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| *k != "reason")
+                .map(|(_, v)| short(v))
+                .collect();
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", detail.join(", "))
+            };
+            vec![format!("stop      {}{detail}", text(d, "reason"))]
+        }
+    }
+}
+
+/// The timeline: a header, one or more lines per record with its offset from the start,
+/// and the chain's verdict.
+pub fn timeline(v: &Verified) -> String {
+    let mut s = format!("run {}\n", run_id(&v.path));
+    let start = v.records.first().and_then(|r| time::parse(&r.ts));
+    if let Some(first) = v.records.first() {
+        let _ = writeln!(s, "started {}", first.ts);
+    }
+    for r in &v.records {
+        let offset = match (start, time::parse(&r.ts)) {
+            (Some(a), Some(b)) => {
+                format!(
+                    "+{:.3}s",
+                    b.duration_since(a).unwrap_or_default().as_secs_f64()
+                )
+            }
+            _ => r.ts.clone(),
+        };
+        for (i, l) in line(r).into_iter().enumerate() {
+            if i == 0 {
+                let _ = writeln!(s, "{offset:>9}  {l}");
+            } else {
+                let _ = writeln!(s, "{:>9}  {l}", "");
+            }
+        }
+    }
+    s += &verdict(v);
+    s.push('\n');
+    s
+}
+
+/// One line on the chain: valid (complete or not) or its first problem.
+pub fn verdict(v: &Verified) -> String {
+    match &v.problem {
+        None => format!(
+            "chain: valid, {} records{}, head sha256:{}",
+            v.records.len(),
+            if v.stop().is_some() {
+                ""
+            } else {
+                " (no stop record: the run crashed or is still running)"
+            },
+            v.head.as_deref().unwrap_or("")
+        ),
+        Some(p) if p.is_torn() => format!("chain: torn: {p}"),
+        Some(p) => format!("chain: BROKEN: {p}"),
+    }
+}
+
+/// The machine form: the run, the chain's verdict, and the records.
+pub fn json(v: &Verified) -> Value {
+    json!({
+        "run": run_id(&v.path),
+        "path": v.path.display().to_string(),
+        "valid": v.is_valid(),
+        "complete": v.stop().is_some(),
+        "torn": v.problem.as_ref().is_some_and(|p| p.is_torn()),
+        "problem": v.problem.as_ref().map(ToString::to_string),
+        "head": v.head,
+        "records": v.records,
+    })
+}

@@ -1,0 +1,242 @@
+//! POSTing JSON to a provider: a per-request timeout, retries with exponential backoff and
+//! jitter on 429, 5xx, connection errors and timeouts, `Retry-After` honoured, and all of
+//! it inside a deadline (the run's remaining wall time).
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use serde_json::Value;
+
+use super::LlmError;
+use super::config::{ApiKey, LlmConfig};
+
+/// How a request is retried and how long it may take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    pub max_retry_after: Duration,
+}
+
+impl RetryPolicy {
+    pub fn of(c: &LlmConfig) -> RetryPolicy {
+        RetryPolicy {
+            timeout: Duration::from_millis(c.timeout_ms),
+            max_retries: c.max_retries,
+            backoff: Duration::from_millis(c.backoff_ms),
+            max_backoff: Duration::from_millis(c.max_backoff_ms),
+            max_retry_after: Duration::from_millis(c.max_retry_after_ms),
+        }
+    }
+
+    /// The wait before retry `attempt` (0-based): `backoff · 2^attempt`, capped, with
+    /// "equal jitter" (uniform in the upper half) so clients that failed together spread out.
+    fn wait(&self, attempt: u32) -> Duration {
+        let full = self
+            .backoff
+            .saturating_mul(1u32 << attempt.min(20))
+            .min(self.max_backoff);
+        let half = full / 2;
+        let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+        half + Duration::from_nanos(if nanos == 0 { 0 } else { random() % nanos })
+    }
+}
+
+/// A random `u64` from the standard library's per-process hash keys: plenty for jitter,
+/// without a dependency.
+fn random() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
+}
+
+/// An HTTP client for one provider.
+#[derive(Debug, Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    policy: RetryPolicy,
+    key: Option<ApiKey>,
+}
+
+/// A non-retryable answer: the status and (redacted, cut) body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Http {
+    pub fn new(policy: RetryPolicy, key: Option<ApiKey>) -> Result<Http, LlmError> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Client(e.to_string()))?;
+        Ok(Http {
+            client,
+            policy,
+            key,
+        })
+    }
+
+    pub fn key(&self) -> Option<&ApiKey> {
+        self.key.as_ref()
+    }
+
+    /// Text with the key removed, for anything that leaves this module.
+    pub fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) => k.redact(text),
+            None => text.to_string(),
+        }
+    }
+
+    /// A header carrying the key, marked sensitive so that no debug print shows it.
+    pub fn secret_header(&self, prefix: &str) -> Option<HeaderValue> {
+        let k = self.key.as_ref()?;
+        let mut v = HeaderValue::from_str(&format!("{prefix}{}", k.expose())).ok()?;
+        v.set_sensitive(true);
+        Some(v)
+    }
+
+    /// POSTs `body` to `url` until a 2xx (its parsed JSON), a non-retryable status
+    /// (`Ok(Err(Rejected))`), or an error: retries spent, or `deadline` reached.
+    pub async fn post(
+        &self,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        body: &Value,
+        deadline: Instant,
+    ) -> Result<Result<Value, Rejected>, LlmError> {
+        let mut map = HeaderMap::new();
+        for (n, v) in headers {
+            map.insert(n.clone(), v.clone());
+        }
+        let mut attempt = 0u32;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(LlmError::WallTime { attempts: attempt });
+            }
+            let sent = self
+                .client
+                .post(url)
+                .headers(map.clone())
+                .json(body)
+                .timeout(self.policy.timeout.min(left))
+                .send()
+                .await;
+            let (why, retry_after) = match sent {
+                Ok(resp) => {
+                    let status = resp.status();
+                    let retry_after = retry_after(resp.headers());
+                    let text = resp.text().await;
+                    match text {
+                        Ok(text) if status.is_success() => {
+                            return serde_json::from_str(&text).map(Ok).map_err(|e| {
+                                LlmError::Response(format!(
+                                    "the response body is not JSON ({e}): {}",
+                                    self.redact(&cut(&text))
+                                ))
+                            });
+                        }
+                        Ok(text) if status.as_u16() == 429 || status.is_server_error() => {
+                            (format!("{status}: {}", cut(&text)), retry_after)
+                        }
+                        Ok(text) => {
+                            return Ok(Err(Rejected {
+                                status: status.as_u16(),
+                                body: self.redact(&cut(&text)),
+                            }));
+                        }
+                        Err(e) => (format!("{status}, then reading the body: {e}"), None),
+                    }
+                }
+                Err(e) if e.is_timeout() => (
+                    format!(
+                        "no answer within {} ms",
+                        self.policy.timeout.min(left).as_millis()
+                    ),
+                    None,
+                ),
+                Err(e) if e.is_connect() || e.is_request() || e.is_body() => {
+                    (format!("connection failed: {e}"), None)
+                }
+                Err(e) => return Err(LlmError::Client(self.redact(&e.to_string()))),
+            };
+            if attempt >= self.policy.max_retries {
+                return Err(LlmError::Retries {
+                    attempts: attempt + 1,
+                    last: self.redact(&why),
+                });
+            }
+            let wait = match retry_after {
+                Some(w) => w.min(self.policy.max_retry_after),
+                None => self.policy.wait(attempt),
+            };
+            if Instant::now() + wait >= deadline {
+                return Err(LlmError::WallTime {
+                    attempts: attempt + 1,
+                });
+            }
+            tracing::debug!(attempt, wait_ms = wait.as_millis() as u64, why = %self.redact(&why), "retrying planner request");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is rare from APIs and falls back to backoff).
+fn retry_after(h: &HeaderMap) -> Option<Duration> {
+    let v = h.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let secs: f64 = v.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+fn cut(s: &str) -> String {
+    const MAX: usize = 600;
+    if s.chars().count() <= MAX {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(MAX).collect();
+        format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        let p = RetryPolicy {
+            timeout: Duration::from_secs(1),
+            max_retries: 5,
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(300),
+            max_retry_after: Duration::from_secs(1),
+        };
+        for _ in 0..20 {
+            let w0 = p.wait(0);
+            assert!((50..=100).contains(&w0.as_millis()), "{w0:?}");
+            let w1 = p.wait(1);
+            assert!((100..=200).contains(&w1.as_millis()), "{w1:?}");
+            let w5 = p.wait(5);
+            assert!((150..=300).contains(&w5.as_millis()), "{w5:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_in_seconds() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! The run journal through the CLI: `toolhost run` writes it, `toolhost journal verify`
+//! catches every edit, deletion, reordering and torn line, nothing planted as PII reaches
+//! the disk, and `show` / `prune` do what they say.
+
+mod redaction;
+mod tamper;
+mod timeline;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use toolhost_tests::{CliOutput, cli, path};
+
+fn tools_dir() -> String {
+    Path::new(path("calc"))
+        .parent()
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+fn example(name: &str) -> String {
+    format!("{}/../examples/tasks/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `toolhost --state-dir STATE run TASK --json EXTRA…`: the report and the journal's path.
+fn run_in(state: &Path, task: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
+    let tools = tools_dir();
+    let mut args = vec![
+        "--state-dir",
+        state.to_str().unwrap(),
+        "run",
+        task,
+        "--tools-dir",
+        &tools,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = cli(&args);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let journal = PathBuf::from(doc["journal"]["path"].as_str().expect("a journal path"));
+    assert!(
+        journal.starts_with(state),
+        "{journal:?} is not under {state:?}"
+    );
+    (out.code, doc, journal)
+}
+
+/// `toolhost --state-dir STATE journal ARGS…`.
+fn journal(state: &Path, args: &[&str]) -> CliOutput {
+    let mut all = vec!["--state-dir", state.to_str().unwrap(), "journal"];
+    all.extend_from_slice(args);
+    cli(&all)
+}
+
+/// The journal's lines, without their newlines.
+fn lines(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.ends_with('\n'));
+    text.lines().map(str::to_string).collect()
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    lines(path)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn kinds(path: &Path) -> Vec<String> {
+    records(path)
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_string())
+        .collect()
+}
