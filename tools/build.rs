@@ -17,6 +17,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("plain", "PLAIN"),
+    ("kernels", "KERNELS"),
 ];
 
 const TARGET: &str = "wasm32-wasip2";

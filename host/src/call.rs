@@ -19,6 +19,8 @@ use crate::tool::{Operation, Returns, Tool};
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CallReport {
     pub fuel_consumed: u64,
+    /// The most linear memory and table bytes the instance held at once.
+    pub memory_peak_bytes: usize,
     #[serde(serialize_with = "as_micros", rename = "duration_us")]
     pub duration: Duration,
     pub stdout: String,
@@ -104,17 +106,25 @@ impl Runtime {
         })?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store
-            .set_fuel(limits.fuel)
-            .expect("fuel is enabled on every engine");
-        store.set_epoch_deadline(deadline_ticks(limits.timeout, self.epoch_tick));
-        store.epoch_deadline_trap();
+        if self.metering.fuel() {
+            store
+                .set_fuel(limits.fuel)
+                .expect("fuel is enabled on a fuel-metered engine");
+        }
+        if self.metering.epoch() {
+            store.set_epoch_deadline(deadline_ticks(limits.timeout, self.epoch_tick));
+            store.epoch_deadline_trap();
+        }
 
         let run = run(tool, op, &params, &mut store);
         let outcome = tokio::time::timeout(limits.timeout, run).await;
 
-        report.fuel_consumed = limits.fuel - store.get_fuel().unwrap_or(0);
+        report.fuel_consumed = match store.get_fuel() {
+            Ok(left) => limits.fuel - left,
+            Err(_) => 0,
+        };
         let state = store.data_mut();
+        report.memory_peak_bytes = state.limiter.peak;
         let (stdout, out_dropped) = state.stdout.take();
         let (stderr, err_dropped) = state.stderr.take();
         report.stdout = stdout;

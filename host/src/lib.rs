@@ -60,7 +60,7 @@ pub use error::{CallError, ErrorKind, LoadError};
 pub use grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};
 pub use limits::Limits;
 pub use policy::{Gate, Policy, ToolPolicy};
-pub use runtime::{Runtime, RuntimeConfig};
+pub use runtime::{Metering, Runtime, RuntimeConfig};
 pub use sandbox::{AuditEvent, Decision};
 pub use tool::{Operation, Tool};
 pub use toolhost_wit_docs as wit_docs;

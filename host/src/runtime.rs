@@ -14,15 +14,42 @@ use crate::error::LoadError;
 use crate::sandbox::{self, HostState};
 use crate::tool::{self, Compiled, Tool};
 
+/// How calls are metered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Metering {
+    /// Fuel (`Limits::fuel`) and an epoch deadline (`Limits::timeout`): the default, for
+    /// untrusted code.
+    #[default]
+    FuelAndEpoch,
+    /// Only the epoch deadline: cheaper for CPU-bound tools; compute is bounded by wall
+    /// time alone and `fuel_consumed` reads 0.
+    EpochOnly,
+    /// Neither: a CPU-bound guest cannot be interrupted. For benchmarks only, never for
+    /// untrusted tools.
+    Unmetered,
+}
+
+impl Metering {
+    pub fn fuel(self) -> bool {
+        self == Metering::FuelAndEpoch
+    }
+
+    pub fn epoch(self) -> bool {
+        self != Metering::Unmetered
+    }
+}
+
 /// How a [`Runtime`] is set up.
 ///
 /// `RuntimeConfig::default()`:
 /// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
-/// - `epoch_tick`: 5 ms, the granularity of call deadlines.
+/// - `epoch_tick`: 5 ms, the granularity of call deadlines;
+/// - `metering`: [`Metering::FuelAndEpoch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
     pub epoch_tick: Duration,
+    pub metering: Metering,
 }
 
 impl Default for RuntimeConfig {
@@ -30,15 +57,18 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             cache_dir: None,
             epoch_tick: Duration::from_millis(5),
+            metering: Metering::FuelAndEpoch,
         }
     }
 }
 
-/// One engine for all tools, with fuel and epoch interruption always on.
+/// One engine for all tools, with fuel and epoch interruption on unless the
+/// [`Metering`] says otherwise.
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
     pub(crate) epoch_tick: Duration,
+    pub(crate) metering: Metering,
     cache: Option<Cache>,
     stop_ticker: Arc<AtomicBool>,
 }
@@ -53,18 +83,21 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
         let mut c = Config::new();
         c.wasm_component_model(true)
-            .consume_fuel(true)
-            .epoch_interruption(true)
+            .consume_fuel(config.metering.fuel())
+            .epoch_interruption(config.metering.epoch())
             .parallel_compilation(true);
         let engine = Engine::new(&c).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let linker = sandbox::linker(&engine).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
-        spawn_ticker(engine.clone(), config.epoch_tick, stop.clone());
+        if config.metering.epoch() {
+            spawn_ticker(engine.clone(), config.epoch_tick, stop.clone());
+        }
         Ok(Runtime {
             cache: config.cache_dir.map(|d| Cache::new(d, &engine)),
             engine,
             linker,
             epoch_tick: config.epoch_tick,
+            metering: config.metering,
             stop_ticker: stop,
         })
     }

@@ -161,3 +161,24 @@ fn fs_reads_lists_and_writes_inside_its_grant() {
     .unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
 }
+
+#[test]
+fn kernels_compute_what_they_compute_natively() {
+    assert_eq!(
+        call("kernels", "fib", json!({"n": 20})).result,
+        Ok(json!(6765))
+    );
+    assert_eq!(
+        call("kernels", "sieve", json!({"n": 100})).result,
+        Ok(json!(25))
+    );
+    let sorted = call("kernels", "sort", json!({"n": 1000, "seed": 7}))
+        .result
+        .unwrap();
+    assert!(sorted.as_u64().unwrap() > 0);
+    // The same input gives the same checksum: the kernel is deterministic.
+    assert_eq!(
+        call("kernels", "sort", json!({"n": 1000, "seed": 7})).result,
+        Ok(sorted)
+    );
+}

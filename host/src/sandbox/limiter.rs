@@ -16,6 +16,8 @@ const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
 pub struct InstanceLimiter {
     limit: usize,
     used: usize,
+    /// The most the instance held at once.
+    pub peak: usize,
     /// Set to the size the guest asked for when a growth was refused.
     pub exceeded: Option<usize>,
 }
@@ -33,6 +35,7 @@ impl InstanceLimiter {
         InstanceLimiter {
             limit,
             used: 0,
+            peak: 0,
             exceeded: None,
         }
     }
@@ -47,6 +50,7 @@ impl InstanceLimiter {
             }));
         }
         self.used = total;
+        self.peak = self.peak.max(total);
         Ok(true)
     }
 }

@@ -1,0 +1,132 @@
+//! A fresh sandboxed instance per call vs a native subprocess per call doing the same
+//! work (evaluating `1 + 2 * 3` with the calc tool's own evaluator).
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::{Capabilities, Limits, Runtime, RuntimeConfig};
+
+use super::{Figure, Scale, median, us};
+
+pub const NATIVE_FLAG: &str = "--native-calc";
+const EXPR: &str = "1 + 2 * 3";
+
+/// The subprocess: evaluate and print, nothing else.
+pub fn native_main(args: &[String]) {
+    let expr = args.first().map_or(EXPR, String::as_str);
+    match calc::expr::eval(expr) {
+        Ok(v) => println!("{v}"),
+        Err(e) => eprintln!("{e}"),
+    }
+}
+
+fn spawn_once(exe: &std::path::Path) -> Duration {
+    let t = Instant::now();
+    let out = Command::new(exe)
+        .args([NATIVE_FLAG, EXPR])
+        .output()
+        .expect("spawn the native baseline");
+    let took = t.elapsed();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "7");
+    took
+}
+
+pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
+    let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
+    let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));
+    let args = json!({"expression": EXPR});
+    let caps = Capabilities::none();
+    let limits = Limits::default();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let call = || {
+        let t = Instant::now();
+        let out = tokio.block_on(rt.call(&tool, "eval", &args, &caps, &limits));
+        let took = t.elapsed();
+        assert_eq!(out.result, Ok(json!(7)));
+        took
+    };
+    for _ in 0..200 {
+        call();
+    }
+    let wasm = median((0..scale.n(5000, 1000)).map(|_| call()).collect());
+    let exe = std::env::current_exe().expect("own path");
+    for _ in 0..5 {
+        spawn_once(&exe);
+    }
+    let native = median((0..scale.n(300, 60)).map(|_| spawn_once(&exe)).collect());
+    let isolation = Figure {
+        name: "isolated call, median",
+        detail: format!(
+            "fresh instance + call + teardown {} vs native subprocess {}",
+            us(wasm),
+            us(native)
+        ),
+        ratio: native.as_secs_f64() / wasm.as_secs_f64(),
+        target: 60.0,
+        lower_is_better: false,
+    };
+
+    // Throughput with every core busy.
+    let window = Duration::from_millis(scale.n(2000, 500) as u64);
+    let per_sec = |f: Arc<dyn Fn() + Send + Sync>| {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..cores)
+            .map(|_| {
+                let f = f.clone();
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    while start.elapsed() < window {
+                        f();
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        total as f64 / start.elapsed().as_secs_f64()
+    };
+    let wasm_rate = {
+        let (rt, tool) = (rt.clone(), tool.clone());
+        per_sec(Arc::new(move || {
+            let tokio = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let args = json!({"expression": EXPR});
+            for _ in 0..100 {
+                let out = tokio.block_on(rt.call(
+                    &tool,
+                    "eval",
+                    &args,
+                    &Capabilities::none(),
+                    &Limits::default(),
+                ));
+                assert!(out.result.is_ok());
+            }
+        })) * 100.0
+    };
+    let native_rate = per_sec(Arc::new(move || {
+        spawn_once(&exe);
+    }));
+    let throughput = Figure {
+        name: "isolated calls per second, all cores",
+        detail: format!(
+            "{wasm_rate:.0} calls/s vs {native_rate:.0} subprocesses/s (target ≥ 60,000 calls/s: {})",
+            if wasm_rate >= 60_000.0 {
+                "met"
+            } else {
+                "not met"
+            }
+        ),
+        ratio: wasm_rate / native_rate,
+        target: 60.0,
+        lower_is_better: false,
+    };
+    vec![isolation, throughput]
+}

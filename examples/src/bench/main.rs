@@ -1,0 +1,126 @@
+//! The toolhost benchmark: each figure against its baseline measured in the same run,
+//! printed as ratios against the targets of BENCHMARKS.md.
+//!
+//! ```sh
+//! cargo run --release -p toolhost-examples --bin bench            # the full run
+//! cargo run --release -p toolhost-examples --bin bench -- --quick # CI: fewer samples;
+//!                                                                 # fails below half a target
+//! ```
+//!
+//! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput.
+//! - `startup`: host start + 10 tools from the compiled cache vs compiling them.
+//! - `metering`: CPU-bound kernels with fuel + epoch, epoch only, unmetered, and native.
+//! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.
+//! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
+//! - `planning`: planner round trips, plan-then-execute vs step-wise.
+
+mod dag;
+mod isolation;
+mod memory;
+mod metering;
+mod planning;
+mod startup;
+
+use std::time::Duration;
+
+/// One figure of the report.
+pub struct Figure {
+    pub name: &'static str,
+    /// What was measured, with its baseline, in words and numbers.
+    pub detail: String,
+    /// The ratio compared against the target (higher is better unless `lower_is_better`).
+    pub ratio: f64,
+    pub target: f64,
+    pub lower_is_better: bool,
+}
+
+impl Figure {
+    fn meets(&self, factor: f64) -> bool {
+        if self.lower_is_better {
+            // "Half the target" for an overhead: twice the allowed overhead.
+            self.ratio <= 1.0 + (self.target - 1.0) * factor
+        } else {
+            self.ratio >= self.target / factor
+        }
+    }
+}
+
+/// How many samples the figures take.
+#[derive(Clone, Copy)]
+pub struct Scale {
+    pub quick: bool,
+}
+
+impl Scale {
+    pub fn n(self, full: usize, quick: usize) -> usize {
+        if self.quick { quick } else { full }
+    }
+}
+
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+pub fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    // The subprocess baseline re-runs this binary to do the same work natively.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(isolation::NATIVE_FLAG) {
+        isolation::native_main(&args[2..]);
+        return;
+    }
+    let scale = Scale {
+        quick: args.iter().any(|a| a == "--quick"),
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "toolhost bench ({} mode) on {cores} cores, {}",
+        if scale.quick { "quick" } else { "full" },
+        cpu_model()
+    );
+    let mut figures = Vec::new();
+    figures.extend(isolation::run(scale, cores));
+    figures.push(startup::run(scale));
+    figures.extend(metering::run(scale));
+    figures.push(dag::run(scale));
+    figures.push(memory::run(scale));
+    figures.push(planning::run());
+    println!("\n| figure | measured (baseline in the same run) | ratio | target | meets |");
+    println!("|---|---|---|---|---|");
+    let mut failed = Vec::new();
+    for f in &figures {
+        let meets = f.meets(1.0);
+        println!(
+            "| {} | {} | {:.2}× | {}{}× | {} |",
+            f.name,
+            f.detail,
+            f.ratio,
+            if f.lower_is_better { "≤ " } else { "≥ " },
+            f.target,
+            if meets { "yes" } else { "no" }
+        );
+        if !f.meets(2.0) {
+            failed.push(f.name);
+        }
+    }
+    if scale.quick && !failed.is_empty() {
+        eprintln!("\nregression: below half the target: {}", failed.join(", "));
+        std::process::exit(1);
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
