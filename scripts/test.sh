@@ -9,6 +9,11 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     exit 1
 fi
 
+# componentize-py and componentize-js, pinned, under target/guest-langs: the Python and
+# JavaScript tools (tools/py, tools/js) and the `toolhost new` tests build with them.
+echo "== guest-language toolchains"
+./scripts/guest-langs.sh
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -34,7 +34,7 @@
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`journal`]: the run journal: engine events → redaction → hash-chained JSONL per run
 //!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune.
-//! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`).
+//! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`, …).
 
 pub mod cache;
 pub mod call;

@@ -44,12 +44,16 @@ impl Metering {
 /// `RuntimeConfig::default()`:
 /// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
 /// - `epoch_tick`: 5 ms, the granularity of call deadlines;
-/// - `metering`: [`Metering::FuelAndEpoch`].
+/// - `metering`: [`Metering::FuelAndEpoch`];
+/// - `pooling`: `None`, instances are allocated on demand. `Some(n)` pre-reserves slots
+///   for `n` concurrent instances (faster instantiation; an instance beyond `n` fails to
+///   start with `instantiate`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
     pub epoch_tick: Duration,
     pub metering: Metering,
+    pub pooling: Option<u32>,
 }
 
 impl Default for RuntimeConfig {
@@ -58,6 +62,7 @@ impl Default for RuntimeConfig {
             cache_dir: None,
             epoch_tick: Duration::from_millis(5),
             metering: Metering::FuelAndEpoch,
+            pooling: None,
         }
     }
 }
@@ -86,6 +91,9 @@ impl Runtime {
             .consume_fuel(config.metering.fuel())
             .epoch_interruption(config.metering.epoch())
             .parallel_compilation(true);
+        if let Some(n) = config.pooling {
+            c.allocation_strategy(pool(n));
+        }
         let engine = Engine::new(&c).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let linker = sandbox::linker(&engine).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -199,6 +207,24 @@ impl Runtime {
         }
         Ok((component, Compiled::Fresh))
     }
+}
+
+/// A pool for `n` concurrent component instances, sized for the components toolchains
+/// produce (several core instances, memories and tables each) and for memories up to the
+/// largest memory limit a policy may set.
+fn pool(n: u32) -> wasmtime::PoolingAllocationConfig {
+    let mut p = wasmtime::PoolingAllocationConfig::new();
+    p.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(16))
+        .max_core_instances_per_component(64)
+        .total_memories(n.saturating_mul(4))
+        .max_memories_per_component(16)
+        .total_tables(n.saturating_mul(8))
+        .max_tables_per_component(32)
+        .total_stacks(n)
+        .max_memory_size(4 << 30)
+        .table_elements(100_000);
+    p
 }
 
 fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) {

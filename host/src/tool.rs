@@ -103,6 +103,12 @@ fn short_interface_name(full: &str) -> &str {
     tail.split_once('@').map_or(tail, |(h, _)| h)
 }
 
+/// Exports that a guest toolchain adds for itself, never part of the tool's WIT world:
+/// (exported instance, function). componentize-py exports `exports#init`, the hook its
+/// build-time pre-initialisation calls; a call at run time would only re-run the interpreter
+/// set-up, so it is left out of the operations rather than shown to a planner.
+const TOOLCHAIN_EXPORTS: &[(&str, &str)] = &[("exports", "init")];
+
 /// Lists every exported function of `component` as an operation.
 pub(crate) fn operations(
     engine: &Engine,
@@ -129,6 +135,9 @@ pub(crate) fn operations(
                     .expect("listed export has an index");
                 let prefix = short_interface_name(name);
                 for (fname, fext) in inst.exports(engine) {
+                    if TOOLCHAIN_EXPORTS.contains(&(name, fname)) {
+                        continue;
+                    }
                     if let ComponentItem::ComponentFunc(f) = fext.ty {
                         let idx = component
                             .get_export_index(Some(&parent), fname)

@@ -9,6 +9,8 @@ mod failures;
 mod hostile;
 mod http;
 mod journal;
+mod langs;
+mod llm;
 mod plan;
 mod policy;
 mod run;
@@ -29,9 +31,17 @@ fn every_tool_has_tests() {
         "typesink",
         "misbehave",
         "plain",
+        "kernels",
         "http",
+        "table",
+        "web",
     ];
-    for (name, _) in toolhost_tools::ALL {
+    let lang_tools = toolhost_lang_tools::ALL.iter().map(|(name, _, _)| name);
+    for name in toolhost_tools::ALL
+        .iter()
+        .map(|(name, _)| name)
+        .chain(lang_tools)
+    {
         assert!(
             TESTED.contains(name),
             "tool `{name}` has no integration tests"

@@ -16,9 +16,12 @@ pub fn runtime() -> &'static Runtime {
     RT.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
 }
 
-/// Path of a built component (`calc`, `misbehave`, …).
+/// Path of a built component (`calc`, `misbehave`, …, or the Python and JavaScript
+/// tools of `toolhost-lang-tools`).
 pub fn path(name: &str) -> &'static str {
-    toolhost_tools::path(name).unwrap_or_else(|| panic!("no built component named {name}"))
+    toolhost_tools::path(name)
+        .or_else(|| toolhost_lang_tools::path(name))
+        .unwrap_or_else(|| panic!("no built component named {name}"))
 }
 
 /// The tool `name`, loaded once per test binary.

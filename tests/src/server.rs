@@ -4,6 +4,7 @@
 //!
 //! Routes of [`Server::start`]:
 //! - `/text`: 200, `text/plain`, [`TEXT`];
+//! - `/page`: 200, `text/html`, [`PAGE`] (links to extract);
 //! - `/echo`: 200, JSON `{"method", "path", "headers": {name: value}, "body"}` of the request;
 //! - `/goto?LOCATION`: 302 to `LOCATION` (the whole query, taken as it is);
 //! - `/slow?MS`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
@@ -23,6 +24,13 @@ use serde_json::{Map, Value, json};
 
 /// The body of `/text`.
 pub const TEXT: &str = "hello from the test server";
+/// The body of `/page`: an HTML page with links of several forms.
+pub const PAGE: &str = r##"<html><body><h1>Index</h1>
+<a href="/text">The <b>text</b> route</a>
+<a href='https://example.org/a?x=1&amp;y=2'>Elsewhere</a>
+<a href=#top>Top</a> <a href="javascript:void(0)">Nothing</a>
+<A HREF="/text">again</A> <a class="x" href="sub/page.html">  Sub
+  page </a></body></html>"##;
 /// The longest any route waits, so no test thread outlives the suite by much.
 pub const MAX_WAIT: Duration = Duration::from_secs(20);
 /// A connection that sends nothing for this long is closed.
@@ -116,6 +124,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
     };
     let _ = match path {
         "/text" => reply(&mut out, 200, "text/plain", &[], TEXT.as_bytes()),
+        "/page" => reply(&mut out, 200, "text/html", &[], PAGE.as_bytes()),
         "/echo" => {
             let body = echo(&request).to_string();
             reply(&mut out, 200, "application/json", &[], body.as_bytes())

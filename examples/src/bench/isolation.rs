@@ -34,7 +34,15 @@ fn spawn_once(exe: &std::path::Path) -> Duration {
 }
 
 pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
-    let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
+    let rt = Arc::new(
+        Runtime::new(RuntimeConfig {
+            pooling: std::env::var("TOOLHOST_BENCH_POOLING")
+                .ok()
+                .and_then(|n| n.parse().ok()),
+            ..RuntimeConfig::default()
+        })
+        .expect("runtime"),
+    );
     let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));
     let args = json!({"expression": EXPR});
     let caps = Capabilities::none();

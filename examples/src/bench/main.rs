@@ -3,8 +3,10 @@
 //!
 //! ```sh
 //! cargo run --release -p toolhost-examples --bin bench            # the full run
-//! cargo run --release -p toolhost-examples --bin bench -- --quick # CI: fewer samples;
-//!                                                                 # fails below half a target
+//! cargo run --release -p toolhost-examples --bin bench -- --quick # fewer samples; exits 1
+//!                                                                 # below half a target
+//! cargo run --release -p toolhost-examples --bin bench -- --only isolation
+//! TOOLHOST_BENCH_POOLING=1024 …   # isolation figures with the pooling allocator
 //! ```
 //!
 //! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput.
@@ -82,13 +84,32 @@ fn main() {
         if scale.quick { "quick" } else { "full" },
         cpu_model()
     );
+    // `--only NAME` runs one group: isolation, startup, metering, dag, memory, planning.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let mut figures = Vec::new();
-    figures.extend(isolation::run(scale, cores));
-    figures.push(startup::run(scale));
-    figures.extend(metering::run(scale));
-    figures.push(dag::run(scale));
-    figures.push(memory::run(scale));
-    figures.push(planning::run());
+    if wanted("isolation") {
+        figures.extend(isolation::run(scale, cores));
+    }
+    if wanted("startup") {
+        figures.push(startup::run(scale));
+    }
+    if wanted("metering") {
+        figures.extend(metering::run(scale));
+    }
+    if wanted("dag") {
+        figures.push(dag::run(scale));
+    }
+    if wanted("memory") {
+        figures.push(memory::run(scale));
+    }
+    if wanted("planning") {
+        figures.push(planning::run());
+    }
     println!("\n| figure | measured (baseline in the same run) | ratio | target | meets |");
     println!("|---|---|---|---|---|");
     let mut failed = Vec::new();

@@ -8,7 +8,10 @@ use toolhost::{Capabilities, Limits, Metering, Runtime, RuntimeConfig, Tool};
 
 use super::{Figure, Scale, median};
 
-const KERNELS: &[(&str, fn() -> Value, fn() -> u64)] = &[
+/// A kernel: its operation, its arguments, and the same work done natively.
+type Kernel = (&'static str, fn() -> Value, fn() -> u64);
+
+const KERNELS: &[Kernel] = &[
     ("fib", || json!({"n": 30}), || kernels::work::fib(30)),
     (
         "sieve",

@@ -6,6 +6,7 @@ mod call;
 mod grants;
 mod inspect;
 mod journal;
+mod new;
 mod pack;
 mod plan;
 mod planner;
@@ -92,6 +93,9 @@ enum Command {
     /// Verify, show and prune run journals.
     #[command(subcommand)]
     Journal(journal::JournalCommand),
+    /// Scaffold a new tool project (Rust, Python or JavaScript).
+    #[command(subcommand)]
+    New(new::NewCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -140,6 +144,7 @@ pub fn run(
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
         Command::Journal(cmd) => journal::run(cmd, cli.state_dir, out),
+        Command::New(cmd) => new::run(cmd, out),
         Command::Run(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;

@@ -23,7 +23,8 @@ use crate::policy::{Gate, Policy};
 pub(crate) struct Args {
     /// The task file (TOML).
     task: PathBuf,
-    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
+    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR;
+    /// default: the components this checkout built from `tools/`].
     #[arg(long, value_name = "DIR")]
     tools_dir: Option<PathBuf>,
     /// Review the validated plan (approve, edit in $EDITOR, or reject) and approve
@@ -44,7 +45,8 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     let tools_dir = args
         .tools_dir
         .clone()
-        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from));
+        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from))
+        .or_else(built_tools_dir);
     let task = Task::load_with(&args.task, tools_dir.as_deref(), &args.planner.overrides())
         .map_err(|e| usage(e.to_string()))?;
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
@@ -156,4 +158,13 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         StopReason::Completed | StopReason::PlannerStopped => exit::OK,
         _ => exit::STOPPED,
     })
+}
+
+/// The components built by this checkout's `tools/` crate, when they are still there: so
+/// `cargo run -p toolhost -- run examples/tasks/seed.toml` works from a fresh clone.
+fn built_tools_dir() -> Option<PathBuf> {
+    std::path::Path::new(toolhost_tools::CALC)
+        .parent()
+        .filter(|d| d.is_dir())
+        .map(PathBuf::from)
 }

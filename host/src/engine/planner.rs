@@ -114,7 +114,7 @@ pub enum Reply {
         plan: Plan,
     },
     Turn {
-        turn: Turn,
+        turn: Box<Turn>,
     },
     /// The planner cannot go on (e.g. no scripted replan for this failure).
     GiveUp {
@@ -140,6 +140,10 @@ pub struct Usage {
 pub struct PlannerError {
     pub planner: String,
     pub reason: String,
+    /// Tokens the failed call still used (charged to the run).
+    pub usage: Usage,
+    /// The run budget the planner ran out of, if that is why it failed.
+    pub budget: Option<super::budget::Budget>,
 }
 
 /// A boxed planner future.

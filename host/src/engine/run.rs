@@ -247,7 +247,11 @@ impl Engine<'_> {
         let (reply, usage) = match result {
             Ok(r) => r,
             Err(e) => {
-                return Err(StopReason::Escalated { why: e.to_string() });
+                self.charge(st, &e.usage);
+                return Err(match e.budget {
+                    Some(which) => StopReason::BudgetExhausted { which },
+                    None => StopReason::Escalated { why: e.to_string() },
+                });
             }
         };
         self.charge(st, &usage);
@@ -422,7 +426,7 @@ impl Engine<'_> {
             let mut repairs = 0;
             let (step, confidence, handoff) = loop {
                 let turn = match self.ask(planner, st, req.clone()).await {
-                    Ok(Reply::Turn { turn }) => turn,
+                    Ok(Reply::Turn { turn }) => *turn,
                     Ok(Reply::Plan { .. }) => {
                         return (
                             StopReason::Escalated {

@@ -72,7 +72,9 @@ impl ScriptedPlanner {
     fn answer(&mut self, req: &PlanRequest) -> Reply {
         if req.mode == Mode::StepWise {
             return match self.turns.pop_front() {
-                Some(turn) => Reply::Turn { turn },
+                Some(turn) => Reply::Turn {
+                    turn: Box::new(turn),
+                },
                 None => Reply::GiveUp {
                     why: "the script has no more turns".into(),
                 },

@@ -331,18 +331,38 @@ impl Task {
 
 impl PlannerOverrides {
     fn apply(&self, p: &mut PlannerConfig) {
-        if let Some(kind) = self.kind {
-            if kind != PlannerKind::Scripted && kind != p.kind {
-                *p = PlannerConfig {
+        if let Some(kind) = self.kind
+            && kind != p.kind
+        {
+            // A different kind keeps only the task's settings that it uses.
+            let old = std::mem::take(p);
+            let model = |k: PlannerKind| !matches!(k, PlannerKind::Scripted | PlannerKind::Replay);
+            *p = match kind {
+                PlannerKind::Scripted => PlannerConfig {
+                    script: old.script,
+                    plan: old.plan,
+                    replans: old.replans,
+                    repairs: old.repairs,
+                    turns: old.turns,
+                    usage_per_call: old.usage_per_call,
+                    ..PlannerConfig::default()
+                },
+                PlannerKind::Replay => PlannerConfig {
+                    cassette: old.cassette,
+                    ..PlannerConfig::default()
+                },
+                _ if model(old.kind) => PlannerConfig {
                     script: None,
                     plan: None,
                     replans: Vec::new(),
                     repairs: Vec::new(),
                     turns: Vec::new(),
                     usage_per_call: Usage::default(),
-                    ..p.clone()
-                };
-            }
+                    cassette: None,
+                    ..old
+                },
+                _ => PlannerConfig::default(),
+            };
             p.kind = kind;
         }
         let set = |field: &mut Option<String>, v: &Option<String>| {

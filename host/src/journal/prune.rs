@@ -8,9 +8,14 @@ use std::time::{Duration, SystemTime};
 
 use super::{JournalError, runs_dir};
 
-/// A span of time written `Nd` (days), `Nh` (hours) or `Nm` (minutes).
+/// A span of time written `Nd` (days), `Nh` (hours) or `Nm` (minutes); shown as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Age(pub Duration);
+pub struct Age {
+    pub n: u64,
+    /// `d`, `h` or `m`.
+    pub unit: char,
+    pub duration: Duration,
+}
 
 /// Why an age does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,18 +53,17 @@ impl FromStr for Age {
         let total = n
             .checked_mul(secs)
             .ok_or_else(|| err("the number is too large"))?;
-        Ok(Age(Duration::from_secs(total)))
+        Ok(Age {
+            n,
+            unit,
+            duration: Duration::from_secs(total),
+        })
     }
 }
 
 impl fmt::Display for Age {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.0.as_secs();
-        match s {
-            _ if s % 86_400 == 0 => write!(f, "{}d", s / 86_400),
-            _ if s % 3_600 == 0 => write!(f, "{}h", s / 3_600),
-            _ => write!(f, "{}m", s / 60),
-        }
+        write!(f, "{}{}", self.n, self.unit)
     }
 }
 
@@ -82,7 +86,9 @@ pub fn prune(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(read_err(&dir, e)),
     };
-    let cutoff = now.checked_sub(age.0).unwrap_or(SystemTime::UNIX_EPOCH);
+    let cutoff = now
+        .checked_sub(age.duration)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
     let mut old = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| read_err(&dir, e))?;
@@ -119,10 +125,12 @@ mod tests {
 
     #[test]
     fn ages_parse_in_days_hours_and_minutes() {
-        assert_eq!("30d".parse(), Ok(Age(Duration::from_secs(30 * 86_400))));
-        assert_eq!("12h".parse(), Ok(Age(Duration::from_secs(12 * 3_600))));
-        assert_eq!("5m".parse(), Ok(Age(Duration::from_secs(300))));
-        assert_eq!(Age(Duration::from_secs(30 * 86_400)).to_string(), "30d");
+        let secs = |s: &str| s.parse::<Age>().unwrap().duration.as_secs();
+        assert_eq!(secs("30d"), 30 * 86_400);
+        assert_eq!(secs("12h"), 12 * 3_600);
+        assert_eq!(secs("5m"), 300);
+        assert_eq!(secs("0m"), 0);
+        assert_eq!("24h".parse::<Age>().unwrap().to_string(), "24h");
     }
 
     #[test]

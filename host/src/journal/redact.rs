@@ -82,7 +82,7 @@ fn card_like(s: &str) -> bool {
             (_, y) => y,
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn phone_like(s: &str) -> bool {

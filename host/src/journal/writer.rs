@@ -278,8 +278,9 @@ impl Observer for Journal {
     }
 
     fn step_started(&mut self, step: &Step, revision: u32) {
-        // Synced before the tool runs: after a crash, a started step without a finish is
-        // known to have possibly had effects.
+        // Written (so it survives the process being killed) but not synced: an fsync here
+        // would hold up the launch of the next parallel step. The step's finish, or the
+        // next step boundary, syncs it.
         let data = json!({
             "revision": revision,
             "id": step.id,
@@ -289,7 +290,7 @@ impl Observer for Journal {
             "args": step.args,
             "idempotent": step.idempotent,
         });
-        self.append(Kind::StepStarted, &data, true);
+        self.append(Kind::StepStarted, &data, false);
     }
 
     fn step_finished(&mut self, record: &StepRecord) {

@@ -27,7 +27,7 @@ use crate::engine::planner::{
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum Recorded {
     Plan { plan: Plan },
-    Turn { turn: Turn },
+    Turn { turn: Box<Turn> },
     GiveUp { why: String },
 }
 
@@ -104,6 +104,8 @@ impl Recorder {
             .map_err(|e| PlannerError {
                 planner: self.name(),
                 reason: format!("cannot write cassette `{}`: {e}", self.path.display()),
+                usage: Usage::default(),
+                budget: None,
             })
     }
 }
@@ -174,6 +176,8 @@ impl ReplayPlanner {
         PlannerError {
             planner: self.name(),
             reason: format!("cassette `{}`: {reason}", self.path),
+            usage: Usage::default(),
+            budget: None,
         }
     }
 }
@@ -210,6 +214,8 @@ impl Planner for ReplayPlanner {
                     Err(PlannerError {
                         planner: line.planner,
                         reason: e,
+                        usage: Usage::default(),
+                        budget: None,
                     })
                 } else if let Some(r) = line.reply {
                     Ok((Reply::from(r), line.usage))

@@ -134,7 +134,9 @@ fn turn(mut obj: Map<String, Value>) -> Result<Reply, Vec<String>> {
         return Err(errors);
     }
     serde_json::from_value::<Turn>(Value::Object(obj))
-        .map(|turn| Reply::Turn { turn })
+        .map(|turn| Reply::Turn {
+            turn: Box::new(turn),
+        })
         .map_err(|e| vec![format!("the turn does not decode: {e}")])
 }
 

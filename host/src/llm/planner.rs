@@ -13,6 +13,7 @@ use super::openai::OpenAi;
 use super::prompt::{self, Prompt};
 use super::transport::{Http, RetryPolicy};
 use super::{Anthropic, Compatible, LlmError, Provider};
+use crate::engine::Budget;
 use crate::engine::planner::{PlanFuture, PlanRequest, Planner, PlannerError, Usage};
 
 /// A planner backed by a model.
@@ -82,7 +83,7 @@ impl LlmPlanner {
     async fn answer(
         &mut self,
         req: &PlanRequest,
-    ) -> Result<(crate::engine::Reply, Usage), LlmError> {
+    ) -> Result<(crate::engine::Reply, Usage), (LlmError, Usage)> {
         let deadline = Instant::now() + Duration::from_millis(req.remaining.wall_ms);
         let mut used = Usage {
             model: self.config.model.clone(),
@@ -100,13 +101,16 @@ impl LlmPlanner {
                     .saturating_sub(used.output_tokens);
                 prompt.max_output_tokens = self.config.max_output_tokens.min(out_left);
                 if prompt.max_output_tokens == 0 {
-                    return Err(LlmError::Budget("output tokens"));
+                    return Err((LlmError::Budget("output tokens"), used));
                 }
                 if used.input_tokens + prompt.input_estimate() > req.remaining.input_tokens {
-                    return Err(LlmError::Budget("input tokens"));
+                    return Err((LlmError::Budget("input tokens"), used));
                 }
             }
-            let c = self.provider.complete(&prompt, deadline).await?;
+            let c = match self.provider.complete(&prompt, deadline).await {
+                Ok(c) => c,
+                Err(e) => return Err((e, used)),
+            };
             // A server without a usage block is charged what the request could have used.
             let (i, o) = c
                 .usage
@@ -130,10 +134,13 @@ impl LlmPlanner {
                 }
             }
         }
-        Err(LlmError::Unusable {
-            attempts: self.config.max_repairs + 1,
-            errors: errors.join("; "),
-        })
+        Err((
+            LlmError::Unusable {
+                attempts: self.config.max_repairs + 1,
+                errors: errors.join("; "),
+            },
+            used,
+        ))
     }
 }
 
@@ -161,9 +168,16 @@ impl Planner for LlmPlanner {
 
     fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
         Box::pin(async move {
-            self.answer(req).await.map_err(|e| PlannerError {
+            self.answer(req).await.map_err(|(e, usage)| PlannerError {
                 planner: self.name(),
+                budget: match &e {
+                    LlmError::WallTime { .. } => Some(Budget::WallTime),
+                    LlmError::Budget("input tokens") => Some(Budget::InputTokens),
+                    LlmError::Budget("output tokens") => Some(Budget::OutputTokens),
+                    _ => None,
+                },
                 reason: e.to_string(),
+                usage,
             })
         })
     }

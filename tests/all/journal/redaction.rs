@@ -118,9 +118,19 @@ fn planted_pii_and_secrets_never_reach_the_disk() {
     let (code, doc, journal_path) = run_in(&state, &task, &["--redact", r"Project\s+Nightingale"]);
     assert_eq!(code, 0, "{doc}");
     // The run itself saw the planted values (the report on stdout is not persisted).
-    assert_eq!(doc["steps"][0]["output"], ENV_SECRET);
+    // The steps are independent: they finish, and are recorded, in any order.
+    let step = |id: &str| {
+        doc["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(step("secret")["output"], ENV_SECRET);
     assert!(
-        doc["steps"][1]["output"]
+        step("echo")["output"]
             .as_str()
             .unwrap()
             .contains("Nightingale")
@@ -130,13 +140,17 @@ fn planted_pii_and_secrets_never_reach_the_disk() {
 
     // The content is there, redacted in place, and the chain verifies.
     let recs = records(&journal_path);
-    let finished: Vec<&serde_json::Value> = recs
-        .iter()
-        .filter(|r| r["kind"] == "step_finished")
-        .collect();
-    assert_eq!(finished.len(), 3);
-    assert_eq!(finished[0]["data"]["output"], "[redacted:secret]");
-    let echoed = finished[1]["data"]["output"].as_str().unwrap();
+    let finished = |id: &str| {
+        let found: Vec<&serde_json::Value> = recs
+            .iter()
+            .filter(|r| r["kind"] == "step_finished" && r["data"]["id"] == id)
+            .collect();
+        assert_eq!(found.len(), 1, "{id}");
+        found[0]["data"]["output"].clone()
+    };
+    assert_eq!(finished("secret"), "[redacted:secret]");
+    let echoed = finished("echo");
+    let echoed = echoed.as_str().unwrap();
     for marker in [
         "[redacted:email]",
         "[redacted:phone]",
@@ -151,7 +165,7 @@ fn planted_pii_and_secrets_never_reach_the_disk() {
         echoed.starts_with("Write to [redacted:email] or call"),
         "{echoed}"
     );
-    assert_eq!(finished[2]["data"]["output"], "[redacted:card]");
+    assert_eq!(finished("card"), "[redacted:card]");
     assert_eq!(
         recs[0]["data"]["goal"],
         "Summarise the note for [redacted:email]"

@@ -208,3 +208,17 @@ fn a_torn_last_line_is_reported_as_torn() {
     assert_eq!(code, 8);
     assert!(err.contains("the journal is empty"), "{err}");
 }
+
+#[test]
+fn the_checked_in_fixture_verifies_against_its_head() {
+    // `tests/ui/journal_*.jsonl` are tampered copies of this journal (golden `.err` tests).
+    let valid = format!("{}/ui/journal_valid.jsonl", env!("CARGO_MANIFEST_DIR"));
+    let head = "0aeacf6e465df0f4e66eb36cdc722e32107a4f71a77721b0c1a0950586928715";
+    let state = tempfile::tempdir().unwrap();
+    let out = journal(state.path(), &["verify", &valid, "--head", head]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("chain: valid, 7 records, head sha256:{head}\n")
+    );
+}

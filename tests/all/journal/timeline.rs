@@ -189,7 +189,8 @@ fn prune_deletes_only_journals_older_than_the_age() {
     assert_eq!(out.stdout, "deleted 0 run(s) older than 1m\n");
 
     for bad in ["30", "30x", "-3d", "d", "1.5h"] {
-        let out = journal(state.path(), &["prune", "--older-than", bad]);
+        let flag = format!("--older-than={bad}");
+        let out = journal(state.path(), &["prune", &flag]);
         assert_eq!(out.code, 2, "{bad}: {out:?}");
         assert!(
             out.stderr.contains(&format!("`{bad}` is not an age")),

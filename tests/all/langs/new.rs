@@ -1,0 +1,176 @@
+//! `toolhost new tool` in each language: the scaffold builds with its own `build.sh`,
+//! loads in the host, answers a call, and passes its own `test.sh`.
+//!
+//! Builds reuse what the checkout already has: the Rust scaffold builds into
+//! `target/scaffolds` with the workspace's lock file, the Python one with the venv and the
+//! JavaScript one with the `node_modules` of `scripts/guest-langs.sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+use toolhost::{Capabilities, Limits};
+use toolhost_tests::{block_on, cli, runtime};
+
+use super::built;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+fn guest_langs() -> PathBuf {
+    std::env::var_os("TOOLHOST_GUEST_LANGS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target").join("guest-langs"))
+}
+
+/// Runs `script` in `dir` with the toolchains on hand; panics with its output on failure.
+fn run_script(dir: &Path, script: &str) -> String {
+    let path = format!(
+        "{}:{}",
+        guest_langs().join("venv/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(dir.join(script))
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("TOOLHOST", env!("CARGO_BIN_EXE_toolhost-test-cli"))
+        .env("TOOLHOST_CACHE_DIR", dir.join(".toolhost-cache"))
+        .env("CARGO_TARGET_DIR", root().join("target").join("scaffolds"))
+        // Flags for the host build must not reach the wasm build.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{script} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}
+
+fn scaffold_builds_and_passes_its_test(lang: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tool");
+    let name = format!("say-hi-{lang}");
+    let out = cli([
+        "new",
+        "tool",
+        &name,
+        "--lang",
+        lang,
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    for file in [
+        "wit/say-hi-{lang}.wit",
+        "build.sh",
+        "test.sh",
+        "policy.toml",
+        "README.md",
+    ] {
+        let file = file.replace("{lang}", lang);
+        assert!(dir.join(&file).is_file(), "the scaffold has no {file}");
+    }
+    match lang {
+        // The workspace's lock file pins what the SDK needs, so nothing is resolved anew.
+        "rust" => drop(std::fs::copy(
+            root().join("Cargo.lock"),
+            dir.join("Cargo.lock"),
+        )),
+        "js" => std::os::unix::fs::symlink(
+            guest_langs().join("node/node_modules"),
+            dir.join("node_modules"),
+        )
+        .unwrap(),
+        _ => {}
+    }
+    run_script(&dir, "build.sh");
+
+    let wasm = dir.join(format!("{name}.wasm"));
+    let tool = runtime().load(&wasm).expect("the scaffold loads");
+    let outcome = block_on(runtime().call(
+        &tool,
+        "greet",
+        &json!({"name": "Ada", "times": 3}),
+        &Capabilities::none(),
+        &Limits::default(),
+    ));
+    assert_eq!(
+        outcome.result,
+        Ok(json!("Hello, Ada! Hello, Ada! Hello, Ada!"))
+    );
+
+    let own = run_script(&dir, "test.sh");
+    assert!(own.contains("4 passed, 0 failed"), "{own}");
+}
+
+#[test]
+fn rust_scaffold_builds_and_passes_its_test() {
+    scaffold_builds_and_passes_its_test("rust");
+}
+
+#[test]
+fn python_scaffold_builds_and_passes_its_test() {
+    if built() {
+        scaffold_builds_and_passes_its_test("python");
+    }
+}
+
+#[test]
+fn js_scaffold_builds_and_passes_its_test() {
+    if built() {
+        scaffold_builds_and_passes_its_test("js");
+    }
+}
+
+#[test]
+fn the_js_scaffold_pins_the_tested_toolchain() {
+    let scaffold: serde_json::Value =
+        serde_json::from_str(include_str!("../../../host/templates/new/js/package.json")).unwrap();
+    let ours: serde_json::Value =
+        serde_json::from_str(include_str!("../../../tools/js/package.json")).unwrap();
+    assert_eq!(scaffold["dependencies"], ours["dependencies"]);
+}
+
+#[test]
+fn bad_names_and_used_directories_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = cli([
+        "new",
+        "tool",
+        "Bad_Name",
+        "--lang",
+        "js",
+        "--dir",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("`Bad_Name` is not a valid tool name"),
+        "{bad:?}"
+    );
+    std::fs::write(tmp.path().join("x"), "").unwrap();
+    let used = cli([
+        "new",
+        "tool",
+        "ok",
+        "--lang",
+        "js",
+        "--dir",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(used.code, 2);
+    assert!(used.stderr.contains("is not empty"), "{used:?}");
+}

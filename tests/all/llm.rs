@@ -1,0 +1,134 @@
+//! LLM planners against mock providers on `127.0.0.1:0` speaking each real wire format:
+//! request shapes, both planning modes per provider, faults (rate limits, server errors,
+//! timeouts, malformed answers, invalid plans), prompt injection, keys kept secret, and
+//! record/replay. Nothing here touches the internet.
+
+mod anthropic;
+mod compatible;
+mod faults;
+mod injection;
+mod mock;
+mod openai;
+mod replay;
+mod tasks;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Value, json};
+use toolhost::engine::{
+    ApprovalMode, Catalog, Engine, Entry, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
+};
+use toolhost::llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
+use toolhost::{Gate, Policy, Runtime, RuntimeConfig, Tool};
+
+use self::mock::Mock;
+
+/// A key that must never show up in anything the host prints or returns.
+const KEY: &str = "sk-test-7f3a9c1e5b2d4a60";
+
+fn rt() -> Arc<Runtime> {
+    static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
+    RT.get_or_init(|| Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime")))
+        .clone()
+}
+
+fn tool(name: &str) -> Arc<Tool> {
+    static TOOLS: OnceLock<Mutex<HashMap<String, Arc<Tool>>>> = OnceLock::new();
+    let mut map = TOOLS.get_or_init(Default::default).lock().expect("lock");
+    map.entry(name.to_string())
+        .or_insert_with(|| {
+            let path = toolhost_tests::path(name);
+            Arc::new(rt().load(path.as_ref()).expect("load tool"))
+        })
+        .clone()
+}
+
+/// The tools of `policy`, one per section; relative grants are under `base`.
+fn catalog_in(policy: &str, base: &Path) -> Arc<Catalog> {
+    let p = Policy::parse("llm.toml", policy, base).expect("a valid policy");
+    let tools = p
+        .tools
+        .into_values()
+        .map(|section| {
+            let entry = Entry {
+                tool: tool(&section.name),
+                policy: section.clone(),
+            };
+            (section.name, entry)
+        })
+        .collect();
+    Arc::new(Catalog { tools })
+}
+
+fn calc() -> Arc<Catalog> {
+    catalog_in("version = 1\n[tools.calc]\n", Path::new("."))
+}
+
+fn run(
+    catalog: Arc<Catalog>,
+    config: RunConfig,
+    goal: &str,
+    planner: &mut dyn Planner,
+) -> RunReport {
+    let mut approver = Unattended(ApprovalMode::Deny);
+    let mut observer = Quiet;
+    let mut engine = Engine {
+        rt: rt(),
+        catalog,
+        config,
+        approver: &mut approver,
+        observer: &mut observer,
+        gate: Arc::new(Gate::new()),
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(engine.run(goal, planner))
+}
+
+fn mode(mode: Mode) -> RunConfig {
+    RunConfig {
+        mode,
+        ..RunConfig::default()
+    }
+}
+
+/// A config for `kind` at the mock, with fast retries.
+fn config(kind: ProviderKind, mock: &Mock, model: &str) -> LlmConfig {
+    let mut c = LlmConfig::new(kind, model);
+    c.base_url = Some(mock.base_url());
+    c.backoff_ms = 10;
+    c.max_backoff_ms = 50;
+    c.timeout_ms = 5_000;
+    c
+}
+
+fn planner(c: LlmConfig) -> LlmPlanner {
+    LlmPlanner::new(c, Some(ApiKey::new(KEY))).expect("a planner")
+}
+
+/// A step in the strict (OpenAI) shape: arguments as JSON text, every field present.
+fn strict_step(id: &str, tool: &str, op: &str, args: Value) -> Value {
+    json!({"id": id, "description": "", "tool": tool, "operation": op,
+           "args": args.to_string(), "depends_on": [], "expect": null,
+           "idempotent": false, "timeout_ms": null})
+}
+
+fn strict_plan(goal: &str, steps: Vec<Value>) -> String {
+    json!({"goal": goal, "give_up": null, "steps": steps}).to_string()
+}
+
+/// A step-wise turn in the strict shape.
+fn strict_turn(tool: Option<(&str, &str, Value)>, stop: bool, answer: Option<&str>) -> String {
+    let (t, o, a) = match tool {
+        Some((t, o, a)) => (json!(t), json!(o), json!(a.to_string())),
+        None => (Value::Null, Value::Null, Value::Null),
+    };
+    json!({"thought": "…", "next_step": null, "tool": t, "operation": o, "arguments": a,
+           "stop": stop, "confidence": 0.9, "answer": answer})
+    .to_string()
+}

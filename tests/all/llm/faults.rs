@@ -1,0 +1,271 @@
+//! Faults between the host and a provider: rate limits with `Retry-After`, server errors,
+//! answers slower than the timeout, retries capped and bounded by the run's wall time,
+//! malformed answers re-asked with the parse error, plans naming unknown tools, arguments
+//! failing validation (a repair round), budgets checked before sending, keys kept secret.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::engine::{Budget, Budgets, Mode, RunConfig, StopReason};
+use toolhost::llm::ProviderKind;
+
+use super::mock::{Canned, Mock, openai};
+use super::{KEY, calc, config, mode, planner, run, strict_plan, strict_step};
+
+fn good() -> Canned {
+    openai(
+        &strict_plan(
+            "g",
+            vec![strict_step(
+                "s1",
+                "calc",
+                "eval",
+                json!({"expression": "40 + 2"}),
+            )],
+        ),
+        100,
+        10,
+    )
+}
+
+fn escalation(stop: &StopReason) -> &str {
+    match stop {
+        StopReason::Escalated { why } => why,
+        other => panic!("expected an escalation, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_rate_limit_waits_as_long_as_retry_after_says() {
+    let mock = Mock::start(vec![
+        Canned::status(429, r#"{"error": {"message": "Rate limit reached"}}"#)
+            .header("retry-after", "1"),
+        good(),
+    ]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let t = Instant::now();
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(mock.requests().len(), 2);
+    // Only the answered request is charged.
+    assert_eq!(report.spent.input_tokens, 100);
+}
+
+#[test]
+fn server_errors_are_retried() {
+    let mock = Mock::start(vec![
+        Canned::status(500, "{}"),
+        Canned::status(503, "overloaded"),
+        good(),
+    ]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[test]
+fn an_answer_slower_than_the_timeout_is_abandoned_and_retried() {
+    let mock = Mock::start(vec![good().after(3_000), good()]);
+    let mut c = config(ProviderKind::OpenAi, &mock, "m");
+    c.timeout_ms = 300;
+    let mut p = planner(c);
+    let t = Instant::now();
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert!(
+        t.elapsed() < Duration::from_millis(2_500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[test]
+fn retries_are_capped() {
+    let mock = Mock::start(vec![Canned::status(500, "{}"); 5]);
+    let mut c = config(ProviderKind::OpenAi, &mock, "m");
+    c.max_retries = 2;
+    let mut p = planner(c);
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    let why = escalation(&report.stop);
+    assert!(why.contains("gave up after 3 attempts"), "{why}");
+    assert_eq!(mock.requests().len(), 3);
+    assert!(report.steps.is_empty());
+}
+
+#[test]
+fn waiting_to_retry_counts_against_the_wall_time_budget() {
+    let mock = Mock::start(vec![
+        Canned::status(429, "{}").header("retry-after", "20"),
+        good(),
+    ]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let cfg = RunConfig {
+        budgets: Budgets {
+            max_wall_ms: 2_000,
+            ..Budgets::default()
+        },
+        ..RunConfig::default()
+    };
+    let t = Instant::now();
+    let report = run(calc(), cfg, "g", &mut p);
+    // Running out of wall time while waiting is a budget stop, not an escalation.
+    assert_eq!(
+        report.stop,
+        StopReason::BudgetExhausted {
+            which: Budget::WallTime
+        },
+        "{report:#?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[test]
+fn malformed_json_is_re_asked_with_the_parse_error() {
+    let mock = Mock::start(vec![
+        openai("{\"goal\": \"g\", \"steps\": [", 70, 7),
+        good(),
+    ]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    let again = reqs[1].text();
+    assert!(again.contains("the answer is not valid JSON"), "{again}");
+    assert!(again.contains("{\"goal\": \"g\", \"steps\": ["), "{again}");
+    // Both responses' usage is charged.
+    assert_eq!(
+        (report.spent.input_tokens, report.spent.output_tokens),
+        (170, 17)
+    );
+}
+
+#[test]
+fn answers_still_unusable_after_the_repairs_escalate() {
+    let mock = Mock::start(vec![
+        openai("not json", 1, 1),
+        openai("{\"goal\": 3}", 1, 1),
+    ]);
+    let mut c = config(ProviderKind::OpenAi, &mock, "m");
+    c.max_repairs = 1;
+    let mut p = planner(c);
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    let why = escalation(&report.stop);
+    assert!(why.contains("no usable answer after 2 attempts"), "{why}");
+    assert!(why.contains("/goal"), "{why}");
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[test]
+fn a_plan_naming_an_unknown_tool_escalates_without_running_anything() {
+    let mock = Mock::start(vec![openai(
+        &strict_plan(
+            "g",
+            vec![
+                strict_step("s1", "calc", "eval", json!({"expression": "1"})),
+                strict_step("s2", "shell", "exec", json!({"cmd": "rm -rf /"})),
+            ],
+        ),
+        10,
+        10,
+    )]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    let why = escalation(&report.stop);
+    assert!(
+        why.contains("may not use") && why.contains("shell"),
+        "{why}"
+    );
+    assert!(report.steps.is_empty(), "{:?}", report.steps);
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[test]
+fn arguments_failing_the_schema_get_a_repair_round_with_the_exact_problem() {
+    let bad = strict_plan(
+        "g",
+        vec![strict_step("s1", "calc", "eval", json!({"expr": "40 + 2"}))],
+    );
+    let mock = Mock::start(vec![openai(&bad, 100, 10), good()]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let report = run(calc(), mode(Mode::PlanThenExecute), "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert_eq!(report.answer, Some(json!(42)));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    let repair = reqs[1].text();
+    assert!(
+        repair.contains("Your previous answer was rejected"),
+        "{repair}"
+    );
+    assert!(repair.contains("step `s1`"), "{repair}");
+    assert!(repair.contains("expression"), "{repair}");
+    // The previous answer is shown back.
+    assert!(repair.contains(r#"{\"expr\":\"40 + 2\"}"#), "{repair}");
+    assert_eq!(report.planner_calls.len(), 2);
+}
+
+#[test]
+fn a_request_that_would_exceed_the_token_budget_is_not_sent() {
+    let mock = Mock::start(vec![good()]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let cfg = RunConfig {
+        budgets: Budgets {
+            max_input_tokens: 200,
+            ..Budgets::default()
+        },
+        ..RunConfig::default()
+    };
+    let report = run(calc(), cfg, "g", &mut p);
+    assert_eq!(
+        report.stop,
+        StopReason::BudgetExhausted {
+            which: Budget::InputTokens
+        }
+    );
+    assert!(mock.requests().is_empty());
+}
+
+#[test]
+fn the_response_cap_never_exceeds_the_output_tokens_left() {
+    let mock = Mock::start(vec![good()]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    let cfg = RunConfig {
+        budgets: Budgets {
+            max_output_tokens: 700,
+            ..Budgets::default()
+        },
+        ..RunConfig::default()
+    };
+    let report = run(calc(), cfg, "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert_eq!(mock.requests()[0].body["max_completion_tokens"], 700);
+}
+
+#[test]
+fn the_key_never_appears_in_errors_reports_or_debug_output() {
+    // Providers echo (parts of) a bad key in 401 bodies; the host must not pass it on.
+    let body = format!(r#"{{"error": {{"message": "Incorrect API key provided: {KEY}."}}}}"#);
+    let mock = Mock::start(vec![Canned::status(401, &body)]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
+    assert!(!format!("{p:?}").contains(KEY));
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    let why = escalation(&report.stop);
+    assert!(
+        why.contains("status 401") && why.contains("[redacted]"),
+        "{why}"
+    );
+    assert!(!why.contains(KEY), "{why}");
+    let doc = serde_json::to_string(&report).unwrap();
+    assert!(!doc.contains(KEY));
+    assert!(!format!("{report:?}").contains(KEY));
+    // It was sent, though: only in the header.
+    assert_eq!(
+        mock.requests()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
