@@ -370,8 +370,13 @@ impl Engine<'_> {
                 PlanDecision::Edit(mut edited) => {
                     edited.revision = plan.plan.revision;
                     match validate(&edited, &self.catalog, self.config.max_plan_steps, &st.done) {
-                        Ok(v) => plan = v,
+                        Ok(v) => {
+                            // The edited plan is the one that runs: record it as accepted.
+                            self.observer.plan_accepted(&v);
+                            plan = v;
+                        }
                         Err(problems) => {
+                            self.observer.plan_rejected(&problems);
                             let listed: Vec<String> =
                                 problems.iter().map(ToString::to_string).collect();
                             return (
