@@ -56,6 +56,9 @@ impl GrantArgs {
                 };
                 let grant = policy::file_grant(host.as_ref(), guest, write)
                     .map_err(|e| format!("{flag}={spec}: {e}"))?;
+                if let Some(why) = crate::grants::conflict(&caps.files, &grant) {
+                    return Err(format!("{flag}={spec}: {why}"));
+                }
                 caps.files.push(grant);
             }
         }

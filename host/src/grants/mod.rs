@@ -52,6 +52,31 @@ impl FileGrant {
     }
 }
 
+/// Why `new` cannot be granted beside `existing`, if it cannot: a single-file grant's
+/// directory is gated file by file, so no directory grant may share its guest directory.
+pub fn conflict(existing: &[FileGrant], new: &FileGrant) -> Option<String> {
+    let dir_of = |g: &FileGrant| match g.kind {
+        GrantKind::File => g
+            .guest
+            .rsplit_once('/')
+            .map(|(d, _)| if d.is_empty() { "/" } else { d })
+            .map(str::to_string),
+        GrantKind::Directory => Some(g.guest.trim_end_matches('/').to_string())
+            .filter(|d| !d.is_empty())
+            .or(Some("/".into())),
+    };
+    existing.iter().find_map(|g| {
+        let clash = g.kind != new.kind && dir_of(g) == dir_of(new);
+        clash.then(|| {
+            let (file, dir) = if new.kind == GrantKind::File { (new, g) } else { (g, new) };
+            format!(
+                "`{}` is a single-file grant inside `{}`, which is also granted as a directory; grant the directory or the files in it, not both",
+                file.guest, dir.guest
+            )
+        })
+    })
+}
+
 /// Network reach of a call.
 ///
 /// `NetworkGrants::default()` reaches nothing:

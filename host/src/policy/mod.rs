@@ -236,6 +236,9 @@ fn tool_policy(
                 ),
             ));
         }
+        if let Some(why) = crate::grants::conflict(&caps.files, &grant) {
+            return Err(at(guest.span(), why));
+        }
         caps.files.push(grant);
     }
     let mut env_sources = Vec::new();
