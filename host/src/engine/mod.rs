@@ -15,7 +15,8 @@
 //! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
-//! - [`run`]: the loop for both modes; `exec`: one plan revision's DAG.
+//! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
+//!   one plan revision's DAG.
 //! - [`task`]: task files (`toolhost run TASK`).
 
 pub mod approval;
@@ -30,6 +31,7 @@ pub mod reference;
 pub mod run;
 mod sample;
 pub mod scripted;
+mod stepwise;
 pub mod task;
 pub mod validate;
 
