@@ -6,53 +6,21 @@ mod budgets;
 mod flow;
 mod stops;
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use serde_json::Value;
 use toolhost::engine::planner::PlanFuture;
 use toolhost::engine::{
-    ApprovalMode, Approver, Catalog, Engine, Entry, Observer, PlanDecision, PlanRequest, Planner,
-    Quiet, RunConfig, RunReport, Script, ScriptedPlanner, Step, StepDecision, StepRecord,
-    Unattended, Usage, ValidPlan,
+    ApprovalMode, Approver, Catalog, Engine, Observer, PlanDecision, PlanRequest, Planner, Quiet,
+    RunConfig, RunReport, Script, ScriptedPlanner, Step, StepDecision, StepRecord, Unattended,
+    Usage, ValidPlan,
 };
-use toolhost::{Gate, Policy, Runtime, RuntimeConfig, Tool};
+use toolhost::{Gate, Runtime};
 
-/// The engine takes an `Arc<Runtime>`; tools must come from the same runtime.
-fn rt() -> Arc<Runtime> {
-    static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RT.get_or_init(|| Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime")))
-        .clone()
-}
-
-fn tool(name: &str) -> Arc<Tool> {
-    static TOOLS: OnceLock<Mutex<HashMap<String, Arc<Tool>>>> = OnceLock::new();
-    let mut map = TOOLS.get_or_init(Default::default).lock().expect("lock");
-    map.entry(name.to_string())
-        .or_insert_with(|| {
-            let path = toolhost_tests::path(name);
-            Arc::new(rt().load(path.as_ref()).expect("load tool"))
-        })
-        .clone()
-}
-
-/// The tools of `policy` (one per section, named after it); relative grants are under
-/// `base`.
+/// [`toolhost_tests::catalog_in`], shared by the engine.
 fn catalog_in(policy: &str, base: &Path) -> Arc<Catalog> {
-    let p = Policy::parse("engine.toml", policy, base).expect("a valid policy");
-    let tools = p
-        .tools
-        .into_values()
-        .map(|section| {
-            let entry = Entry {
-                tool: tool(&section.name),
-                policy: section.clone(),
-            };
-            (section.name, entry)
-        })
-        .collect();
-    Arc::new(Catalog { tools })
+    Arc::new(toolhost_tests::catalog_in(policy, base))
 }
 
 fn catalog(policy: &str) -> Arc<Catalog> {
@@ -186,4 +154,9 @@ fn ids(report: &RunReport) -> Vec<&str> {
 /// The error kind of a step's record.
 fn error_kind(r: &StepRecord) -> &str {
     r.error.as_ref().map_or("", |e| e.kind.as_str())
+}
+
+/// The runtime the engine tests share with [`toolhost_tests::tool`].
+fn rt() -> Arc<Runtime> {
+    toolhost_tests::runtime_arc().clone()
 }

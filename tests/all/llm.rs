@@ -12,54 +12,24 @@ mod openai;
 mod replay;
 mod tasks;
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::engine::{
-    ApprovalMode, Catalog, Engine, Entry, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
+    ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
 };
 use toolhost::llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
-use toolhost::{Gate, Policy, Runtime, RuntimeConfig, Tool};
+use toolhost::{Gate, Runtime};
 
 use self::mock::Mock;
 
 /// A key that must never show up in anything the host prints or returns.
 const KEY: &str = "sk-test-7f3a9c1e5b2d4a60";
 
-fn rt() -> Arc<Runtime> {
-    static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RT.get_or_init(|| Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime")))
-        .clone()
-}
-
-fn tool(name: &str) -> Arc<Tool> {
-    static TOOLS: OnceLock<Mutex<HashMap<String, Arc<Tool>>>> = OnceLock::new();
-    let mut map = TOOLS.get_or_init(Default::default).lock().expect("lock");
-    map.entry(name.to_string())
-        .or_insert_with(|| {
-            let path = toolhost_tests::path(name);
-            Arc::new(rt().load(path.as_ref()).expect("load tool"))
-        })
-        .clone()
-}
-
 /// The tools of `policy`, one per section; relative grants are under `base`.
 fn catalog_in(policy: &str, base: &Path) -> Arc<Catalog> {
-    let p = Policy::parse("llm.toml", policy, base).expect("a valid policy");
-    let tools = p
-        .tools
-        .into_values()
-        .map(|section| {
-            let entry = Entry {
-                tool: tool(&section.name),
-                policy: section.clone(),
-            };
-            (section.name, entry)
-        })
-        .collect();
-    Arc::new(Catalog { tools })
+    Arc::new(toolhost_tests::catalog_in(policy, base))
 }
 
 fn calc() -> Arc<Catalog> {
@@ -131,4 +101,9 @@ fn strict_turn(tool: Option<(&str, &str, Value)>, stop: bool, answer: Option<&st
     json!({"thought": "…", "next_step": null, "tool": t, "operation": o, "arguments": a,
            "stop": stop, "confidence": 0.9, "answer": answer})
     .to_string()
+}
+
+/// The runtime these tests share with [`toolhost_tests::tool`].
+fn rt() -> Arc<Runtime> {
+    toolhost_tests::runtime_arc().clone()
 }

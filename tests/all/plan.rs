@@ -5,26 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::Policy;
-use toolhost::engine::{Catalog, Entry, Plan, ProblemKind, plan_schema, validate};
-use toolhost_tests::{cli, path, tool};
+use toolhost::engine::{Catalog, Plan, ProblemKind, plan_schema, validate};
+use toolhost_tests::{cli, path};
 
 fn catalog(policy: &str) -> Catalog {
-    let p = Policy::parse("inline.toml", policy, Path::new(".")).unwrap();
-    let tools = p
-        .tools
-        .values()
-        .map(|section| {
-            (
-                section.name.clone(),
-                Entry {
-                    tool: tool(&section.name),
-                    policy: section.clone(),
-                },
-            )
-        })
-        .collect::<BTreeMap<_, _>>();
-    Catalog { tools }
+    toolhost_tests::catalog_in(policy, Path::new("."))
 }
 
 const POLICY: &str = r#"

@@ -4,14 +4,10 @@
 use std::path::Path;
 
 use serde_json::Value;
-use toolhost_tests::{cli, path};
+use toolhost_tests::cli;
 
 fn tools_dir() -> String {
-    Path::new(path("calc"))
-        .parent()
-        .unwrap()
-        .display()
-        .to_string()
+    toolhost_tests::tools_dir()
 }
 
 fn example(name: &str) -> String {

@@ -12,8 +12,40 @@ use toolhost::{CallOutcome, Capabilities, FileGrant, Limits, Runtime, RuntimeCon
 
 /// The runtime shared by tests that do not test the cache (no disk cache).
 pub fn runtime() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
+    runtime_arc()
+}
+
+/// [`runtime`] as the `Arc` the engine takes; tools from [`tool`] belong to it.
+pub fn runtime_arc() -> &'static Arc<Runtime> {
+    static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
+    RT.get_or_init(|| Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime")))
+}
+
+/// The folder of the built Rust components (what `toolhost run --tools-dir` takes).
+pub fn tools_dir() -> String {
+    std::path::Path::new(path("calc"))
+        .parent()
+        .expect("components live in a folder")
+        .display()
+        .to_string()
+}
+
+/// The tools of `policy`, one per section and named after it (from [`tool`]); relative
+/// grants are under `base`.
+pub fn catalog_in(policy: &str, base: &std::path::Path) -> toolhost::engine::Catalog {
+    let p = toolhost::Policy::parse("test.toml", policy, base).expect("a valid policy");
+    let tools = p
+        .tools
+        .into_values()
+        .map(|section| {
+            let entry = toolhost::engine::Entry {
+                tool: tool(&section.name),
+                policy: section.clone(),
+            };
+            (section.name, entry)
+        })
+        .collect();
+    toolhost::engine::Catalog { tools }
 }
 
 /// Path of a built component (`calc`, `misbehave`, …, or the Python and JavaScript

@@ -9,14 +9,10 @@ mod timeline;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolhost_tests::{CliOutput, cli, path};
+use toolhost_tests::{CliOutput, cli};
 
 fn tools_dir() -> String {
-    Path::new(path("calc"))
-        .parent()
-        .unwrap()
-        .display()
-        .to_string()
+    toolhost_tests::tools_dir()
 }
 
 fn example(name: &str) -> String {

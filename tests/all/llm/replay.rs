@@ -2,8 +2,6 @@
 //! with the same outcome; a run that diverges from the recording stops instead of
 //! answering the wrong question; the CLI's `--record` and `--planner replay`.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 use toolhost::engine::{Mode, Planner, RunReport, StopReason};
 use toolhost::llm::{ProviderKind, Recorder, ReplayPlanner};
@@ -89,11 +87,7 @@ fn a_run_that_diverges_from_the_cassette_stops() {
 }
 
 fn tools_dir() -> String {
-    Path::new(toolhost_tests::path("calc"))
-        .parent()
-        .unwrap()
-        .display()
-        .to_string()
+    toolhost_tests::tools_dir()
 }
 
 fn example(name: &str) -> String {
