@@ -1,15 +1,13 @@
 //! `toolhost journal verify|show|prune RUN`, and opening the journal of `toolhost run`.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use clap::Subcommand;
 
+use super::run::Loaded;
 use super::{CmdResult, Failure, exit};
-use crate::engine::Task;
-use crate::engine::validate::Entry;
 use crate::journal::writer::FileDigest;
 use crate::journal::{self, Age, Journal, Redactor, RunStart};
 use crate::policy::Policy;
@@ -68,7 +66,7 @@ pub(crate) struct PruneArgs {
     dry_run: bool,
 }
 
-fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
+pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     given.or_else(journal::state_dir_from_env).ok_or_else(|| {
         Failure::new(
             exit::USAGE,
@@ -139,29 +137,30 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
     }
 }
 
-/// Creates the journal of a `toolhost run` and writes its first record. The policy's
-/// granted env values are redacted wherever they appear.
-pub(crate) fn open(
-    opts: &RunOptions,
-    task_file: &Path,
-    task: &Task,
-    policy: &Policy,
-    tools: &BTreeMap<String, Entry>,
-) -> Result<Journal, Failure> {
+/// The redactor of a run: the policy's granted env values, the built-in patterns and
+/// `--redact`.
+pub(crate) fn redactor(opts: &RunOptions, policy: &Policy) -> Result<Redactor, Failure> {
     let secrets = policy
         .tools
         .values()
         .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone()));
-    let redactor = Redactor::new(secrets, &opts.redact)
-        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    let digest = |p: &Path| {
-        FileDigest::of(p).map_err(|e| {
-            Failure::new(
-                exit::USAGE,
-                format!("cannot read `{}` to record its digest: {e}", p.display()),
-            )
-        })
-    };
+    Redactor::new(secrets, &opts.redact).map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+}
+
+/// Creates the journal of a `toolhost run` (or replay of `replay_of`) and writes its first
+/// record. The policy's granted env values are redacted wherever they appear.
+pub(crate) fn open(
+    opts: &RunOptions,
+    task_file: &Path,
+    loaded: &Loaded,
+    replay_of: Option<&str>,
+) -> Result<Journal, Failure> {
+    let Loaded {
+        task,
+        policy,
+        tools,
+    } = loaded;
+    let redactor = redactor(opts, policy)?;
     let start = RunStart {
         goal: task.goal.clone(),
         mode: task.config.mode,
@@ -180,12 +179,23 @@ pub(crate) fn open(
             .collect(),
         budgets: task.config.budgets.clone(),
         max_parallel: task.config.max_parallel,
+        replay_of: replay_of.map(str::to_string),
     };
     let state = state_dir(opts.state_dir.clone())?;
     Journal::create(&state, &start, redactor).map_err(|e| {
         Failure::new(
             exit::JOURNAL,
             format!("{e} (choose another place with --state-dir DIR)"),
+        )
+    })
+}
+
+/// The digest of a file the run depends on.
+pub(crate) fn digest(p: &Path) -> Result<FileDigest, Failure> {
+    FileDigest::of(p).map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("cannot read `{}` to record its digest: {e}", p.display()),
         )
     })
 }

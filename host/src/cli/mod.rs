@@ -12,6 +12,8 @@ mod plan;
 mod planner;
 mod policy;
 mod progress;
+mod replay;
+mod resume;
 mod run;
 
 use std::ffi::OsString;
@@ -43,6 +45,8 @@ pub mod exit {
     /// A journal is broken or torn (`toolhost journal verify`/`show`), or `toolhost run`
     /// could not write its journal.
     pub const JOURNAL: i32 = 8;
+    /// `toolhost replay`: the replay diverged from the recorded run.
+    pub const DIVERGED: i32 = 9;
 }
 
 const EXIT_CODES: &str = "\
@@ -57,7 +61,8 @@ Exit codes:
   6  the component could not be loaded
   7  `toolhost run` stopped before completing (budget_exhausted, replan_limit,
      evaluator_failed, escalated, rejected_by_human, cancelled)
-  8  a run journal is broken or torn, or could not be written";
+  8  a run journal is broken or torn, or could not be written
+  9  `toolhost replay` diverged from the recorded run";
 
 #[derive(Debug, Parser)]
 #[command(name = "toolhost", version, about = "Run WebAssembly components as sandboxed agent tools", after_help = EXIT_CODES)]
@@ -90,6 +95,11 @@ enum Command {
     Plan(PlanCommand),
     /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
     Run(run::Args),
+    /// Carry a stopped run on from its journal (after a crash, a budget stop, a rejection).
+    Resume(resume::Args),
+    /// Replay a run with its recorded planner answers and fresh tool calls; report
+    /// divergences.
+    Replay(replay::Args),
     /// Verify, show and prune run journals.
     #[command(subcommand)]
     Journal(journal::JournalCommand),
@@ -149,6 +159,20 @@ pub fn run(
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
                 run::run(rt, args, out)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Resume(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                resume::run(rt, args, out)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Replay(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                replay::run(rt, args, out)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::engine::budget::StopReason;
+use crate::engine::budget::{Spent, StopReason};
 use crate::engine::run::{Observer, PlannerCall, RunReport};
 use crate::engine::validate::{Problem, ValidPlan};
 use crate::engine::{Step, StepRecord, StepStatus};
+use serde_json::Value;
 
 /// How long a step runs before the spinner shows it.
 const SPIN_AFTER: Duration = Duration::from_millis(700);
@@ -158,7 +159,7 @@ impl Observer for Progress<'_> {
         let _ = writeln!(self.out, "{line}");
     }
 
-    fn stopped(&mut self, reason: &StopReason) {
+    fn stopped(&mut self, reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {
         let _ = writeln!(self.out, "stop: {reason}");
     }
 }

@@ -1,18 +1,23 @@
 //! `toolhost run TASK`: run a task file's goal with its planner, policy, tools and budgets.
+//! The loading and driving here are shared with `toolhost resume` and `toolhost replay`.
 
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use serde_json::Value;
 
 use super::approve::TerminalApprover;
 use super::progress::{Progress, summary};
 use super::{CmdResult, Failure, exit, load_tool};
 use crate::Runtime;
 use crate::engine::approval::{Approver, Unattended};
-use crate::engine::run::{Engine, Quiet};
+use crate::engine::run::{Engine, Quiet, RunReport};
+use crate::engine::task::PlannerOverrides;
 use crate::engine::validate::{Catalog, Entry};
-use crate::engine::{Cancel, StopReason, Task};
-use crate::journal::Tee;
+use crate::engine::{Cancel, Checkpoint, Planner, StopReason, Task, Unfinished};
+use crate::journal::{Journal, Tee};
 use crate::policy::{Gate, Policy};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
@@ -23,34 +28,54 @@ use crate::policy::{Gate, Policy};
 pub(crate) struct Args {
     /// The task file (TOML).
     task: PathBuf,
-    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR;
-    /// default: the components this checkout built from `tools/`].
-    #[arg(long, value_name = "DIR")]
-    tools_dir: Option<PathBuf>,
-    /// Review the validated plan (approve, edit in $EDITOR, or reject) and approve
-    /// sensitive steps at the terminal.
-    #[arg(long)]
-    approve: bool,
-    /// Print the run report as JSON instead of progress lines.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    view: View,
     #[command(flatten)]
     pub(crate) journal: super::journal::RunOptions,
     #[command(flatten)]
     planner: super::planner::PlannerArgs,
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+/// How a run is watched; shared by `run`, `resume` and `replay`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct View {
+    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR;
+    /// default: the components this checkout built from `tools/`].
+    #[arg(long, value_name = "DIR")]
+    pub tools_dir: Option<PathBuf>,
+    /// Review the validated plan (approve, edit in $EDITOR, or reject) and approve
+    /// sensitive steps at the terminal.
+    #[arg(long)]
+    pub approve: bool,
+    /// Print the run report as JSON instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A task with its policy and loaded tools.
+pub(crate) struct Loaded {
+    pub task: Task,
+    pub policy: Policy,
+    pub tools: BTreeMap<String, Entry>,
+}
+
+/// Loads the task at `path`, its policy and its tools (each of which the policy must name).
+pub(crate) fn load(
+    rt: &Runtime,
+    path: &Path,
+    view: &View,
+    overrides: &PlannerOverrides,
+) -> Result<Loaded, Failure> {
     let usage = |m: String| Failure::new(exit::USAGE, m);
-    let tools_dir = args
+    let tools_dir = view
         .tools_dir
         .clone()
         .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from))
         .or_else(built_tools_dir);
-    let task = Task::load_with(&args.task, tools_dir.as_deref(), &args.planner.overrides())
-        .map_err(|e| usage(e.to_string()))?;
+    let task =
+        Task::load_with(path, tools_dir.as_deref(), overrides).map_err(|e| usage(e.to_string()))?;
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
-    let mut tools = std::collections::BTreeMap::new();
+    let mut tools = BTreeMap::new();
     for (name, path) in &task.tools {
         let section = policy.tools.get(name).ok_or_else(|| {
             Failure::new(
@@ -61,7 +86,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
                 ),
             )
         })?;
-        let tool = load_tool(&rt, path)?;
+        let tool = load_tool(rt, path)?;
         tools.insert(
             name.clone(),
             Entry {
@@ -70,19 +95,38 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             },
         );
     }
-    let journal = super::journal::open(&args.journal, &args.task, &task, &policy, &tools)?;
-    if !args.json {
-        let _ = writeln!(
-            out,
-            "run {}  journal {}",
-            journal.id(),
-            journal.path().display()
-        );
-    }
-    let mut planner = super::planner::build(&task, &args.planner)?;
+    Ok(Loaded {
+        task,
+        policy,
+        tools,
+    })
+}
+
+/// How a run begins.
+pub(crate) enum Start {
+    Fresh,
+    Resume(Box<Checkpoint>, Unfinished),
+}
+
+/// Runs `loaded` with `planner` from `start` to a stop, journaling to `journal` and
+/// printing progress lines unless `view.json`.
+pub(crate) fn drive(
+    rt: Runtime,
+    loaded: Loaded,
+    journal: &Journal,
+    planner: &mut dyn Planner,
+    start: Start,
+    view: &View,
+    out: &mut dyn Write,
+) -> Result<RunReport, Failure> {
+    let Loaded {
+        task,
+        policy,
+        tools,
+    } = loaded;
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
-    let approver: &mut dyn Approver = if args.approve {
+    let approver: &mut dyn Approver = if view.approve {
         terminal = TerminalApprover {
             input: std::io::stdin().lock(),
             output: std::io::stderr(),
@@ -93,49 +137,64 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         &mut unattended
     };
     let mut approvals = journal.approvals(approver);
-    let approver: &mut dyn Approver = &mut approvals;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
-    let report = {
-        let mut quiet = Quiet;
-        let mut progress;
-        let observer: &mut dyn crate::engine::Observer = if args.json {
-            &mut quiet
-        } else {
-            progress = Progress::new(out);
-            &mut progress
-        };
-        let mut journal_observer = journal.clone();
-        let mut tee = Tee(&mut journal_observer, observer);
-        let observer: &mut dyn crate::engine::Observer = &mut tee;
-        let mut engine = Engine {
-            rt: Arc::new(rt),
-            catalog: Arc::new(Catalog { tools }),
-            config: task.config.clone(),
-            approver,
-            observer,
-            gate: Arc::new(Gate::new()),
-        };
-        // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
-        let cancel = Cancel::new();
-        let on_interrupt = cancel.clone();
-        tokio.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_interrupt.cancel();
-            }
-        });
-        tokio.block_on(engine.run_until(&task.goal, planner.as_mut(), &cancel))
+    let mut quiet = Quiet;
+    let mut progress;
+    let observer: &mut dyn crate::engine::Observer = if view.json {
+        &mut quiet
+    } else {
+        progress = Progress::new(out);
+        &mut progress
     };
-    if args.json {
-        let mut doc = serde_json::to_value(&report).expect("JSON");
+    let mut journal_observer = journal.clone();
+    let mut tee = Tee(&mut journal_observer, observer);
+    let mut engine = Engine {
+        rt: Arc::new(rt),
+        catalog: Arc::new(Catalog { tools }),
+        config: task.config.clone(),
+        approver: &mut approvals,
+        observer: &mut tee,
+        gate: Arc::new(Gate::new()),
+    };
+    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
+    let cancel = Cancel::new();
+    let on_interrupt = cancel.clone();
+    tokio.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    Ok(match start {
+        Start::Fresh => tokio.block_on(engine.run_until(&task.goal, planner, &cancel)),
+        Start::Resume(checkpoint, unfinished) => {
+            tokio.block_on(engine.resume(*checkpoint, planner, &unfinished, &cancel))
+        }
+    })
+}
+
+/// Prints the end of a run (`extra` keys join the JSON report) and turns its stop and the
+/// journal's state into the exit code.
+pub(crate) fn report(
+    report: &RunReport,
+    journal: &Journal,
+    json: bool,
+    extra: serde_json::Map<String, Value>,
+    out: &mut dyn Write,
+) -> CmdResult {
+    if json {
+        let mut doc = serde_json::to_value(report).expect("JSON");
         doc["journal"] = serde_json::json!({
             "run": journal.id(),
             "path": journal.path(),
             "records": journal.records(),
             "head": journal.head(),
         });
+        for (k, v) in extra {
+            doc[k] = v;
+        }
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     } else {
         // Before the summary, whose last line is the answer.
@@ -146,7 +205,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             journal.records(),
             journal.head()
         );
-        let _ = write!(out, "\n{}", summary(&report));
+        let _ = write!(out, "\n{}", summary(report));
     }
     if let Some(e) = journal.error() {
         return Err(Failure::new(
@@ -160,10 +219,34 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     })
 }
 
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+    let loaded = load(&rt, &args.task, &args.view, &args.planner.overrides())?;
+    let journal = super::journal::open(&args.journal, &args.task, &loaded, None)?;
+    if !args.view.json {
+        let _ = writeln!(
+            out,
+            "run {}  journal {}",
+            journal.id(),
+            journal.path().display()
+        );
+    }
+    let mut planner = super::planner::build(&loaded.task, &args.planner)?;
+    let r = drive(
+        rt,
+        loaded,
+        &journal,
+        planner.as_mut(),
+        Start::Fresh,
+        &args.view,
+        out,
+    )?;
+    report(&r, &journal, args.view.json, serde_json::Map::new(), out)
+}
+
 /// The components built by this checkout's `tools/` crate, when they are still there: so
 /// `cargo run -p toolhost -- run examples/tasks/seed.toml` works from a fresh clone.
 fn built_tools_dir() -> Option<PathBuf> {
-    std::path::Path::new(toolhost_tools::CALC)
+    Path::new(toolhost_tools::CALC)
         .parent()
         .filter(|d| d.is_dir())
         .map(PathBuf::from)

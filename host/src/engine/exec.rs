@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use super::approval::StepDecision;
 use super::budget::{Budget, StopReason};
 use super::evaluate::{self, Reaction};
+use super::fault::Fault;
 use super::plan::{Step, StepId};
 use super::record::{Evaluation, StepError, StepRecord, StepStatus, Verdict};
 use super::reference;
@@ -51,7 +52,8 @@ impl Engine<'_> {
         let steps: BTreeMap<&StepId, &Step> = plan.plan.steps.iter().map(|s| (&s.id, s)).collect();
         let revision = plan.plan.revision;
         // Finished steps; `launched` also holds the running ones.
-        let mut status: BTreeMap<StepId, StepStatus> = BTreeMap::new();
+        // A resumed revision starts with the steps that finished before the run stopped.
+        let mut status: BTreeMap<StepId, StepStatus> = std::mem::take(&mut st.prior);
         let mut launched: BTreeSet<StepId> = BTreeSet::new();
         let mut running: JoinSet<Done> = JoinSet::new();
         let mut reserved: u64 = 0;
@@ -209,9 +211,13 @@ impl Engine<'_> {
                 let started = st.started;
                 let op = step.operation.clone();
                 let reserved_fuel = limits.fuel;
+                let fault = self.config.faults.find(id, revision);
                 running.spawn(async move {
                     let mut record = base;
                     match args {
+                        _ if fault.is_some() => {
+                            record.error = fault.map(Fault::error);
+                        }
                         Err(why) => {
                             record.error = Some(StepError {
                                 kind: "bad_reference".into(),

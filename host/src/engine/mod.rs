@@ -17,6 +17,8 @@
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
 //!   one plan revision's DAG.
+//! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
+//!   journal by [`crate::journal::checkpoint`]); [`fault`]: faults injected by replay.
 //! - [`task`]: task files (`toolhost run TASK`).
 
 pub mod approval;
@@ -24,10 +26,12 @@ pub mod budget;
 pub mod cancel;
 pub mod evaluate;
 mod exec;
+pub mod fault;
 pub mod plan;
 pub mod planner;
 pub mod record;
 pub mod reference;
+pub mod resume;
 pub mod run;
 mod sample;
 pub mod scripted;
@@ -39,9 +43,11 @@ pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Una
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
 pub use self::evaluate::{EvaluatorConfig, Reaction};
+pub use self::fault::{Fault, FaultKind, Faults};
 pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
 pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
 pub use self::record::{StepRecord, StepStatus, Verdict};
+pub use self::resume::{Checkpoint, Current, Unfinished};
 pub use self::run::{Engine, Observer, Quiet, RunConfig, RunReport};
 pub use self::scripted::{Script, ScriptedPlanner};
 pub use self::task::{Task, TaskError};

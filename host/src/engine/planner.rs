@@ -11,7 +11,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::Plan;
+use super::plan::{Plan, StepId};
 use super::record::StepRecord;
 use super::validate::Problem;
 
@@ -107,8 +107,8 @@ fn full_confidence() -> f64 {
 }
 
 /// What a planner answered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Reply {
     Plan {
         plan: Plan,
@@ -120,6 +120,37 @@ pub enum Reply {
     GiveUp {
         why: String,
     },
+}
+
+/// What kind of answer a request asks for: kept in the record of each planner call, so
+/// that a resumed run can bring a stateful planner (a script) back to where it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Ask {
+    /// A first plan.
+    Plan,
+    /// A revised plan after step `failed` failed.
+    Replan { failed: StepId },
+    /// A plan repaired for validation problems.
+    Repair,
+    /// The next step-wise turn.
+    Turn,
+    /// A step-wise turn repaired for validation problems.
+    TurnRepair,
+}
+
+impl Ask {
+    pub fn of(req: &PlanRequest) -> Ask {
+        match (req.mode, req.problems.is_empty(), &req.failure) {
+            (Mode::StepWise, true, _) => Ask::Turn,
+            (Mode::StepWise, false, _) => Ask::TurnRepair,
+            (Mode::PlanThenExecute, false, _) => Ask::Repair,
+            (Mode::PlanThenExecute, true, Some(f)) => Ask::Replan {
+                failed: f.id.clone(),
+            },
+            (Mode::PlanThenExecute, true, None) => Ask::Plan,
+        }
+    }
 }
 
 /// Tokens a planner call used.
@@ -161,4 +192,10 @@ pub trait Planner: Send {
 
     /// Answers `req`.
     fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a>;
+
+    /// Called once before a resumed run goes on, with what the planner was asked before
+    /// the run stopped, in order. A planner that keeps state between calls (the scripted
+    /// one) moves past the answers it already gave; a model needs nothing, since every
+    /// request carries the whole history.
+    fn fast_forward(&mut self, _asked: &[Ask]) {}
 }

@@ -5,18 +5,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::approval::{Approver, PlanDecision};
 use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
 use super::cancel::Cancel;
 use super::evaluate::EvaluatorConfig;
+use super::fault::Faults;
 use super::plan::{Plan, Step, StepId};
 use super::planner::{
-    Mode, OperationSummary, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage,
+    Ask, Mode, OperationSummary, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage,
 };
 use super::record::{StepRecord, StepStatus};
+use super::resume::ResumePoint;
 use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
 use crate::Runtime;
 use crate::policy::Gate;
@@ -28,7 +30,8 @@ use crate::policy::Gate;
 /// - `max_parallel`: 4 steps at once;
 /// - `confidence_threshold`: 0.6 (step-wise turns below it need approval);
 /// - `max_plan_steps`: 50;
-/// - `evaluator`: [`EvaluatorConfig::default`].
+/// - `evaluator`: [`EvaluatorConfig::default`];
+/// - `faults`: none (faults are injected by `toolhost replay` only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub mode: Mode,
@@ -38,6 +41,7 @@ pub struct RunConfig {
     pub confidence_threshold: f64,
     pub max_plan_steps: usize,
     pub evaluator: EvaluatorConfig,
+    pub faults: Faults,
 }
 
 impl Default for RunConfig {
@@ -50,12 +54,14 @@ impl Default for RunConfig {
             confidence_threshold: 0.6,
             max_plan_steps: 50,
             evaluator: EvaluatorConfig::default(),
+            faults: Faults::default(),
         }
     }
 }
 
 /// One planner call, for the record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlannerCall {
     pub revision: u32,
     pub model: String,
@@ -64,6 +70,10 @@ pub struct PlannerCall {
     pub latency_us: u64,
     /// `plan`, `turn` or `give_up`.
     pub reply: String,
+    /// What the planner was asked for.
+    pub ask: Ask,
+    /// What it answered, for the record and for `toolhost replay`.
+    pub response: Reply,
 }
 
 /// The result of a run.
@@ -88,7 +98,8 @@ pub trait Observer {
     fn planner_called(&mut self, _call: &PlannerCall) {}
     fn step_started(&mut self, _step: &Step, _revision: u32) {}
     fn step_finished(&mut self, _record: &StepRecord) {}
-    fn stopped(&mut self, _reason: &StopReason) {}
+    /// The run ended: why, what it spent, and its answer.
+    fn stopped(&mut self, _reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {}
 }
 
 /// An observer that ignores everything.
@@ -119,9 +130,29 @@ pub(crate) struct State {
     pub records: Vec<StepRecord>,
     pub revisions: Vec<Plan>,
     pub calls: Vec<PlannerCall>,
+    /// A resumed run's revision to carry on with, taken by the first loop iteration.
+    pub resume: Option<ResumePoint>,
+    /// Steps of the revision about to run that finished before a resume, taken by
+    /// `execute`.
+    pub prior: BTreeMap<StepId, StepStatus>,
 }
 
 impl State {
+    pub fn new(cancel: &Cancel) -> State {
+        State {
+            cancel: cancel.clone(),
+            started: Instant::now(),
+            spent: Spent::default(),
+            outputs: BTreeMap::new(),
+            done: BTreeMap::new(),
+            records: Vec::new(),
+            revisions: Vec::new(),
+            calls: Vec::new(),
+            resume: None,
+            prior: BTreeMap::new(),
+        }
+    }
+
     pub fn tick(&mut self) {
         self.spent.wall = self.started.elapsed();
     }
@@ -174,22 +205,34 @@ impl Engine<'_> {
         planner: &mut dyn Planner,
         cancel: &Cancel,
     ) -> RunReport {
-        let mut st = State {
-            cancel: cancel.clone(),
-            started: Instant::now(),
-            spent: Spent::default(),
-            outputs: BTreeMap::new(),
-            done: BTreeMap::new(),
-            records: Vec::new(),
-            revisions: Vec::new(),
-            calls: Vec::new(),
-        };
+        let st = State::new(cancel);
+        self.drive(goal, planner, st).await
+    }
+
+    /// Runs the mode's loop from `st` to a stop, and reports.
+    pub(super) async fn drive(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        mut st: State,
+    ) -> RunReport {
         let (stop, answer) = match self.config.mode {
             Mode::PlanThenExecute => self.plan_then_execute(goal, planner, &mut st).await,
             Mode::StepWise => self.step_wise(goal, planner, &mut st).await,
         };
+        self.finish(goal, st, stop, answer)
+    }
+
+    /// Records the stop and builds the report.
+    pub(super) fn finish(
+        &mut self,
+        goal: &str,
+        mut st: State,
+        stop: StopReason,
+        answer: Option<Value>,
+    ) -> RunReport {
         st.tick();
-        self.observer.stopped(&stop);
+        self.observer.stopped(&stop, &st.spent, answer.as_ref());
         RunReport {
             goal: goal.to_string(),
             mode: self.config.mode,
@@ -256,6 +299,8 @@ impl Engine<'_> {
         };
         self.charge(st, &usage);
         let call = PlannerCall {
+            ask: Ask::of(&req),
+            response: reply.clone(),
             revision: req.revision,
             model: usage.model.clone(),
             input_tokens: usage.input_tokens,
@@ -358,11 +403,19 @@ impl Engine<'_> {
     ) -> (StopReason, Option<Value>) {
         let mut req = self.request(goal, st, 1);
         loop {
-            let mut plan = match self.valid_plan(planner, st, req.clone()).await {
-                Ok(p) => p,
-                Err(stop) => return (stop, None),
+            let (mut plan, approved) = match st.resume.take() {
+                Some(point) => (point.plan, point.approved),
+                None => match self.valid_plan(planner, st, req.clone()).await {
+                    Ok(p) => (p, false),
+                    Err(stop) => return (stop, None),
+                },
             };
-            match self.approver.review_plan(&plan, &self.catalog) {
+            let decision = if approved {
+                PlanDecision::Approve
+            } else {
+                self.approver.review_plan(&plan, &self.catalog)
+            };
+            match decision {
                 PlanDecision::Approve => {}
                 PlanDecision::Reject(why) => {
                     return (StopReason::RejectedByHuman { what: why }, None);
@@ -392,7 +445,9 @@ impl Engine<'_> {
                     }
                 }
             }
-            st.revisions.push(plan.plan.clone());
+            if !approved {
+                st.revisions.push(plan.plan.clone());
+            }
             if let Err(stop) = self.execute(&plan, st, None).await {
                 return (stop, None);
             }

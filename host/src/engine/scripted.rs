@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use serde::Deserialize;
 
 use super::plan::{Plan, StepId};
-use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Turn, Usage};
+use super::planner::{Ask, PlanFuture, PlanRequest, Planner, Reply, Turn, Usage};
 
 /// A revised plan for a failure of `after_failure_of` (`*`: any step).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -69,8 +69,8 @@ impl ScriptedPlanner {
         }
     }
 
-    fn answer(&mut self, req: &PlanRequest) -> Reply {
-        if req.mode == Mode::StepWise {
+    fn answer(&mut self, ask: &Ask) -> Reply {
+        if matches!(ask, Ask::Turn | Ask::TurnRepair) {
             return match self.turns.pop_front() {
                 Some(turn) => Reply::Turn {
                     turn: Box::new(turn),
@@ -80,7 +80,7 @@ impl ScriptedPlanner {
                 },
             };
         }
-        if !req.problems.is_empty() {
+        if *ask == Ask::Repair {
             return match self.repairs.pop_front() {
                 Some(plan) => Reply::Plan { plan },
                 None => Reply::GiveUp {
@@ -88,21 +88,17 @@ impl ScriptedPlanner {
                 },
             };
         }
-        if let Some(failed) = &req.failure {
+        if let Ask::Replan { failed } = ask {
             let matches = |r: &ScriptedReplan| {
                 r.after_failure_of == "*"
-                    || StepId::try_from(r.after_failure_of.clone()).ok().as_ref()
-                        == Some(&failed.id)
+                    || StepId::try_from(r.after_failure_of.clone()).ok().as_ref() == Some(failed)
             };
             return match self.replans.iter().position(matches) {
                 Some(i) => Reply::Plan {
                     plan: self.replans.remove(i).plan,
                 },
                 None => Reply::GiveUp {
-                    why: format!(
-                        "the script has no revised plan for a failure of step `{}`",
-                        failed.id
-                    ),
+                    why: format!("the script has no revised plan for a failure of step `{failed}`"),
                 },
             };
         }
@@ -125,8 +121,14 @@ impl Planner for ScriptedPlanner {
     }
 
     fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
-        let reply = self.answer(req);
+        let reply = self.answer(&Ask::of(req));
         let usage = self.usage.clone();
         Box::pin(async move { Ok((reply, usage)) })
+    }
+
+    fn fast_forward(&mut self, asked: &[Ask]) {
+        for ask in asked {
+            self.answer(ask);
+        }
     }
 }

@@ -10,7 +10,7 @@ use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::StepStatus;
 use super::run::{Engine, State};
-use super::validate::{ProblemKind, validate};
+use super::validate::{ProblemKind, ValidPlan, validate};
 
 impl Engine<'_> {
     pub(super) async fn step_wise(
@@ -20,6 +20,21 @@ impl Engine<'_> {
         st: &mut State,
     ) -> (StopReason, Option<Value>) {
         let mut turn_no = 0u32;
+        if let Some(point) = st.resume.take() {
+            turn_no = point.plan.plan.revision;
+            if let Some(end) = self
+                .run_turn(
+                    &point.plan,
+                    point.confidence,
+                    point.handoff,
+                    point.approved,
+                    st,
+                )
+                .await
+            {
+                return end;
+            }
+        }
         loop {
             turn_no += 1;
             let mut req = self.request(goal, st, turn_no);
@@ -116,34 +131,51 @@ impl Engine<'_> {
                     }
                 }
             };
-            if handoff {
-                match self.approver.review_plan(&step, &self.catalog) {
-                    PlanDecision::Approve => {}
-                    PlanDecision::Reject(why) => {
-                        return (StopReason::RejectedByHuman { what: why }, None);
-                    }
-                    PlanDecision::Edit(_) => {
-                        return (
-                            StopReason::Escalated {
-                                why: "a handed-off plan cannot be edited at review; reject it and plan again".into(),
-                            },
-                            None,
-                        );
-                    }
-                }
-            }
-            if let Err(stop) = self.execute(&step, st, Some(confidence)).await {
-                return (stop, None);
-            }
-            let all_ok = st
-                .records
-                .iter()
-                .filter(|r| r.revision == turn_no)
-                .all(|r| r.status == StepStatus::Succeeded);
-            if handoff && all_ok {
-                let answer = step.order.last().and_then(|id| st.outputs.get(id).cloned());
-                return (StopReason::Completed, answer);
+            if let Some(end) = self.run_turn(&step, confidence, handoff, false, st).await {
+                return end;
             }
         }
+    }
+
+    /// Reviews a handed-off plan (unless `reviewed`), runs the turn, and ends the run when a
+    /// handoff succeeded or the run must stop.
+    async fn run_turn(
+        &mut self,
+        step: &ValidPlan,
+        confidence: f64,
+        handoff: bool,
+        reviewed: bool,
+        st: &mut State,
+    ) -> Option<(StopReason, Option<Value>)> {
+        if handoff && !reviewed {
+            match self.approver.review_plan(step, &self.catalog) {
+                PlanDecision::Approve => {}
+                PlanDecision::Reject(why) => {
+                    return Some((StopReason::RejectedByHuman { what: why }, None));
+                }
+                PlanDecision::Edit(_) => {
+                    return Some((
+                        StopReason::Escalated {
+                            why: "a handed-off plan cannot be edited at review; reject it and plan again".into(),
+                        },
+                        None,
+                    ));
+                }
+            }
+        }
+        if let Err(stop) = self.execute(step, st, Some(confidence)).await {
+            return Some((stop, None));
+        }
+        let turn_no = step.plan.revision;
+        let all_ok = st
+            .records
+            .iter()
+            .filter(|r| r.revision == turn_no)
+            .all(|r| r.status == StepStatus::Succeeded);
+        if handoff && all_ok {
+            let answer = step.order.last().and_then(|id| st.outputs.get(id).cloned());
+            return Some((StopReason::Completed, answer));
+        }
+        None
     }
 }

@@ -320,6 +320,7 @@ impl Task {
                 confidence_threshold: threshold,
                 max_plan_steps: raw.max_plan_steps.unwrap_or(defaults.max_plan_steps),
                 evaluator: raw.evaluator,
+                faults: defaults.faults,
             },
             script,
             planner,

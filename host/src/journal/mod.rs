@@ -17,10 +17,18 @@
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
 //! - [`prune`]: retention by age.
+//! - [`resume`](mod@resume): the [`Checkpoint`](crate::engine::Checkpoint) a stopped run
+//!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
+//!   line). `crash`: the crash test's kill hook.
+//! - [`replay`]: the journaled planner answers served back ([`replay::Recorded`]) and the
+//!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.
 
+mod crash;
 pub mod prune;
 pub mod redact;
+pub mod replay;
+pub mod resume;
 pub mod show;
 mod time;
 pub mod verify;
@@ -33,6 +41,7 @@ use serde_json::Value;
 
 pub use self::prune::{Age, AgeError, prune};
 pub use self::redact::{PatternError, Redactor};
+pub use self::resume::{Resumable, ResumeError, checkpoint};
 pub use self::verify::{ChainProblem, Verified, verify};
 pub use self::writer::{Approvals, Journal, RunStart, Tee};
 
@@ -56,7 +65,11 @@ pub enum Kind {
     StepStarted,
     /// Arguments, output or typed error, evaluation, fuel, duration, capability decisions.
     StepFinished,
+    /// The run stopped: the reason, what it spent, its answer.
     Stopped,
+    /// `toolhost resume` carried the run on: a torn record dropped, decisions on steps
+    /// that did not finish, budgets.
+    Resumed,
 }
 
 impl Kind {
@@ -70,6 +83,7 @@ impl Kind {
             Kind::StepStarted => "step_started",
             Kind::StepFinished => "step_finished",
             Kind::Stopped => "stopped",
+            Kind::Resumed => "resumed",
         }
     }
 }
@@ -101,6 +115,8 @@ pub enum JournalError {
         "no run `{run}` in `{dir}`: give a run id printed by `toolhost run`, or a journal file's path"
     )]
     NoSuchRun { run: String, dir: String },
+    #[error("journal `{path}` is broken, so the run cannot be carried on: {problem}")]
+    Broken { path: String, problem: ChainProblem },
 }
 
 /// The state directory from the environment: `TOOLHOST_STATE_DIR`, else

@@ -175,12 +175,35 @@ fn line(r: &Record) -> Vec<String> {
             );
             v
         }
+        Kind::Resumed => {
+            let mut v = vec![format!("resumed   after record {}", num(d, "after_record"))];
+            if let Some(t) = d.get("torn").filter(|t| !t.is_null()) {
+                v.push(format!(
+                    "          torn line {} dropped ({} bytes)",
+                    num(t, "line"),
+                    num(t, "bytes")
+                ));
+            }
+            for key in ["rerun", "abandon"] {
+                let ids: Vec<&str> = d
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                if !ids.is_empty() {
+                    v.push(format!("          {key}: {}", ids.join(", ")));
+                }
+            }
+            v
+        }
         Kind::Stopped => {
             let detail: Vec<String> = d
                 .as_object()
                 .into_iter()
                 .flatten()
-                .filter(|(k, _)| *k != "reason")
+                .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "answer"))
                 .map(|(_, v)| short(v))
                 .collect();
             let detail = if detail.is_empty() {

@@ -13,10 +13,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::redact::Redactor;
-use super::{GENESIS, JournalError, Kind, Record, runs_dir, time};
+use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
 use crate::cache::sha256_hex;
 use crate::engine::approval::{Approver, PlanDecision, StepDecision};
-use crate::engine::budget::{Budgets, StopReason};
+use crate::engine::budget::{Budgets, Spent, StopReason};
 use crate::engine::plan::Step;
 use crate::engine::planner::Mode;
 use crate::engine::record::StepRecord;
@@ -52,6 +52,23 @@ pub struct RunStart {
     pub tools: BTreeMap<String, FileDigest>,
     pub budgets: Budgets,
     pub max_parallel: usize,
+    /// The run this one replays (`toolhost replay`).
+    pub replay_of: Option<String>,
+}
+
+/// A reopened journal's records, and the torn last line cut off it.
+#[derive(Debug, Clone)]
+pub struct Reopened {
+    pub records: Vec<Record>,
+    pub torn: Option<Torn>,
+}
+
+/// A torn last line: where it was, how many bytes were cut, and why it counted as torn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Torn {
+    pub line: usize,
+    pub bytes: usize,
+    pub why: String,
 }
 
 /// Appends a run's records. Cheap to clone: clones write to the same file, in order.
@@ -101,6 +118,7 @@ impl Writer {
             Ok(()) => {
                 self.seq += 1;
                 self.prev = sha256_hex(line.as_bytes());
+                super::crash::after_record(self.seq);
             }
             Err(e) => {
                 tracing::error!(journal = %self.path.display(), error = %e, "journal write failed; no further records are written");
@@ -188,6 +206,7 @@ impl Journal {
             "tools": start.tools.iter().map(|(n, f)| (n.clone(), file_json(f))).collect::<serde_json::Map<_, _>>(),
             "budgets": start.budgets,
             "max_parallel": start.max_parallel,
+            "replay_of": start.replay_of,
             "redaction": {
                 "builtin": ["secret", "email", "phone", "card", "api_key"],
                 "custom_patterns": redactor.custom_patterns(),
@@ -210,6 +229,86 @@ impl Journal {
             id,
             path,
         })
+    }
+
+    /// Opens the journal at `path` to carry its run on: the chain must verify, except for a
+    /// torn last line (the run was killed mid-write), which is cut off and returned so the
+    /// caller can record it.
+    pub fn reopen(path: &Path, redactor: Redactor) -> Result<(Journal, Reopened), JournalError> {
+        let shown = || path.display().to_string();
+        let v = super::verify(path, None)?;
+        let mut torn = None;
+        match v.problem {
+            None => {}
+            Some(ChainProblem::Torn { line, why }) if line > 1 => {
+                let bytes = std::fs::read(path).map_err(|e| JournalError::Read {
+                    path: shown(),
+                    reason: e.to_string(),
+                })?;
+                // The intact lines end at the newline before the torn one.
+                let keep = bytes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b == b'\n')
+                    .nth(line - 2)
+                    .map_or(0, |(i, _)| i + 1);
+                let cut = bytes.len() - keep;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| {
+                        f.set_len(keep as u64)?;
+                        f.sync_all()
+                    })
+                    .map_err(|e| JournalError::Write {
+                        path: shown(),
+                        reason: e.to_string(),
+                    })?;
+                torn = Some(Torn {
+                    line,
+                    bytes: cut,
+                    why,
+                });
+            }
+            Some(problem) => {
+                return Err(JournalError::Broken {
+                    path: shown(),
+                    problem,
+                });
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| JournalError::Write {
+                path: shown(),
+                reason: e.to_string(),
+            })?;
+        let writer = Writer {
+            file,
+            path: path.to_path_buf(),
+            seq: v.records.len() as u64,
+            prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
+            redactor,
+            error: None,
+        };
+        let journal = Journal {
+            inner: Arc::new(Mutex::new(writer)),
+            id: super::run_id(path),
+            path: path.to_path_buf(),
+        };
+        Ok((
+            journal,
+            Reopened {
+                records: v.records,
+                torn,
+            },
+        ))
+    }
+
+    /// Records (synced) that the run is carried on.
+    pub fn resumed(&self, data: &Value) {
+        self.append(Kind::Resumed, data, true);
     }
 
     /// The run id: `YYYYMMDDTHHMMSSZ-` and 8 hex digits.
@@ -311,8 +410,11 @@ impl Observer for Journal {
         w.append(Kind::StepFinished, data, true);
     }
 
-    fn stopped(&mut self, reason: &StopReason) {
-        self.append(Kind::Stopped, reason, true);
+    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
+        let mut data = json!(reason);
+        data["spent"] = json!(spent);
+        data["answer"] = json!(answer);
+        self.append(Kind::Stopped, &data, true);
     }
 }
 
@@ -388,8 +490,8 @@ impl Observer for Tee<'_> {
         self.1.step_finished(record);
     }
 
-    fn stopped(&mut self, reason: &StopReason) {
-        self.0.stopped(reason);
-        self.1.stopped(reason);
+    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
+        self.0.stopped(reason, spent, answer);
+        self.1.stopped(reason, spent, answer);
     }
 }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::LlmError;
 use crate::engine::plan::Plan;
 use crate::engine::planner::{
-    Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage,
+    Ask, Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage,
 };
 
 /// A reply as a cassette holds it (the same JSON as [`Reply`]).
@@ -138,6 +138,10 @@ impl Planner for Recorder {
             result
         })
     }
+
+    fn fast_forward(&mut self, asked: &[Ask]) {
+        self.inner.fast_forward(asked);
+    }
 }
 
 /// Serves a cassette's answers in order, with no network.
@@ -225,5 +229,14 @@ impl Planner for ReplayPlanner {
             }
         };
         Box::pin(async move { result })
+    }
+
+    /// Skips the recorded calls that a resumed run already made.
+    fn fast_forward(&mut self, asked: &[Ask]) {
+        for _ in asked {
+            if self.lines.pop_front().is_some() {
+                self.served += 1;
+            }
+        }
     }
 }

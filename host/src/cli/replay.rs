@@ -1,0 +1,129 @@
+//! `toolhost replay RUN`: run a journaled run again with its recorded planner answers (no
+//! model is called) and fresh tool executions, and report where it diverges; optionally
+//! with faults injected, to check that the planner path escalates rather than loops.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::run::{Start, View, drive, load, report};
+use super::{CmdResult, Failure, exit};
+use crate::Runtime;
+use crate::engine::{Fault, FaultKind};
+use crate::journal::{self, replay};
+
+/// Replay a run: the planner's journaled answers in order, the tools run afresh; prints
+/// every divergence of step status, output, error kind, stop reason and planner calls.
+///
+/// The replay is a run of its own with its own journal (its first record names the run it
+/// replays). Exit code 0 when nothing diverged, 9 when something did.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A run id (as printed by `toolhost run`) or a journal file.
+    run: String,
+    /// The task file, if it moved since the run.
+    #[arg(long, value_name = "FILE")]
+    task: Option<PathBuf>,
+    /// Make step STEP (in revision REV, or every revision) fail without running its tool
+    /// (repeatable).
+    #[arg(long = "fail", value_name = "STEP[@REV]")]
+    fail: Vec<String>,
+    /// Make step STEP (in revision REV, or every revision) time out (repeatable).
+    #[arg(long = "timeout", value_name = "STEP[@REV]")]
+    timeout: Vec<String>,
+    #[command(flatten)]
+    view: View,
+    #[command(flatten)]
+    pub(crate) journal: super::journal::RunOptions,
+}
+
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let mut faults = Vec::new();
+    for (given, kind) in args
+        .fail
+        .iter()
+        .map(|f| (f, FaultKind::Fail))
+        .chain(args.timeout.iter().map(|f| (f, FaultKind::Timeout)))
+    {
+        faults.push(Fault::parse(given, kind).map_err(|e| usage(e.to_string()))?);
+    }
+    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
+    let path = journal::resolve(&state, &args.run).map_err(|e| usage(e.to_string()))?;
+    let run_id = journal::run_id(&path);
+    let recorded = journal::verify(&path, None).map_err(|e| usage(e.to_string()))?;
+    if let Some(p) = &recorded.problem {
+        return Err(Failure::new(
+            exit::JOURNAL,
+            format!(
+                "journal `{}` is broken, so it cannot be replayed: {p}",
+                path.display()
+            ),
+        ));
+    }
+    let start = &recorded.records[0].data;
+    let task_file = args
+        .task
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(start["task"]["path"].as_str().unwrap_or_default()));
+    let mut loaded = load(&rt, &task_file, &args.view, &Default::default())?;
+    let now = super::journal::digest(&task_file)?;
+    let then = start["task"]["sha256"].as_str().unwrap_or_default();
+    super::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;
+    loaded.task.config.faults.0 = faults.clone();
+    let mut planner = replay::Recorded::from_records(&recorded.records)
+        .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
+    let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
+    let journal = super::journal::open(&args.journal, &task_file, &loaded, Some(&run_id))?;
+    if !args.view.json {
+        let _ = writeln!(
+            out,
+            "replay of {run_id} as run {}  journal {}",
+            journal.id(),
+            journal.path().display()
+        );
+        for f in &faults {
+            let _ = writeln!(out, "fault: {f}");
+        }
+    }
+    let r = drive(
+        rt,
+        loaded,
+        &journal,
+        &mut planner,
+        Start::Fresh,
+        &args.view,
+        out,
+    )?;
+    let divergences = replay::compare(&recorded.records, &r, &redactor);
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "replay".into(),
+        json!({"of": run_id, "faults": faults.iter().map(ToString::to_string).collect::<Vec<_>>(), "divergences": divergences}),
+    );
+    let code = report(&r, &journal, args.view.json, extra, out)?;
+    if !args.view.json {
+        if divergences.is_empty() {
+            let _ = writeln!(out, "\nreplay: no divergence from run {run_id}");
+        } else {
+            let _ = writeln!(
+                out,
+                "\nreplay: {} divergence(s) from run {run_id}:",
+                divergences.len()
+            );
+            for d in &divergences {
+                let _ = writeln!(
+                    out,
+                    "  {}  {}\n      recorded: {}\n      replayed: {}",
+                    d.at, d.what, d.recorded, d.replayed
+                );
+            }
+        }
+    }
+    Ok(if divergences.is_empty() {
+        code
+    } else {
+        exit::DIVERGED
+    })
+}

@@ -1,0 +1,218 @@
+//! `toolhost resume RUN`: carry a stopped run on from its journal — after a crash
+//! (`kill -9`), a budget stop (with budgets raised here), a rejected plan or a step that
+//! waited for approval.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::run::{Start, View, drive, load, report};
+use super::{CmdResult, Failure, exit};
+use crate::Runtime;
+use crate::engine::{Budgets, StepId, Unfinished};
+use crate::journal::{self, Journal};
+
+/// Carry a stopped run on from its journal: finished steps are not run again; a step
+/// that started and did not finish runs again only if it is idempotent or `--rerun` names
+/// it, and otherwise the run stops for a decision.
+///
+/// The task, policy and tools must be the ones the run started with (their digests are in
+/// the journal). Exit codes as for `toolhost run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A run id (as printed by `toolhost run`) or a journal file.
+    run: String,
+    /// The task file, if it moved since the run started.
+    #[arg(long, value_name = "FILE")]
+    task: Option<PathBuf>,
+    /// Run this unfinished step again (repeatable).
+    #[arg(long, value_name = "STEP", value_parser = step_id)]
+    rerun: Vec<StepId>,
+    /// Record this unfinished step failed, so the planner plans around it (repeatable).
+    #[arg(long, value_name = "STEP", value_parser = step_id)]
+    abandon: Vec<StepId>,
+    #[command(flatten)]
+    budgets: BudgetArgs,
+    #[command(flatten)]
+    view: View,
+    #[command(flatten)]
+    pub(crate) journal: super::journal::RunOptions,
+    #[command(flatten)]
+    planner: super::planner::PlannerArgs,
+}
+
+/// Budgets raised (or lowered) for the rest of the run.
+#[derive(Debug, clap::Args)]
+struct BudgetArgs {
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u32>,
+    #[arg(long, value_name = "N")]
+    max_replans: Option<u32>,
+    #[arg(long, value_name = "MS")]
+    max_wall_ms: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_fuel: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_input_tokens: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_output_tokens: Option<u64>,
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+}
+
+impl BudgetArgs {
+    fn apply(&self, b: &mut Budgets) {
+        let BudgetArgs {
+            max_steps,
+            max_replans,
+            max_wall_ms,
+            max_fuel,
+            max_input_tokens,
+            max_output_tokens,
+            max_cost_usd,
+        } = self;
+        b.max_steps = max_steps.unwrap_or(b.max_steps);
+        b.max_replans = max_replans.unwrap_or(b.max_replans);
+        b.max_wall_ms = max_wall_ms.unwrap_or(b.max_wall_ms);
+        b.max_fuel = max_fuel.unwrap_or(b.max_fuel);
+        b.max_input_tokens = max_input_tokens.unwrap_or(b.max_input_tokens);
+        b.max_output_tokens = max_output_tokens.unwrap_or(b.max_output_tokens);
+        b.max_cost_usd = max_cost_usd.unwrap_or(b.max_cost_usd);
+    }
+}
+
+fn step_id(s: &str) -> Result<StepId, String> {
+    StepId::try_from(s.to_string())
+}
+
+fn recorded<'a>(start: &'a Value, what: &str) -> (&'a str, &'a str) {
+    let f = &start[what];
+    (
+        f["path"].as_str().unwrap_or_default(),
+        f["sha256"].as_str().unwrap_or_default(),
+    )
+}
+
+/// Refuses when `what` at `path` no longer has the digest the run started with.
+pub(crate) fn same(
+    what: &str,
+    path: &str,
+    now: &str,
+    then: &str,
+    run: &str,
+) -> Result<(), Failure> {
+    if now == then {
+        return Ok(());
+    }
+    Err(Failure::new(
+        exit::USAGE,
+        format!(
+            "{what} `{path}` changed since run {run} started (sha256 {now:.12}…, recorded {then:.12}…): carrying it on would mix two setups; restore it, or start a new run"
+        ),
+    ))
+}
+
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
+    let path = journal::resolve(&state, &args.run).map_err(|e| usage(e.to_string()))?;
+    let run_id = journal::run_id(&path);
+    let first = journal::verify(&path, None).map_err(|e| usage(e.to_string()))?;
+    let start = first
+        .records
+        .first()
+        .map(|r| r.data.clone())
+        .ok_or_else(|| {
+            usage(format!(
+                "journal `{}` has no readable first record",
+                path.display()
+            ))
+        })?;
+    let (task_path, task_sha) = recorded(&start, "task");
+    let task_file = args
+        .task
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(task_path));
+    let mut loaded = load(&rt, &task_file, &args.view, &args.planner.overrides())?;
+    let now = super::journal::digest(&task_file)?;
+    same("task file", &now.path, &now.sha256, task_sha, &run_id)?;
+    let now = super::journal::digest(&loaded.task.policy)?;
+    same(
+        "policy",
+        &now.path,
+        &now.sha256,
+        recorded(&start, "policy").1,
+        &run_id,
+    )?;
+    let tools = start["tools"].as_object().cloned().unwrap_or_default();
+    for (name, entry) in &loaded.tools {
+        let then = tools
+            .get(name)
+            .and_then(|t| t["sha256"].as_str())
+            .unwrap_or("");
+        same(
+            &format!("tool `{name}`"),
+            &loaded.task.tools[name].display().to_string(),
+            &entry.tool.digest,
+            then,
+            &run_id,
+        )?;
+    }
+    let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
+    let patterns = start["redaction"]["custom_patterns"].as_u64().unwrap_or(0);
+    if patterns != redactor.custom_patterns() as u64 {
+        return Err(usage(format!(
+            "run {run_id} was journaled with {patterns} --redact pattern(s) and {} were given: pass the same --redact flags, so nothing it hid is written in the clear",
+            redactor.custom_patterns()
+        )));
+    }
+    args.budgets.apply(&mut loaded.task.config.budgets);
+    let (journal, reopened) =
+        Journal::reopen(&path, redactor).map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
+    let resumable = journal::checkpoint(
+        &reopened.records,
+        &loaded.task.goal,
+        &loaded.task.config.prices,
+    )
+    .map_err(|e| usage(format!("cannot resume run {run_id}: {e}")))?;
+    let unfinished = Unfinished {
+        rerun: args.rerun.iter().cloned().collect::<BTreeSet<_>>(),
+        abandon: args.abandon.iter().cloned().collect::<BTreeSet<_>>(),
+    };
+    let after = reopened.records.len();
+    journal.resumed(&json!({
+        "after_record": after,
+        "torn": reopened.torn,
+        "last_stop": resumable.last_stop,
+        "unfinished": resumable.checkpoint.current.as_ref().map(|c| &c.unfinished),
+        "rerun": unfinished.rerun,
+        "abandon": unfinished.abandon,
+        "budgets": loaded.task.config.budgets,
+    }));
+    if !args.view.json {
+        let _ = writeln!(
+            out,
+            "resume {run_id} after record {after}{}  journal {}",
+            reopened
+                .torn
+                .as_ref()
+                .map(|t| format!(" (torn line {} dropped: {})", t.line, t.why))
+                .unwrap_or_default(),
+            path.display()
+        );
+    }
+    let mut planner = super::planner::build(&loaded.task, &args.planner)?;
+    let view = args.view;
+    let r = drive(
+        rt,
+        loaded,
+        &journal,
+        planner.as_mut(),
+        Start::Resume(Box::new(resumable.checkpoint), unfinished),
+        &view,
+        out,
+    )?;
+    report(&r, &journal, view.json, serde_json::Map::new(), out)
+}

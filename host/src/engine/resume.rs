@@ -1,0 +1,244 @@
+//! Resuming a run that stopped — a crash, a budget, a pause for approval — from a
+//! [`Checkpoint`] rebuilt from its journal: steps that finished are not run again, a step
+//! that started and did not finish runs again only if it is `idempotent` (or a person says
+//! so), and the planner is brought back to where it was.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use super::budget::{Spent, StopReason};
+use super::cancel::Cancel;
+use super::plan::{Plan, StepId};
+use super::planner::{Ask, PlanFuture, PlanRequest, Planner, Usage};
+use super::record::{StepError, StepRecord, StepStatus};
+use super::run::{Engine, PlannerCall, RunReport, State};
+use super::validate::{ValidPlan, validate};
+
+/// Where a run stopped, as its journal tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub goal: String,
+    /// What the run had spent; `wall` is the time between its first and last record.
+    pub spent: Spent,
+    /// Every finished step, in order of completion.
+    pub records: Vec<StepRecord>,
+    /// The revisions that ran (or were approved to run).
+    pub revisions: Vec<Plan>,
+    pub calls: Vec<PlannerCall>,
+    /// The last accepted revision, if any.
+    pub current: Option<Current>,
+    /// A planner answer the run received (and paid for) but stopped before acting on: it is
+    /// given to the resumed run instead of asking again.
+    pub pending: Option<PlannerCall>,
+}
+
+/// The revision a run was in when it stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Current {
+    pub plan: Plan,
+    /// Reviewed and approved. Ordinary step-wise turns need no review.
+    pub approved: bool,
+    /// A step-wise turn that handed the rest of the task to `plan`.
+    pub handoff: bool,
+    /// The step-wise turn's confidence.
+    pub confidence: f64,
+    /// Steps of `plan` that started and did not finish, or were cut off by a cancellation.
+    pub unfinished: Vec<StepId>,
+}
+
+/// A person's decisions about steps that started before the run stopped and did not
+/// finish: they may have had effects, so unless a step is `idempotent` the run does not
+/// guess.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unfinished {
+    /// Run these again.
+    pub rerun: BTreeSet<StepId>,
+    /// Record these failed, so the planner plans around them.
+    pub abandon: BTreeSet<StepId>,
+}
+
+/// The revision a resumed run carries on with (taken by the mode's loop).
+#[derive(Debug, Clone)]
+pub(crate) struct ResumePoint {
+    pub plan: ValidPlan,
+    pub approved: bool,
+    pub handoff: bool,
+    pub confidence: f64,
+}
+
+impl Engine<'_> {
+    /// Carries a stopped run on from `checkpoint` to a new stop.
+    pub async fn resume(
+        &mut self,
+        checkpoint: Checkpoint,
+        planner: &mut dyn Planner,
+        unfinished: &Unfinished,
+        cancel: &Cancel,
+    ) -> RunReport {
+        let goal = checkpoint.goal.clone();
+        let asked: Vec<_> = checkpoint.calls.iter().map(|c| c.ask.clone()).collect();
+        planner.fast_forward(&asked);
+        let mut pending = Pending {
+            call: checkpoint.pending.clone(),
+            inner: planner,
+        };
+        let planner: &mut dyn Planner = &mut pending;
+        let mut st = State::new(cancel);
+        // Wall time spent before the stop still counts against the budget.
+        st.started = Instant::now()
+            .checked_sub(checkpoint.spent.wall)
+            .unwrap_or_else(Instant::now);
+        st.spent = checkpoint.spent;
+        st.revisions = checkpoint.revisions;
+        st.calls = checkpoint.calls;
+        let current_rev = checkpoint.current.as_ref().map(|c| c.plan.revision);
+        // Outputs and ids of earlier revisions: what the current one was validated against.
+        for r in &checkpoint.records {
+            if r.status == StepStatus::Succeeded && Some(r.revision) != current_rev {
+                remember(&mut st, r);
+            }
+        }
+        let Some(current) = checkpoint.current else {
+            st.records = checkpoint.records;
+            return self.drive(&goal, planner, st).await;
+        };
+        let plan = match validate(
+            &current.plan,
+            &self.catalog,
+            self.config.max_plan_steps,
+            &st.done,
+        ) {
+            Ok(p) => p,
+            Err(problems) => {
+                st.records = checkpoint.records;
+                let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                let why = format!(
+                    "revision {} no longer validates against the tools and policy: {}",
+                    current.plan.revision,
+                    listed.join("; ")
+                );
+                return self.finish(&goal, st, StopReason::Escalated { why }, None);
+            }
+        };
+        let cut_off: BTreeSet<&StepId> = current.unfinished.iter().collect();
+        for r in &checkpoint.records {
+            if r.revision == current.plan.revision && !cut_off.contains(&r.id) {
+                if r.status == StepStatus::Succeeded {
+                    remember(&mut st, r);
+                }
+                st.prior.insert(r.id.clone(), r.status);
+            }
+        }
+        st.records = checkpoint.records;
+        let mut undecided = Vec::new();
+        for id in &current.unfinished {
+            let step = current.plan.steps.iter().find(|s| &s.id == id);
+            if step.is_some_and(|s| s.idempotent) || unfinished.rerun.contains(id) {
+                continue;
+            }
+            if unfinished.abandon.contains(id) {
+                let record = abandoned(&st, step, id, current.plan.revision);
+                self.observer.step_finished(&record);
+                st.prior.insert(id.clone(), StepStatus::Failed);
+                st.records.push(record);
+            } else {
+                undecided.push(id.to_string());
+            }
+        }
+        if !undecided.is_empty() {
+            let why = format!(
+                "step(s) {} started before the run stopped and did not finish; they are not idempotent, so they may have had effects: resume with --rerun STEP to run one again or --abandon STEP to record it failed",
+                undecided
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return self.finish(&goal, st, StopReason::Escalated { why }, None);
+        }
+        st.resume = Some(ResumePoint {
+            plan,
+            approved: current.approved,
+            handoff: current.handoff,
+            confidence: current.confidence,
+        });
+        self.drive(&goal, planner, st).await
+    }
+}
+
+fn remember(st: &mut State, r: &StepRecord) {
+    if let Some(out) = &r.output {
+        st.outputs.insert(r.id.clone(), out.clone());
+    }
+    st.done
+        .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
+}
+
+fn abandoned(
+    st: &State,
+    step: Option<&super::plan::Step>,
+    id: &StepId,
+    revision: u32,
+) -> StepRecord {
+    let now = st.micros();
+    StepRecord {
+        id: id.clone(),
+        revision,
+        tool: step.map(|s| s.tool.clone()).unwrap_or_default(),
+        operation: step.map(|s| s.operation.clone()).unwrap_or_default(),
+        args: step.map(|s| s.args.clone()).unwrap_or_default(),
+        status: StepStatus::Failed,
+        output: None,
+        error: Some(StepError {
+            kind: "interrupted".into(),
+            message: "the run stopped while the step ran; abandoned at resume".into(),
+            value: None,
+        }),
+        evaluation: None,
+        fuel: 0,
+        started_us: now,
+        finished_us: now,
+        events: Vec::new(),
+    }
+}
+
+/// Serves a received answer the run had not acted on, once, if the resumed run asks the
+/// same question; then asks `inner`. Its tokens were charged before the stop, so it is
+/// served free.
+struct Pending<'p> {
+    call: Option<PlannerCall>,
+    inner: &'p mut dyn Planner,
+}
+
+impl Planner for Pending<'_> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn estimate(&self, req: &PlanRequest) -> Usage {
+        match &self.call {
+            Some(c) if c.ask == Ask::of(req) => Usage {
+                model: c.model.clone(),
+                ..Usage::default()
+            },
+            _ => self.inner.estimate(req),
+        }
+    }
+
+    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
+        match self.call.take() {
+            Some(c) if c.ask == Ask::of(req) => {
+                let usage = Usage {
+                    model: c.model,
+                    ..Usage::default()
+                };
+                Box::pin(async move { Ok((c.response, usage)) })
+            }
+            _ => self.inner.plan(req),
+        }
+    }
+
+    fn fast_forward(&mut self, asked: &[Ask]) {
+        self.inner.fast_forward(asked);
+    }
+}
