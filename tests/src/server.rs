@@ -7,7 +7,7 @@
 //! - `/page`: 200, `text/html`, [`PAGE`] (links to extract);
 //! - `/echo`: 200, JSON `{"method", "path", "headers": {name: value}, "body"}` of the request;
 //! - `/goto?LOCATION`: 302 to `LOCATION` (the whole query, taken as it is);
-//! - `/slow?MS`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
+//! - `/slow?MS[&TAG]`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
 //! - `/huge?BYTES`: 200 with a body of BYTES `x`s;
 //! - `/never`: reads the request and answers nothing for [`MAX_WAIT`], then hangs up;
 //! - anything else: 404 `not found`.
@@ -143,7 +143,9 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
     };
 }
 
-fn wait(ms: &str) -> Duration {
+/// `MS`, or `MS&anything` (a tag that tells requests apart).
+fn wait(query: &str) -> Duration {
+    let ms = query.split('&').next().unwrap_or_default();
     Duration::from_millis(ms.parse().unwrap_or(0)).min(MAX_WAIT)
 }
 

@@ -57,7 +57,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         return Err(Failure::new(
             exit::JOURNAL,
             format!(
-                "journal `{}` is broken, so it cannot be replayed: {p}",
+                "journal `{}` is broken, so run {run_id} cannot be replayed: {p}",
                 path.display()
             ),
         ));

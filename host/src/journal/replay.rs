@@ -215,9 +215,15 @@ fn replayed(s: &StepRecord, redactor: &Redactor) -> Value {
 }
 
 fn differs(was: &Value, now: &Value) -> String {
-    let fields: Vec<&str> = ["status", "output", "error"]
+    let fields: Vec<&str> = ["status", "output", "error kind"]
         .into_iter()
-        .filter(|f| was[f] != now[f])
+        .zip(["status", "output", "error"])
+        .filter(|(_, k)| was[k] != now[k])
+        .map(|(name, _)| name)
         .collect();
-    format!("the step's {} differ(s)", fields.join(" and "))
+    match fields.as_slice() {
+        [one] => format!("the step's {one} differs"),
+        [rest @ .., last] => format!("the step's {} and {last} differ", rest.join(", ")),
+        [] => "the step differs".into(),
+    }
 }

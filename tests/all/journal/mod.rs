@@ -2,7 +2,10 @@
 //! catches every edit, deletion, reordering and torn line, nothing planted as PII reaches
 //! the disk, and `show` / `prune` do what they say.
 
+mod crash;
 mod redaction;
+mod replay;
+mod resume;
 mod tamper;
 mod timeline;
 

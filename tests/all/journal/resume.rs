@@ -1,0 +1,221 @@
+//! `toolhost resume` beyond the crash test: a torn last line, a budget stop carried on
+//! with a raised budget, a step-wise run, `--abandon`, and the refusals (a completed
+//! run, a changed task, a broken journal).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use toolhost_tests::{CliOutput, cli, tools_dir};
+
+use super::{example, records, run_in};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
+
+fn resume(state: &Path, journal: &Path, extra: &[&str]) -> (CliOutput, Value) {
+    let tools = tools_dir();
+    let mut args = vec![
+        "--state-dir",
+        state.to_str().unwrap(),
+        "resume",
+        journal.to_str().unwrap(),
+        "--tools-dir",
+        &tools,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = cli(&args);
+    let doc = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    (out, doc)
+}
+
+/// Runs `task` in a child killed after journal record `n`; returns the journal.
+fn killed_after(state: &Path, task: &str, n: usize) -> PathBuf {
+    let status = Command::new(BIN)
+        .args(["--state-dir", state.to_str().unwrap(), "run", task])
+        .args(["--tools-dir", &tools_dir(), "--json"])
+        .env("TOOLHOST_CRASH_AFTER_RECORD", n.to_string())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    let runs: Vec<PathBuf> = std::fs::read_dir(state.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    runs[0].clone()
+}
+
+fn finished(journal: &Path) -> Vec<(u64, String)> {
+    records(journal)
+        .iter()
+        .filter(|r| r["kind"] == "step_finished")
+        .map(|r| {
+            (
+                r["data"]["revision"].as_u64().unwrap(),
+                r["data"]["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_torn_last_line_is_cut_off_recorded_and_the_run_finishes() {
+    let state = tempfile::tempdir().unwrap();
+    let journal = killed_after(state.path(), &example("research.toml"), 9);
+    // The kill left a half-written record behind.
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let torn = br#"{"seq":10,"ts":"2026-"#;
+    bytes.extend_from_slice(torn);
+    std::fs::write(&journal, &bytes).unwrap();
+    let (out, doc) = resume(
+        state.path(),
+        &journal,
+        &["--rerun", "release", "--rerun", "notes"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(doc["stop"]["reason"], "completed");
+    let recs = records(&journal);
+    let resumed = recs.iter().find(|r| r["kind"] == "resumed").unwrap();
+    assert_eq!(resumed["seq"], 10);
+    assert_eq!(resumed["data"]["after_record"], 9);
+    assert_eq!(resumed["data"]["torn"]["line"], 10);
+    assert_eq!(resumed["data"]["torn"]["bytes"], torn.len());
+    let verify = cli(["journal", "verify", journal.to_str().unwrap()]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+    let show = cli(["journal", "show", journal.to_str().unwrap()]);
+    let line = format!("torn line 10 dropped ({} bytes)", torn.len());
+    assert!(show.stdout.contains(&line), "{}", show.stdout);
+}
+
+#[test]
+fn a_budget_stop_is_carried_on_with_a_raised_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(example("parallel.toml"))
+        .unwrap()
+        .replace(
+            "policy = \"policy.toml\"",
+            &format!("policy = {:?}", example("policy.toml")),
+        );
+    let task = dir.path().join("task.toml");
+    std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 3\n")).unwrap();
+    let state = dir.path().join("state");
+    let (code, doc, journal) = run_in(&state, task.to_str().unwrap(), &[]);
+    assert_eq!(code, 7);
+    assert_eq!(doc["stop"]["which"], "steps", "{doc}");
+    let before = finished(&journal);
+    assert_eq!(before.len(), 3);
+    // The same budget stops it again at once, without running anything.
+    let (out, doc) = resume(&state, &journal, &[]);
+    assert_eq!(out.code, 7, "{out:?}");
+    assert_eq!(doc["stop"]["which"], "steps");
+    assert_eq!(finished(&journal), before);
+    let (out, doc) = resume(&state, &journal, &["--max-steps", "10"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(doc["stop"]["reason"], "completed");
+    assert!(
+        (doc["answer"].as_f64().unwrap() - 2093.28).abs() < 0.01,
+        "{doc}"
+    );
+    let after = finished(&journal);
+    assert_eq!(after.len(), 5, "each step finished once: {after:?}");
+    assert_eq!(&after[..3], &before[..]);
+    let resumed = records(&journal)
+        .into_iter()
+        .filter(|r| r["kind"] == "resumed")
+        .last()
+        .unwrap();
+    assert_eq!(resumed["data"]["budgets"]["max_steps"], 10);
+    assert_eq!(resumed["data"]["last_stop"]["reason"], "budget_exhausted");
+}
+
+#[test]
+fn a_step_wise_run_resumes_at_every_record() {
+    let task = example("seed.toml");
+    let probe = tempfile::tempdir().unwrap();
+    let (_, _, full) = run_in(probe.path(), &task, &[]);
+    let total = records(&full).len();
+    for n in 1..total {
+        let state = tempfile::tempdir().unwrap();
+        let journal = killed_after(state.path(), &task, n);
+        let reruns = ["--rerun", "t1", "--rerun", "t2", "--rerun", "t3"];
+        let (out, doc) = resume(state.path(), &journal, &reruns);
+        assert_eq!(out.code, 0, "kill after {n}: {out:?}");
+        assert_eq!(doc["answer"], 53.0, "kill after {n}: {doc}");
+        let mut steps = finished(&journal);
+        let all = steps.len();
+        steps.dedup();
+        assert_eq!(steps.len(), all, "kill after {n}: a turn ran twice");
+    }
+}
+
+#[test]
+fn an_abandoned_step_is_recorded_failed_and_planned_around() {
+    let state = tempfile::tempdir().unwrap();
+    // Record 5 is the start of the first step: it never finished.
+    let journal = killed_after(state.path(), &example("research.toml"), 5);
+    let started = &records(&journal)[4];
+    assert_eq!(started["kind"], "step_started");
+    let id = started["data"]["id"].as_str().unwrap().to_string();
+    let (out, doc) = resume(state.path(), &journal, &[]);
+    assert_eq!(out.code, 7);
+    let why = doc["stop"]["why"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("`{id}`")) && why.contains("--abandon"),
+        "{why}"
+    );
+    let (out, _) = resume(state.path(), &journal, &["--abandon", &id]);
+    assert!(out.code == 0 || out.code == 7, "{out:?}");
+    let recs = records(&journal);
+    let mine: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "step_finished" && r["data"]["id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0]["data"]["error"]["kind"], "interrupted");
+}
+
+#[test]
+fn a_completed_run_is_not_resumed() {
+    let state = tempfile::tempdir().unwrap();
+    let (_, _, journal) = run_in(state.path(), &example("seed.toml"), &[]);
+    let before = std::fs::read(&journal).unwrap();
+    let (out, _) = resume(state.path(), &journal, &[]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("the run already ended `planner_stopped`: there is nothing to carry on"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "nothing was appended"
+    );
+}
+
+#[test]
+fn a_changed_task_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("task.toml");
+    let text = std::fs::read_to_string(example("parallel.toml"))
+        .unwrap()
+        .replace(
+            "policy = \"policy.toml\"",
+            &format!("policy = {:?}", example("policy.toml")),
+        );
+    std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 1\n")).unwrap();
+    let state = dir.path().join("state");
+    let (code, _, journal) = run_in(&state, task.to_str().unwrap(), &[]);
+    assert_eq!(code, 7);
+    std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 9\n")).unwrap();
+    let (out, _) = resume(&state, &journal, &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("task file `") && out.stderr.contains("changed since run"),
+        "{}",
+        out.stderr
+    );
+}
