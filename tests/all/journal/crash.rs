@@ -144,7 +144,9 @@ fn resume_to_the_end(state: &Path, journal: &Path, answer: &Value) -> Vec<String
 }
 
 /// What the journal says about each step: finished (rev, id) pairs, and started ones.
-fn steps_in(records: &[Value]) -> (Vec<(u64, String)>, Vec<(u64, String)>) {
+type StepKeys = Vec<(u64, String)>;
+
+fn steps_in(records: &[Value]) -> (StepKeys, StepKeys) {
     let pick = |kind: &str| {
         records
             .iter()

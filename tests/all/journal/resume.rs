@@ -123,8 +123,7 @@ fn a_budget_stop_is_carried_on_with_a_raised_budget() {
     assert_eq!(&after[..3], &before[..]);
     let resumed = records(&journal)
         .into_iter()
-        .filter(|r| r["kind"] == "resumed")
-        .last()
+        .rfind(|r| r["kind"] == "resumed")
         .unwrap();
     assert_eq!(resumed["data"]["budgets"]["max_steps"], 10);
     assert_eq!(resumed["data"]["last_stop"]["reason"], "budget_exhausted");
