@@ -11,7 +11,7 @@ use crate::Runtime;
 use crate::engine::approval::{Approver, Unattended};
 use crate::engine::run::{Engine, Quiet};
 use crate::engine::validate::{Catalog, Entry};
-use crate::engine::{Cancel, StopReason, Task};
+use crate::engine::{Cancel, Mode, PlanMemory, StopReason, Task};
 use crate::journal::Tee;
 use crate::policy::{Gate, Policy};
 
@@ -40,7 +40,7 @@ pub(crate) struct Args {
     planner: super::planner::PlannerArgs,
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let tools_dir = args
         .tools_dir
@@ -79,7 +79,16 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             journal.path().display()
         );
     }
-    let mut planner = super::planner::build(&task, &args.planner)?;
+    let catalog = Arc::new(Catalog { tools });
+    let memory = plan_memory(&args, &task, &catalog, err)?;
+    let recalled = memory.as_ref().and_then(|m| match m.recall() {
+        Ok(plan) => plan,
+        Err(e) => {
+            let _ = writeln!(err, "warning: {e}");
+            None
+        }
+    });
+    let mut planner = super::planner::build(&task, &args.planner, recalled)?;
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
     let approver: &mut dyn Approver = if args.approve {
@@ -112,7 +121,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         let observer: &mut dyn crate::engine::Observer = &mut tee;
         let mut engine = Engine {
             rt: Arc::new(rt),
-            catalog: Arc::new(Catalog { tools }),
+            catalog: catalog.clone(),
             config: task.config.clone(),
             approver,
             observer,
@@ -128,6 +137,15 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         });
         tokio.block_on(engine.run_until(&task.goal, planner.as_mut(), &cancel))
     };
+    if let Some(m) = &memory {
+        match m.remember(&report, &catalog, task.config.max_plan_steps) {
+            Ok(true) => tracing::debug!(path = %m.path().display(), "plan stored in plan memory"),
+            Ok(false) => {}
+            Err(e) => {
+                let _ = writeln!(err, "warning: {e}");
+            }
+        }
+    }
     if args.json {
         let mut doc = serde_json::to_value(&report).expect("JSON");
         doc["journal"] = serde_json::json!({
@@ -167,4 +185,25 @@ fn built_tools_dir() -> Option<PathBuf> {
         .parent()
         .filter(|d| d.is_dir())
         .map(PathBuf::from)
+}
+
+/// The run's plan memory, when it is on and the run plans before executing.
+fn plan_memory(
+    args: &Args,
+    task: &Task,
+    catalog: &Catalog,
+    err: &mut dyn Write,
+) -> Result<Option<PlanMemory>, Failure> {
+    if !args.planner.plan_memory(task.memory) {
+        return Ok(None);
+    }
+    if task.config.mode != Mode::PlanThenExecute {
+        let _ = writeln!(
+            err,
+            "note: plan memory serves plan-then-execute runs only; this step-wise run neither reads nor stores it"
+        );
+        return Ok(None);
+    }
+    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
+    Ok(Some(PlanMemory::new(&state, &task.goal, catalog)))
 }

@@ -64,6 +64,12 @@ pub struct PlannerCall {
     pub latency_us: u64,
     /// `plan`, `turn` or `give_up`.
     pub reply: String,
+    /// Served from plan memory (`model` is `plan-memory`, no tokens).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Other models the reply needed, e.g. an ensemble's fast model before it escalated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Usage>,
 }
 
 /// The result of a run.
@@ -267,6 +273,8 @@ impl Engine<'_> {
                 Reply::GiveUp { .. } => "give_up",
             }
             .into(),
+            cached: usage.model == super::memory::MODEL,
+            also: usage.also.clone(),
         };
         self.observer.planner_called(&call);
         st.calls.push(call);
@@ -274,10 +282,12 @@ impl Engine<'_> {
     }
 
     pub(super) fn charge(&self, st: &mut State, usage: &Usage) {
-        st.spent.input_tokens += usage.input_tokens;
-        st.spent.output_tokens += usage.output_tokens;
-        if let Some(p) = self.config.prices.get(&usage.model) {
-            st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+        for usage in usage.calls() {
+            st.spent.input_tokens += usage.input_tokens;
+            st.spent.output_tokens += usage.output_tokens;
+            if let Some(p) = self.config.prices.get(&usage.model) {
+                st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+            }
         }
     }
 
