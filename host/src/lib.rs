@@ -19,7 +19,8 @@
 //! - [`schema`]: WIT type + docs → JSON Schema for models.
 //! - [`convert`]: JSON ↔ component values, with JSON-path errors.
 //! - [`engine`]: the planner–executor engine: the plan artifact, references between steps,
-//!   and validation of a plan against the tools and the policy before anything runs.
+//!   and validation of a plan against the tools and the policy before anything runs; the
+//!   ensemble of a fast and a strong planner; plan memory (`STATE_DIR/plans/KEY.json`).
 //! - [`llm`]: LLM planners (OpenAI, Anthropic, OpenAI-compatible), retries, record/replay.
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
 //! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.

@@ -1,12 +1,15 @@
 //! LLM planners against mock providers on `127.0.0.1:0` speaking each real wire format:
 //! request shapes, both planning modes per provider, faults (rate limits, server errors,
-//! timeouts, malformed answers, invalid plans), prompt injection, keys kept secret, and
-//! record/replay. Nothing here touches the internet.
+//! timeouts, malformed answers, invalid plans), prompt injection, keys kept secret,
+//! record/replay, the ensemble of two models, and plan memory. Nothing here touches the
+//! internet.
 
 mod anthropic;
 mod compatible;
+mod ensemble;
 mod faults;
 mod injection;
+mod memory;
 mod mock;
 mod openai;
 mod replay;
@@ -99,7 +102,7 @@ fn strict_turn(tool: Option<(&str, &str, Value)>, stop: bool, answer: Option<&st
         None => (Value::Null, Value::Null, Value::Null),
     };
     json!({"thought": "…", "next_step": null, "tool": t, "operation": o, "arguments": a,
-           "stop": stop, "confidence": 0.9, "answer": answer})
+           "stop": stop, "confidence": 0.9, "answer": answer, "handoff": null})
     .to_string()
 }
 

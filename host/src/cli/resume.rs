@@ -214,7 +214,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             path.display()
         );
     }
-    let mut planner = super::planner::build(&loaded.task, &args.planner)?;
+    let mut planner = super::planner::build(&loaded.task, &args.planner, None)?;
     let view = args.view;
     let r = drive(
         rt,

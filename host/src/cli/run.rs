@@ -16,7 +16,7 @@ use crate::engine::approval::{Approver, Unattended};
 use crate::engine::run::{Engine, Quiet, RunReport};
 use crate::engine::task::PlannerOverrides;
 use crate::engine::validate::{Catalog, Entry};
-use crate::engine::{Cancel, Checkpoint, Planner, StopReason, Task, Unfinished};
+use crate::engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Task, Unfinished};
 use crate::journal::{Journal, Tee};
 use crate::policy::{Gate, Policy};
 
@@ -219,7 +219,7 @@ pub(crate) fn report(
     })
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let loaded = load(&rt, &args.task, &args.view, &args.planner.overrides())?;
     let journal = super::journal::open(&args.journal, &args.task, &loaded, None)?;
     if !args.view.json {
@@ -230,7 +230,19 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
             journal.path().display()
         );
     }
-    let mut planner = super::planner::build(&loaded.task, &args.planner)?;
+    let catalog = Catalog {
+        tools: loaded.tools.clone(),
+    };
+    let memory = plan_memory(&args, &loaded.task, &catalog, err)?;
+    let recalled = memory.as_ref().and_then(|m| match m.recall() {
+        Ok(plan) => plan,
+        Err(e) => {
+            let _ = writeln!(err, "warning: {e}");
+            None
+        }
+    });
+    let mut planner = super::planner::build(&loaded.task, &args.planner, recalled)?;
+    let max_plan_steps = loaded.task.config.max_plan_steps;
     let r = drive(
         rt,
         loaded,
@@ -240,6 +252,15 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         &args.view,
         out,
     )?;
+    if let Some(m) = &memory {
+        match m.remember(&r, &catalog, max_plan_steps) {
+            Ok(true) => tracing::debug!(path = %m.path().display(), "plan stored in plan memory"),
+            Ok(false) => {}
+            Err(e) => {
+                let _ = writeln!(err, "warning: {e}");
+            }
+        }
+    }
     report(&r, &journal, args.view.json, serde_json::Map::new(), out)
 }
 
@@ -250,4 +271,25 @@ fn built_tools_dir() -> Option<PathBuf> {
         .parent()
         .filter(|d| d.is_dir())
         .map(PathBuf::from)
+}
+
+/// The run's plan memory, when it is on and the run plans before executing.
+fn plan_memory(
+    args: &Args,
+    task: &Task,
+    catalog: &Catalog,
+    err: &mut dyn Write,
+) -> Result<Option<PlanMemory>, Failure> {
+    if !args.planner.plan_memory(task.memory) {
+        return Ok(None);
+    }
+    if task.config.mode != Mode::PlanThenExecute {
+        let _ = writeln!(
+            err,
+            "note: plan memory serves plan-then-execute runs only; this step-wise run neither reads nor stores it"
+        );
+        return Ok(None);
+    }
+    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
+    Ok(Some(PlanMemory::new(&state, &task.goal, catalog)))
 }

@@ -10,7 +10,8 @@
 //! - `sample`: stand-in values used to type-check references.
 //! - [`validate`]: every problem of a plan, before any step runs.
 //! - [`planner`]: the [`Planner`] trait and what it is asked; [`scripted`]: the offline
-//!   planner.
+//!   planner; [`ensemble`]: a fast planner escalating to a strong one.
+//! - [`memory`]: plan memory, completed plans served again for the same goal and tools.
 //! - [`budget`]: run budgets, checked before spending; [`StopReason`].
 //! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
@@ -24,9 +25,11 @@
 pub mod approval;
 pub mod budget;
 pub mod cancel;
+pub mod ensemble;
 pub mod evaluate;
 mod exec;
 pub mod fault;
+pub mod memory;
 pub mod plan;
 pub mod planner;
 pub mod record;
@@ -42,8 +45,10 @@ pub mod validate;
 pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
+pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};
 pub use self::fault::{Fault, FaultKind, Faults};
+pub use self::memory::{MemoryPlanner, PlanMemory};
 pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
 pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
 pub use self::record::{StepRecord, StepStatus, Verdict};

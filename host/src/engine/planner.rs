@@ -163,6 +163,21 @@ pub struct Usage {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// Other model calls the same reply needed (an ensemble's fast model before the strong
+    /// one answered), each charged at its own model's price.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Usage>,
+}
+
+impl Usage {
+    /// This call and every call in `also`, flattened: what the run is charged for.
+    pub fn calls(&self) -> Vec<&Usage> {
+        let mut all = vec![self];
+        for u in &self.also {
+            all.extend(u.calls());
+        }
+        all
+    }
 }
 
 /// Why a planner call failed.

@@ -74,6 +74,12 @@ pub struct PlannerCall {
     pub ask: Ask,
     /// What it answered, for the record and for `toolhost replay`.
     pub response: Reply,
+    /// Served from plan memory (`model` is `plan-memory`, no tokens).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Other models the reply needed, e.g. an ensemble's fast model before it escalated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Usage>,
 }
 
 /// The result of a run.
@@ -312,6 +318,8 @@ impl Engine<'_> {
                 Reply::GiveUp { .. } => "give_up",
             }
             .into(),
+            cached: usage.model == super::memory::MODEL,
+            also: usage.also.clone(),
         };
         self.observer.planner_called(&call);
         st.calls.push(call);
@@ -319,10 +327,12 @@ impl Engine<'_> {
     }
 
     pub(super) fn charge(&self, st: &mut State, usage: &Usage) {
-        st.spent.input_tokens += usage.input_tokens;
-        st.spent.output_tokens += usage.output_tokens;
-        if let Some(p) = self.config.prices.get(&usage.model) {
-            st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+        for usage in usage.calls() {
+            st.spent.input_tokens += usage.input_tokens;
+            st.spent.output_tokens += usage.output_tokens;
+            if let Some(p) = self.config.prices.get(&usage.model) {
+                st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+            }
         }
     }
 

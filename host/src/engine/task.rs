@@ -26,6 +26,16 @@
 //! # temperature = 0.0, timeout_ms = 60000, max_retries = 3, max_output_tokens = 4096
 //! # cassette = "run.cassette.jsonl"           # for kind = "replay"
 //!
+//! # … or two models, the strong one asked when the fast one is not good enough:
+//! # [planner]
+//! # kind = "ensemble"
+//! # escalate_after_invalid = 2
+//! # fast = { kind = "openai", model = "gpt-4o-mini" }
+//! # strong = { kind = "anthropic", model = "claude-sonnet-4-5" }
+//!
+//! [memory]                        # plan memory: off unless enabled
+//! enabled = true
+//!
 //! [budgets]
 //! max_steps = 10
 //!
@@ -44,99 +54,15 @@ use serde::Deserialize;
 
 use super::budget::{Budgets, Prices};
 use super::evaluate::EvaluatorConfig;
-use super::plan::Plan;
-use super::planner::{Mode, Turn, Usage};
+use super::planner::{Mode, Usage};
 use super::run::RunConfig;
-use super::scripted::{Script, ScriptedReplan};
-use crate::llm::{LlmConfig, ProviderKind, Structured};
+use super::scripted::Script;
 use crate::policy::PolicyError;
 
-/// Which planner drives the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlannerKind {
-    /// Answers from a script: offline, deterministic.
-    #[default]
-    Scripted,
-    /// OpenAI Chat Completions.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-    /// A server speaking Chat Completions at `base_url` (Ollama, vLLM, llama.cpp, …).
-    #[serde(rename = "openai-compatible")]
-    OpenAiCompatible,
-    /// Answers from a cassette recorded with `toolhost run --record`.
-    Replay,
-}
+mod planners;
 
-impl std::str::FromStr for PlannerKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<PlannerKind, String> {
-        serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
-            format!(
-                "unknown planner `{s}`: use scripted, openai, anthropic, openai-compatible or replay"
-            )
-        })
-    }
-}
-
-/// The planner a task resolved to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PlannerSpec {
-    /// The task's script ([`Task::script`]).
-    Scripted,
-    Llm(LlmConfig),
-    /// A cassette file.
-    Replay(PathBuf),
-}
-
-/// Planner settings given outside the task file (command-line flags); each replaces the
-/// task's value. Choosing a model `kind` here drops the task's inline script.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PlannerOverrides {
-    pub kind: Option<PlannerKind>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    pub api_key_env: Option<String>,
-    /// Taken as given (relative to the working directory, not the task file).
-    pub cassette: Option<PathBuf>,
-}
-
-/// The `[planner]` table.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlannerConfig {
-    #[serde(default)]
-    pub kind: PlannerKind,
-    /// Model planners: the provider's model name (also the key of `[prices]`).
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    /// The environment variable holding the key (default by provider).
-    pub api_key_env: Option<String>,
-    pub temperature: Option<f64>,
-    pub timeout_ms: Option<u64>,
-    pub max_retries: Option<u32>,
-    pub backoff_ms: Option<u64>,
-    pub max_output_tokens: Option<u64>,
-    pub max_repairs: Option<u32>,
-    pub context_chars: Option<usize>,
-    pub structured_output: Option<Structured>,
-    /// `kind = "replay"`: the cassette file.
-    pub cassette: Option<String>,
-    /// A script file (JSON); or give the script's parts inline below.
-    pub script: Option<String>,
-    pub plan: Option<Plan>,
-    #[serde(default)]
-    pub replans: Vec<ScriptedReplan>,
-    #[serde(default)]
-    pub repairs: Vec<Plan>,
-    #[serde(default)]
-    pub turns: Vec<Turn>,
-    #[serde(default)]
-    pub usage_per_call: Usage,
-}
+use self::planners::resolve;
+pub use self::planners::{PlannerConfig, PlannerKind, PlannerOverrides, PlannerSpec};
 
 /// `tools`: names to find in the tools directory, or name → component path.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -166,6 +92,18 @@ pub struct TaskFile {
     pub max_parallel: Option<usize>,
     pub confidence_threshold: Option<f64>,
     pub max_plan_steps: Option<usize>,
+    #[serde(default)]
+    pub memory: MemoryConfig,
+}
+
+/// The `[memory]` table: plan memory ([`crate::engine::memory`]), off unless enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Serve a stored plan for the same goal and tools instead of asking the planner, and
+    /// store the plan of every completed run.
+    #[serde(default)]
+    pub enabled: bool,
 }
 
 fn default_mode() -> Mode {
@@ -194,6 +132,8 @@ pub struct Task {
     pub policy: PathBuf,
     /// Name → component path.
     pub tools: BTreeMap<String, PathBuf>,
+    /// `[memory] enabled`: plan memory is on (flags may turn it on or off).
+    pub memory: bool,
 }
 
 impl Task {
@@ -326,154 +266,7 @@ impl Task {
             planner,
             policy: base.join(&raw.policy),
             tools,
+            memory: raw.memory.enabled,
         })
     }
-}
-
-impl PlannerOverrides {
-    fn apply(&self, p: &mut PlannerConfig) {
-        if let Some(kind) = self.kind
-            && kind != p.kind
-        {
-            // A different kind keeps only the task's settings that it uses.
-            let old = std::mem::take(p);
-            let model = |k: PlannerKind| !matches!(k, PlannerKind::Scripted | PlannerKind::Replay);
-            *p = match kind {
-                PlannerKind::Scripted => PlannerConfig {
-                    script: old.script,
-                    plan: old.plan,
-                    replans: old.replans,
-                    repairs: old.repairs,
-                    turns: old.turns,
-                    usage_per_call: old.usage_per_call,
-                    ..PlannerConfig::default()
-                },
-                PlannerKind::Replay => PlannerConfig {
-                    cassette: old.cassette,
-                    ..PlannerConfig::default()
-                },
-                _ if model(old.kind) => PlannerConfig {
-                    script: None,
-                    plan: None,
-                    replans: Vec::new(),
-                    repairs: Vec::new(),
-                    turns: Vec::new(),
-                    usage_per_call: Usage::default(),
-                    cassette: None,
-                    ..old
-                },
-                _ => PlannerConfig::default(),
-            };
-            p.kind = kind;
-        }
-        let set = |field: &mut Option<String>, v: &Option<String>| {
-            if v.is_some() {
-                field.clone_from(v);
-            }
-        };
-        set(&mut p.model, &self.model);
-        set(&mut p.base_url, &self.base_url);
-        set(&mut p.api_key_env, &self.api_key_env);
-        if let Some(c) = &self.cassette {
-            p.cassette = Some(c.display().to_string());
-        }
-    }
-}
-
-/// Which planner `p` describes; a setting that the kind does not use is an error, so a
-/// typo'd kind cannot silently run the script.
-fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
-    let scripted = p.script.is_some()
-        || p.plan.is_some()
-        || !p.turns.is_empty()
-        || !p.replans.is_empty()
-        || !p.repairs.is_empty()
-        || p.usage_per_call != Usage::default();
-    let model_fields = [
-        ("model", p.model.is_some()),
-        ("base_url", p.base_url.is_some()),
-        ("api_key_env", p.api_key_env.is_some()),
-        ("temperature", p.temperature.is_some()),
-        ("timeout_ms", p.timeout_ms.is_some()),
-        ("max_retries", p.max_retries.is_some()),
-        ("backoff_ms", p.backoff_ms.is_some()),
-        ("max_output_tokens", p.max_output_tokens.is_some()),
-        ("max_repairs", p.max_repairs.is_some()),
-        ("context_chars", p.context_chars.is_some()),
-        ("structured_output", p.structured_output.is_some()),
-    ];
-    let model_field = model_fields.iter().find(|(_, set)| *set).map(|(n, _)| *n);
-    let provider = match p.kind {
-        PlannerKind::Scripted => {
-            if let Some(f) = model_field.or(p.cassette.as_ref().map(|_| "cassette")) {
-                return Err(format!(
-                    "[planner] sets `{f}`, which a scripted planner does not use: set `kind` (openai, anthropic, openai-compatible, replay)"
-                ));
-            }
-            return Ok(PlannerSpec::Scripted);
-        }
-        PlannerKind::Replay => {
-            if let Some(f) = model_field {
-                return Err(format!(
-                    "[planner] sets `{f}`, which `kind = \"replay\"` does not use"
-                ));
-            }
-            if scripted {
-                return Err(
-                    "[planner] gives a script, which `kind = \"replay\"` does not use".into(),
-                );
-            }
-            let c = p.cassette.as_ref().ok_or(
-                "`kind = \"replay\"` needs `cassette` (a file written by `toolhost run --record`)",
-            )?;
-            return Ok(PlannerSpec::Replay(base.join(c)));
-        }
-        PlannerKind::OpenAi => ProviderKind::OpenAi,
-        PlannerKind::Anthropic => ProviderKind::Anthropic,
-        PlannerKind::OpenAiCompatible => ProviderKind::OpenAiCompatible,
-    };
-    let kind = provider.as_str();
-    if scripted {
-        return Err(format!(
-            "[planner] gives a script, which `kind = \"{kind}\"` does not use"
-        ));
-    }
-    if p.cassette.is_some() {
-        return Err(format!(
-            "[planner] sets `cassette`, which `kind = \"{kind}\"` does not use (record with --record)"
-        ));
-    }
-    let model = p
-        .model
-        .clone()
-        .ok_or_else(|| format!("`kind = \"{kind}\"` needs `model`"))?;
-    let mut c = LlmConfig::new(provider, model);
-    if p.base_url.is_some() {
-        c.base_url.clone_from(&p.base_url);
-    }
-    if c.base_url.is_none() {
-        return Err(format!(
-            "`kind = \"{kind}\"` needs `base_url` (e.g. http://localhost:11434/v1 for Ollama), or pass --base-url"
-        ));
-    }
-    if p.api_key_env.is_some() {
-        c.api_key_env.clone_from(&p.api_key_env);
-    }
-    if let Some(t) = p.temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return Err(format!("temperature {t} is not between 0 and 2"));
-        }
-        c.temperature = t;
-    }
-    c.timeout_ms = p.timeout_ms.unwrap_or(c.timeout_ms);
-    c.max_retries = p.max_retries.unwrap_or(c.max_retries);
-    c.backoff_ms = p.backoff_ms.unwrap_or(c.backoff_ms);
-    c.max_output_tokens = p.max_output_tokens.unwrap_or(c.max_output_tokens);
-    c.max_repairs = p.max_repairs.unwrap_or(c.max_repairs);
-    c.context_chars = p.context_chars.unwrap_or(c.context_chars);
-    c.structured = p.structured_output.unwrap_or(c.structured);
-    if c.timeout_ms == 0 || c.max_output_tokens == 0 {
-        return Err("timeout_ms and max_output_tokens must be at least 1".into());
-    }
-    Ok(PlannerSpec::Llm(c))
 }

@@ -90,6 +90,7 @@ fn usage_of(c: &PlannerCall) -> Usage {
         model: c.model.clone(),
         input_tokens: c.input_tokens,
         output_tokens: c.output_tokens,
+        also: c.also.clone(),
     }
 }
 

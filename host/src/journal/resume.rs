@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::{Kind, Record, time};
 use crate::engine::budget::{Prices, Spent, StopReason, cost};
 use crate::engine::plan::{Plan, StepId};
-use crate::engine::planner::{Mode, Reply};
+use crate::engine::planner::{Mode, Reply, Usage};
 use crate::engine::record::StepRecord;
 use crate::engine::resume::{Checkpoint, Current};
 use crate::engine::run::PlannerCall;
@@ -126,10 +126,18 @@ pub fn checkpoint(
             Kind::PlannerCalled => {
                 let call: PlannerCall = parse(r)?;
                 spent.planner_calls += 1;
-                spent.input_tokens += call.input_tokens;
-                spent.output_tokens += call.output_tokens;
-                if let Some(p) = prices.get(&call.model) {
-                    spent.cost_usd += cost(p, call.input_tokens, call.output_tokens);
+                let own = Usage {
+                    model: call.model.clone(),
+                    input_tokens: call.input_tokens,
+                    output_tokens: call.output_tokens,
+                    also: call.also.clone(),
+                };
+                for u in own.calls() {
+                    spent.input_tokens += u.input_tokens;
+                    spent.output_tokens += u.output_tokens;
+                    if let Some(p) = prices.get(&u.model) {
+                        spent.cost_usd += cost(p, u.input_tokens, u.output_tokens);
+                    }
                 }
                 calls.push(call);
                 answered = false;

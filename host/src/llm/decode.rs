@@ -125,6 +125,19 @@ fn turn(mut obj: Map<String, Value>) -> Result<Reply, Vec<String>> {
     {
         obj.insert("answer".into(), v);
     }
+    // A handoff is a plan in either shape: decoded, and checked, like one.
+    if let Some(Value::Object(h)) = obj.remove("handoff") {
+        match plan(h) {
+            Ok(Reply::Plan { plan }) => {
+                obj.insert(
+                    "handoff".into(),
+                    serde_json::to_value(plan).expect("a plan serialises"),
+                );
+            }
+            Ok(_) => errors.push("`handoff` must be a plan with steps".into()),
+            Err(why) => errors.extend(why.into_iter().map(|e| format!("handoff: {e}"))),
+        }
+    }
     if let Some(c) = obj.get("confidence").and_then(Value::as_f64)
         && !(0.0..=1.0).contains(&c)
     {
@@ -185,6 +198,20 @@ mod tests {
             panic!("a turn");
         };
         assert_eq!((turn.stop, turn.answer), (true, Some(json!(53))));
+        let step = json!({"id": "s1", "description": "", "tool": "calc", "operation": "eval",
+            "args": "{\"expression\": \"1+2\"}", "depends_on": [], "expect": null,
+            "idempotent": false, "timeout_ms": null});
+        let a = Answer::Json(json!({"thought": "t", "stop": false, "confidence": 1,
+            "handoff": {"goal": "g", "steps": [step]}}));
+        let Ok(Reply::Turn { turn }) = decode(&a, Mode::StepWise) else {
+            panic!("a turn");
+        };
+        let handoff = turn.handoff.expect("a handoff");
+        assert_eq!(handoff.steps[0].args, json!({"expression": "1+2"}));
+        let a = Answer::Json(json!({"thought": "t", "stop": false,
+            "handoff": {"goal": "g", "steps": [{"id": "1x"}]}}));
+        let e = decode(&a, Mode::StepWise).unwrap_err().join("\n");
+        assert!(e.contains("handoff: at `/steps/0"), "{e}");
         let a = Answer::Json(json!({"goal": "g", "steps": [], "give_up": "no tool reads mail"}));
         assert_eq!(
             decode(&a, Mode::PlanThenExecute),

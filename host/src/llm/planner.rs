@@ -87,8 +87,7 @@ impl LlmPlanner {
         let deadline = Instant::now() + Duration::from_millis(req.remaining.wall_ms);
         let mut used = Usage {
             model: self.config.model.clone(),
-            input_tokens: 0,
-            output_tokens: 0,
+            ..Usage::default()
         };
         let base = self.prompt(req, req.remaining.output_tokens);
         let mut prompt = base.clone();
@@ -163,6 +162,7 @@ impl Planner for LlmPlanner {
             model: self.config.model.clone(),
             input_tokens: p.input_estimate(),
             output_tokens: p.max_output_tokens,
+            ..Usage::default()
         }
     }
 

@@ -53,7 +53,10 @@ run again. If the goal cannot be reached with these tools, return no steps and s
 const TURN_RULES: &str = "\
 Mode: step-wise. Each turn, choose the one next tool call (tool, operation, arguments), or set \
 stop with the final answer when the goal is reached or cannot be. A failed step is an \
-observation: adapt. Give your confidence in the step, from 0 to 1.";
+observation: adapt. Give your confidence in the step, from 0 to 1. When the rest of the task \
+is a fixed sequence of calls, you may instead hand it off: set handoff to a plan of the \
+remaining steps (earlier steps' outputs can be referenced as {\"$ref\": \"STEP.output.PATH\"}); \
+it runs as a whole, and the run ends if every step succeeds.";
 
 /// Builds the prompt for `req`. `previous` is the planner's last answer, shown back to it
 /// when `req.problems` asks for a repair.

@@ -39,9 +39,34 @@ fn names(tools: &[ToolSummary]) -> (Value, Value) {
     (one(tool_names), one(ops))
 }
 
+/// The strict shape of a plan's steps.
+fn strict_steps(tool: Value, operation: Value) -> Value {
+    json!({"type": "array", "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["id", "description", "tool", "operation", "args", "depends_on",
+                     "expect", "idempotent", "timeout_ms"],
+        "properties": {
+            "id": {"type": "string",
+                "description": "Letters, digits, _ and -, starting with a letter."},
+            "description": {"type": "string"},
+            "tool": tool,
+            "operation": operation,
+            "args": {"type": "string",
+                "description": "The arguments: the text of a JSON object by parameter name. A value {\"$ref\": \"STEP.output.PATH\"} is an earlier step's output; ${STEP.output.PATH} inside a string interpolates one."},
+            "depends_on": {"type": "array", "items": {"type": "string"}},
+            "expect": {"type": ["string", "null"],
+                "description": "null, or checks on the output as JSON text: {\"schema\": …, \"contains\": …, \"equals\": …, \"min\": …, \"max\": …}."},
+            "idempotent": {"type": "boolean"},
+            "timeout_ms": {"type": ["integer", "null"]}
+        }
+    }})
+}
+
 /// The strict shape for `mode`.
 pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
     let (tool, operation) = names(tools);
+    let steps = strict_steps(tool.clone(), operation.clone());
     match mode {
         Mode::PlanThenExecute => json!({
             "type": "object",
@@ -51,33 +76,14 @@ pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
                 "goal": {"type": "string", "description": "What the plan achieves."},
                 "give_up": {"type": ["string", "null"],
                     "description": "null; or, with no steps, why the goal cannot be reached with these tools."},
-                "steps": {"type": "array", "items": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["id", "description", "tool", "operation", "args", "depends_on",
-                                 "expect", "idempotent", "timeout_ms"],
-                    "properties": {
-                        "id": {"type": "string",
-                            "description": "Letters, digits, _ and -, starting with a letter."},
-                        "description": {"type": "string"},
-                        "tool": tool,
-                        "operation": operation,
-                        "args": {"type": "string",
-                            "description": "The arguments: the text of a JSON object by parameter name. A value {\"$ref\": \"STEP.output.PATH\"} is an earlier step's output; ${STEP.output.PATH} inside a string interpolates one."},
-                        "depends_on": {"type": "array", "items": {"type": "string"}},
-                        "expect": {"type": ["string", "null"],
-                            "description": "null, or checks on the output as JSON text: {\"schema\": …, \"contains\": …, \"equals\": …, \"min\": …, \"max\": …}."},
-                        "idempotent": {"type": "boolean"},
-                        "timeout_ms": {"type": ["integer", "null"]}
-                    }
-                }}
+                "steps": steps
             }
         }),
         Mode::StepWise => json!({
             "type": "object",
             "additionalProperties": false,
             "required": ["thought", "next_step", "tool", "operation", "arguments", "stop",
-                         "confidence", "answer"],
+                         "confidence", "answer", "handoff"],
             "properties": {
                 "thought": {"type": "string", "description": "Brief reasoning."},
                 "next_step": {"type": ["string", "null"], "description": "What the next step does."},
@@ -88,11 +94,21 @@ pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
                 "stop": {"type": "boolean", "description": "true when the goal is reached or cannot be."},
                 "confidence": {"type": "number", "description": "0 to 1."},
                 "answer": {"type": ["string", "null"],
-                    "description": "With stop: the final answer (JSON text, or plain text)."}
+                    "description": "With stop: the final answer (JSON text, or plain text)."},
+                "handoff": {"type": ["object", "null"],
+                    "description": HANDOFF,
+                    "additionalProperties": false,
+                    "required": ["goal", "steps"],
+                    "properties": {
+                        "goal": {"type": "string", "description": "What the plan achieves."},
+                        "steps": steps
+                    }}
             }
         }),
     }
 }
+
+const HANDOFF: &str = "null; or, instead of one tool call, the whole rest of the task as a plan: its steps run like a plan's (references to earlier steps' outputs allowed), and the run ends when every step succeeds.";
 
 /// The loose shape for `mode`: the published plan schema, or the turn's fields as they are.
 pub fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
@@ -119,20 +135,35 @@ pub fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
             step.insert("operation".into(), operation);
             s
         }
-        Mode::StepWise => json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["thought", "stop"],
-            "properties": {
-                "thought": {"type": "string", "description": "Brief reasoning."},
-                "next_step": {"type": "string", "description": "What the next step does."},
-                "tool": tool,
-                "operation": operation,
-                "arguments": {"type": "object", "description": "Arguments by parameter name."},
-                "stop": {"type": "boolean", "description": "true when the goal is reached or cannot be."},
-                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                "answer": {"description": "With stop: the final answer."}
-            }
-        }),
+        Mode::StepWise => {
+            let mut handoff = loose(Mode::PlanThenExecute, tools);
+            let obj = handoff
+                .as_object_mut()
+                .expect("the plan schema is an object");
+            obj["properties"]
+                .as_object_mut()
+                .expect("the plan schema has properties")
+                .remove("give_up");
+            obj.insert("description".into(), json!(HANDOFF));
+            json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["thought", "stop"],
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["thought", "stop"],
+                "properties": {
+                    "thought": {"type": "string", "description": "Brief reasoning."},
+                    "next_step": {"type": "string", "description": "What the next step does."},
+                    "tool": tool,
+                    "operation": operation,
+                    "arguments": {"type": "object", "description": "Arguments by parameter name."},
+                    "stop": {"type": "boolean", "description": "true when the goal is reached or cannot be."},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "answer": {"description": "With stop: the final answer."},
+                    "handoff": handoff
+                }
+            })
+        }
     }
 }

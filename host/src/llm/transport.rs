@@ -1,9 +1,9 @@
 //! POSTing JSON to a provider: a per-request timeout, retries with exponential backoff and
-//! jitter on 429, 5xx, connection errors and timeouts, `Retry-After` honoured, and all of
-//! it inside a deadline (the run's remaining wall time).
+//! jitter on 429, 5xx, connection errors and timeouts, `Retry-After` honoured (seconds or
+//! an HTTP-date), and all of it inside a deadline (the run's remaining wall time).
 
 use std::hash::{BuildHasher, Hasher};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
@@ -188,11 +188,19 @@ impl Http {
     }
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is rare from APIs and falls back to backoff).
+/// `Retry-After` (RFC 9110 §10.2.3): seconds, or an HTTP-date (IMF-fixdate, or the
+/// obsolete RFC 850 and asctime forms) to wait until; a date already past means now. An
+/// unparseable value falls back to backoff.
 fn retry_after(h: &HeaderMap) -> Option<Duration> {
     let v = h.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    let secs: f64 = v.parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 fn cut(s: &str) -> String {
@@ -233,10 +241,24 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(RETRY_AFTER, HeaderValue::from_static("2"));
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date() {
+        let mut h = HeaderMap::new();
         h.insert(
             RETRY_AFTER,
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(5));
+        h.insert(RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
+        let wait = retry_after(&h).expect("a date");
+        assert!(
+            (Duration::from_secs(3)..=Duration::from_secs(5)).contains(&wait),
+            "{wait:?}"
+        );
     }
 }

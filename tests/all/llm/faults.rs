@@ -35,21 +35,33 @@ fn escalation(stop: &StopReason) -> &str {
     }
 }
 
-#[test]
-fn a_rate_limit_waits_as_long_as_retry_after_says() {
-    let mock = Mock::start(vec![
-        Canned::status(429, r#"{"error": {"message": "Rate limit reached"}}"#)
-            .header("retry-after", "1"),
-        good(),
-    ]);
+/// Runs a plan whose first request is answered `refusal` with `Retry-After: value`:
+/// the run completes, after at least a second (backoff alone would wait 10 ms).
+fn waits_at_least_a_second(refusal: Canned, value: &str) -> toolhost::engine::RunReport {
+    let mock = Mock::start(vec![refusal.header("retry-after", value), good()]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let t = Instant::now();
     let report = run(calc(), RunConfig::default(), "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
     assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
     assert_eq!(mock.requests().len(), 2);
+    report
+}
+
+#[test]
+fn a_rate_limit_waits_as_long_as_retry_after_says() {
+    let limited = Canned::status(429, r#"{"error": {"message": "Rate limit reached"}}"#);
+    let report = waits_at_least_a_second(limited, "1");
     // Only the answered request is charged.
     assert_eq!(report.spent.input_tokens, 100);
+}
+
+#[test]
+fn a_retry_after_date_is_waited_for() {
+    // Dates have whole seconds: two seconds from now is more than one from now.
+    let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
+    let overloaded = Canned::status(503, r#"{"error": {"message": "overloaded"}}"#);
+    waits_at_least_a_second(overloaded, &at);
 }
 
 #[test]

@@ -121,3 +121,62 @@ fn step_wise_turns_see_prior_results_as_data() {
     assert!(second.contains("<untrusted-data step=\"t1\">"), "{second}");
     assert!(second.contains("\"output\":\"53\""), "{second}");
 }
+
+#[test]
+fn a_model_can_hand_the_rest_of_the_task_off_to_a_plan() {
+    let steps = vec![
+        strict_step("a", "calc", "eval", json!({"expression": "12 * 4"})),
+        strict_step(
+            "b",
+            "calc",
+            "eval",
+            json!({"expression": "${a.output} + 5"}),
+        ),
+    ];
+    let mut turn: serde_json::Value =
+        serde_json::from_str(&strict_turn(None, false, None)).unwrap();
+    turn["handoff"] = json!({"goal": "arithmetic", "steps": steps});
+    let mock = Mock::start(vec![openai(&turn.to_string(), 500, 80)]);
+    let mut p = planner(config(ProviderKind::OpenAi, &mock, "gpt-4o-mini"));
+    let report = run(calc(), mode(Mode::StepWise), "What is 12 * 4 + 5?", &mut p);
+    // The handed-off plan ran as a whole and, every step succeeding, ended the run.
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    assert_eq!(report.answer, Some(json!(53)));
+    assert_eq!(report.steps.len(), 2);
+    assert_eq!(mock.requests().len(), 1);
+
+    // The turn schema offers `handoff`, nullable, in the strict shape.
+    let schema = &mock.requests()[0].body["response_format"]["json_schema"]["schema"];
+    let required = |o: &serde_json::Value| {
+        let mut r: Vec<String> = o["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        r.sort();
+        let mut p: Vec<String> = o["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        p.sort();
+        (r, p)
+    };
+    let (r, p) = required(schema);
+    assert_eq!(r, p);
+    assert!(r.contains(&"handoff".to_string()), "{r:?}");
+    let handoff = &schema["properties"]["handoff"];
+    assert_eq!(handoff["type"], json!(["object", "null"]));
+    assert_eq!(handoff["additionalProperties"], false);
+    let (r, p) = required(handoff);
+    assert_eq!(
+        (r.clone(), p),
+        (vec!["goal".to_string(), "steps".to_string()], r)
+    );
+    assert_eq!(
+        handoff["properties"]["steps"]["items"]["properties"]["tool"]["enum"],
+        json!(["calc"])
+    );
+}

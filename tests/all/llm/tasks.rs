@@ -109,9 +109,71 @@ fn settings_a_kind_does_not_use_are_errors() {
             "[planner]\nkind = \"openai\"\nmodel = \"m\"\napi_key = \"sk-1\"\n",
             "unknown field `api_key`",
         ),
+        (
+            "[planner]\nkind = \"openai\"\nmodel = \"m\"\nstrong = { kind = \"openai\", model = \"n\" }\n",
+            "sets `strong`, which only `kind = \"ensemble\"` uses",
+        ),
+        (
+            "[planner]\nkind = \"ensemble\"\nescalate_after_invalid = 0\nfast = { kind = \"openai\", model = \"m\" }\nstrong = { kind = \"openai\", model = \"n\" }\n",
+            "escalate_after_invalid 0",
+        ),
+        (
+            "[planner]\nkind = \"ensemble\"\nfast = { kind = \"openai-compatible\", model = \"m\" }\nstrong = { kind = \"openai\", model = \"n\" }\n",
+            "[planner.fast]: `kind = \"openai-compatible\"` needs `base_url`",
+        ),
+        (
+            "[planner]\nkind = \"ensemble\"\nfast = { kind = \"openai\", model = \"m\", colour = 1 }\n",
+            "unknown field `colour`",
+        ),
+        (
+            "[memory]\nenabled = \"yes\"\n",
+            "invalid type: string \"yes\"",
+        ),
     ];
     for (planner, expected) in cases {
         let e = error(planner);
         assert!(e.contains(expected), "{planner}: {e}");
     }
+}
+
+#[test]
+fn an_ensemble_names_two_models() {
+    let (_dir, path) = task(
+        "[memory]\nenabled = true\n[planner]\nkind = \"ensemble\"\nescalate_after_invalid = 3\n[planner.fast]\nkind = \"openai-compatible\"\nmodel = \"qwen\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[planner.strong]\nkind = \"anthropic\"\nmodel = \"claude\"\ntemperature = 0.5\n",
+    );
+    let t = Task::load(&path, None).unwrap();
+    assert!(t.memory);
+    let PlannerSpec::Ensemble {
+        fast,
+        strong,
+        escalate_after_invalid,
+    } = t.planner
+    else {
+        panic!("{:?}", t.planner)
+    };
+    assert_eq!(
+        (fast.kind, fast.model.as_str()),
+        (ProviderKind::OpenAiCompatible, "qwen")
+    );
+    assert_eq!(
+        (strong.kind, strong.model.as_str(), strong.temperature),
+        (ProviderKind::Anthropic, "claude", 0.5)
+    );
+    assert_eq!(escalate_after_invalid, 3);
+    let (_dir, path) = task("[planner]\nkind = \"openai\"\nmodel = \"m\"\n");
+    assert!(!Task::load(&path, None).unwrap().memory);
+}
+
+#[test]
+fn the_ensemble_example_loads() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks/llm-ensemble.toml");
+    let t = Task::load(&path, Some(std::path::Path::new("tools"))).unwrap();
+    assert!(t.memory);
+    assert!(
+        matches!(&t.planner, PlannerSpec::Ensemble { fast, strong, .. }
+            if fast.model == "gpt-4o-mini" && strong.kind == ProviderKind::Anthropic),
+        "{:?}",
+        t.planner
+    );
 }
