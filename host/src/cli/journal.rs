@@ -68,7 +68,7 @@ pub(crate) struct PruneArgs {
     dry_run: bool,
 }
 
-fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
+pub(super) fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     given.or_else(journal::state_dir_from_env).ok_or_else(|| {
         Failure::new(
             exit::USAGE,
