@@ -5,7 +5,7 @@
 //!
 //! Data flows: journal file → [`verify()`](super::verify()) (the verdict) and a lenient
 //! re-read ([`Entry`] per line, kinds as strings) → [`model`] (steps, revisions, budgets)
-//! → [`page`] with [`dag`] and [`lanes`] (inline SVG) → one HTML string.
+//! → [`page`] with [`dag`] and [`lanes`] (inline SVG) and [`steps`] → one HTML string.
 //!
 //! Journal content is untrusted (tool output, planner text): every piece of it goes
 //! through [`escape`], no journal text ever reaches the inline scripts, and the page's
@@ -17,6 +17,7 @@ pub mod dag;
 pub mod lanes;
 pub mod model;
 pub mod page;
+pub mod steps;
 
 use std::path::{Path, PathBuf};
 
