@@ -14,6 +14,23 @@ fi
 echo "== guest-language toolchains"
 ./scripts/guest-langs.sh
 
+# Headless Chromium renders the HTML run report in a test (tests/all/report/browser.rs),
+# which fails without it unless TOOLHOST_SKIP_BROWSER=1. Installed from Debian's archive
+# when missing and we are root with apt; otherwise say what to do.
+echo "== chromium (report rendering test)"
+if [ "${TOOLHOST_SKIP_BROWSER:-}" = 1 ]; then
+    echo "TOOLHOST_SKIP_BROWSER=1: the browser test is skipped"
+elif command -v chromium >/dev/null 2>&1; then
+    echo "found $(command -v chromium)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium: apt-get update && apt-get install -y --no-install-recommends chromium"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+else
+    echo "warning: no chromium on PATH and cannot install it (not root, or no apt-get):" >&2
+    echo "  install it, or set TOOLHOST_SKIP_BROWSER=1; the browser test fails without it" >&2
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -34,8 +34,10 @@
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`journal`]: the run journal: engine events → redaction → hash-chained JSONL per run
-//!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune.
-//! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`, …).
+//!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune, and the self-contained HTML report
+//!   ([`journal::report`]: verdict, budgets, step lanes, a DAG per plan revision).
+//! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
+//!   `report`, …).
 
 pub mod cache;
 pub mod call;

@@ -13,6 +13,7 @@ mod planner;
 mod policy;
 mod progress;
 mod replay;
+mod report;
 mod resume;
 mod run;
 
@@ -42,7 +43,7 @@ pub mod exit {
     /// `toolhost run`: the run stopped before completing (budget, replan limit,
     /// evaluator, escalation, rejection).
     pub const STOPPED: i32 = 7;
-    /// A journal is broken or torn (`toolhost journal verify`/`show`), or `toolhost run`
+    /// A journal is broken or torn (`toolhost journal verify`/`show`, `toolhost report`), or `toolhost run`
     /// could not write its journal.
     pub const JOURNAL: i32 = 8;
     /// `toolhost replay`: the replay diverged from the recorded run.
@@ -103,6 +104,7 @@ enum Command {
     /// Verify, show and prune run journals.
     #[command(subcommand)]
     Journal(journal::JournalCommand),
+    Report(report::Args),
     /// Scaffold a new tool project (Rust, Python or JavaScript).
     #[command(subcommand)]
     New(new::NewCommand),
@@ -154,6 +156,7 @@ pub fn run(
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
         Command::Journal(cmd) => journal::run(cmd, cli.state_dir, out),
+        Command::Report(args) => report::run(args, cli.state_dir, out),
         Command::New(cmd) => new::run(cmd, out),
         Command::Run(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => {

@@ -3,7 +3,7 @@
 //!
 //! Data flows: engine [`Observer`](crate::engine::Observer) callbacks (and the approver's
 //! decisions) → [`Journal`] → [`Redactor`] → one [`Record`] per line in
-//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / [`prune`].
+//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / [`report`] / [`prune`].
 //!
 //! Each line is a [`Record`] `{seq, ts, prev, kind, data}`: `seq` counts from 1 and equals
 //! the line number, `prev` is the hex SHA-256 of the previous line's bytes (without its
@@ -16,6 +16,7 @@
 //! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
+//! - [`report`](mod@report): the self-contained HTML report (`toolhost report`).
 //! - [`prune`]: retention by age.
 //! - [`resume`](mod@resume): the [`Checkpoint`](crate::engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
@@ -28,6 +29,7 @@ mod crash;
 pub mod prune;
 pub mod redact;
 pub mod replay;
+pub mod report;
 pub mod resume;
 pub mod show;
 mod time;

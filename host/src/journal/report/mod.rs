@@ -1,0 +1,164 @@
+//! The HTML report of a run (`toolhost report RUN --html OUT`): one self-contained page
+//! with the chain's verdict, the stop reason, budgets, a timeline of steps in parallel
+//! lanes, each plan revision's DAG, every step's capability decisions, planner calls,
+//! approvals and rejections, and the raw records.
+//!
+//! Data flows: journal file → [`verify()`](super::verify()) (the verdict) and a lenient
+//! re-read ([`Entry`] per line, kinds as strings) → [`model`] (steps, revisions, budgets)
+//! → [`page`] with [`dag`] and [`lanes`] (inline SVG) and [`steps`] → one HTML string.
+//!
+//! Journal content is untrusted (tool output, planner text): every piece of it goes
+//! through [`escape`], no journal text ever reaches the inline scripts, and the page's
+//! Content-Security-Policy allows only its own two scripts (by hash) as a second line of
+//! defence. Record kinds this version does not know are shown generically, and lines
+//! past a break in the chain are shown but marked as unverified rather than dropped.
+
+pub mod dag;
+pub mod lanes;
+pub mod model;
+pub mod page;
+pub mod steps;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::verify::Verified;
+use super::{JournalError, time};
+
+/// One line of the journal, read without rejecting what this version does not know.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// 1-based line number.
+    pub line: usize,
+    pub seq: Option<u64>,
+    pub ts: String,
+    /// The record's kind as written (`step_finished`, or one this version does not know);
+    /// empty for a line that is not a JSON object.
+    pub kind: String,
+    pub data: Value,
+    /// Whether the line lies before the chain's first problem.
+    pub verified: bool,
+    /// Microseconds since the first record, when both timestamps parse.
+    pub at_us: Option<u64>,
+}
+
+/// A journal as the report sees it: the chain's verdict and every line.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub verified: Verified,
+    pub entries: Vec<Entry>,
+}
+
+impl Report {
+    /// The run id: the journal's file name without `.jsonl`.
+    pub fn run_id(&self) -> String {
+        super::run_id(&self.verified.path)
+    }
+
+    pub fn path(&self) -> &PathBuf {
+        &self.verified.path
+    }
+
+    /// The entries of one kind, in file order.
+    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries.iter().filter(move |e| e.kind == kind)
+    }
+
+    /// The data of the first entry of `kind`.
+    pub fn first(&self, kind: &str) -> Option<&Value> {
+        self.entries
+            .iter()
+            .find(|e| e.kind == kind)
+            .map(|e| &e.data)
+    }
+
+    /// The page.
+    pub fn html(&self) -> String {
+        page::render(self)
+    }
+}
+
+/// Verifies the journal at `path` and reads every line of it for the report.
+pub fn load(path: &Path) -> Result<Report, JournalError> {
+    let verified = super::verify(path, None)?;
+    let bytes = std::fs::read(path).map_err(|e| JournalError::Read {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let good = verified.records.len();
+    let mut entries: Vec<Entry> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| entry(i + 1, l, i < good))
+        .collect();
+    let start = entries.first().and_then(|e| time::parse(&e.ts));
+    for e in &mut entries {
+        e.at_us = match (start, time::parse(&e.ts)) {
+            (Some(a), Some(b)) => b
+                .duration_since(a)
+                .ok()
+                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            _ => None,
+        };
+    }
+    Ok(Report { verified, entries })
+}
+
+fn entry(line: usize, text: &str, verified: bool) -> Entry {
+    let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Entry {
+        line,
+        seq: v.get("seq").and_then(Value::as_u64),
+        ts: s("ts"),
+        kind: s("kind"),
+        data: v.get("data").cloned().unwrap_or(Value::Null),
+        verified,
+        at_us: None,
+    }
+}
+
+/// `s` with `&`, `<`, `>`, `"` and `'` replaced by character references: safe in HTML
+/// and SVG text and in quoted attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_neutralises_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<script>"a" & 'b'</style>"#),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/style&gt;"
+        );
+    }
+
+    #[test]
+    fn unknown_kinds_and_garbage_lines_are_kept() {
+        let e = entry(
+            3,
+            r#"{"seq":3,"ts":"x","kind":"resumed","data":{"a":1}}"#,
+            false,
+        );
+        assert_eq!(e.kind, "resumed");
+        assert_eq!(e.data["a"], 1);
+        let g = entry(4, "{not json", false);
+        assert_eq!((g.kind.as_str(), g.seq), ("", None));
+    }
+}

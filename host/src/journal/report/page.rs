@@ -1,0 +1,496 @@
+//! The page: header with the chain's verdict, summary cards, budgets, timeline, plan
+//! revisions, steps with their capability decisions, planner calls, approvals, and every
+//! record. Everything from the journal goes through [`escape`].
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::model::{self, BudgetRow, StepRun, Unit, num, text};
+use super::{Report, dag, escape, lanes, steps};
+
+const CSS: &str = include_str!("report.css");
+const SCRIPT: &str = include_str!("report.js");
+/// Runs first, so any error in the page's script (or a browser's) is left in the DOM,
+/// where a headless browser's `--dump-dom` shows it.
+const ON_ERROR: &str = r#"window.onerror = function (message, source, line) {
+  var root = document.documentElement;
+  var seen = root.getAttribute("data-script-errors") || "";
+  root.setAttribute("data-script-errors", seen + message + " (line " + line + ")\n");
+  return false;
+};"#;
+/// Longest JSON shown for one value; the journal holds the rest.
+const SHOWN: usize = 6000;
+
+/// `'sha256-…'` of an inline script, for the Content-Security-Policy.
+fn csp_hash(script: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digest = Sha256::digest(script.as_bytes());
+    let mut b64 = String::new();
+    for chunk in digest.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            b64.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    while !b64.len().is_multiple_of(4) {
+        b64.push('=');
+    }
+    format!("'sha256-{b64}'")
+}
+
+/// A JSON value as readable text: strings as they are, the rest pretty-printed; cut at
+/// [`SHOWN`] characters.
+pub(super) fn pretty(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    let n = s.chars().count();
+    if n > SHOWN {
+        let cut: String = s.chars().take(SHOWN).collect();
+        format!("{cut}\n… ({} more characters in the journal)", n - SHOWN)
+    } else {
+        s
+    }
+}
+
+/// A value on one line, cut at `n` characters.
+pub(super) fn short(v: &Value, n: usize) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    dag::clip(&s, n)
+}
+
+fn amount(x: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Usd => format!("${x:.4}"),
+        Unit::Millis => lanes::duration((x * 1000.0) as u64),
+        Unit::Count if x >= 1e9 => format!("{:.2} G", x / 1e9),
+        Unit::Count if x >= 1e6 => format!("{:.2} M", x / 1e6),
+        Unit::Count => {
+            // Thousands separated by thin spaces: 104 748.
+            let digits = format!("{x:.0}");
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    out.push('\u{2009}');
+                }
+                out.push(c);
+            }
+            out
+        }
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let steps = model::steps(r);
+    let mut body = String::new();
+    header(&mut body, r);
+    body.push_str("<main>");
+    cards(&mut body, r, &steps);
+    budgets(&mut body, &model::budgets(r, &steps));
+    let _ = write!(
+        body,
+        r#"<h2>Timeline</h2><div class="panel"><div class="legend"><span><i class="sw-succeeded"></i>succeeded</span><span><i class="sw-failed"></i>failed</span><span><i class="sw-skipped"></i>skipped</span><span><i class="sw-unfinished"></i>unfinished</span><span><i class="sw-planner"></i>planner call</span><span><i class="sw-denied"></i>capability denied</span><span><i class="sw-plan"></i>plan revision</span></div>{}</div>"#,
+        lanes::svg(r, &steps)
+    );
+    revisions(&mut body, r, &steps);
+    steps::cards(&mut body, &steps);
+    planner(&mut body, r);
+    approvals(&mut body, r);
+    records(&mut body, r);
+    body.push_str("</main>");
+    let csp = format!(
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; script-src {} {}",
+        csp_hash(ON_ERROR),
+        csp_hash(SCRIPT)
+    );
+    format!(
+        r##"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>toolhost run {id}</title>
+<style>{CSS}</style>
+<script>{ON_ERROR}</script>
+</head>
+<body>
+<svg width="0" height="0" style="position:absolute" aria-hidden="true"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#8795a5"/></marker></defs></svg>
+{body}
+<script>{SCRIPT}</script>
+</body>
+</html>
+"##,
+        id = escape(&r.run_id()),
+    )
+}
+
+fn header(s: &mut String, r: &Report) {
+    let start = r.first("run_started").cloned().unwrap_or(Value::Null);
+    let v = &r.verified;
+    let (class, verdict) = match &v.problem {
+        None => (
+            "ok",
+            format!(
+                "✔ Chain verified: {} records, head <code>sha256:{}</code>{}",
+                v.records.len(),
+                escape(v.head.as_deref().unwrap_or("")),
+                if v.stop().is_some() {
+                    ""
+                } else {
+                    " — no stop record: the run crashed or is still running"
+                }
+            ),
+        ),
+        Some(p) if p.is_torn() => (
+            "torn",
+            format!(
+                "⚠ Journal torn: {}. The {} record(s) before it are intact.",
+                escape(&p.to_string()),
+                v.records.len()
+            ),
+        ),
+        Some(p) => (
+            "broken",
+            format!(
+                "✘ CHAIN BROKEN — this journal was changed after it was written: {}. Records from line {} on are shown but NOT verified.",
+                escape(&p.to_string()),
+                v.records.len() + 1
+            ),
+        ),
+    };
+    let _ = write!(
+        s,
+        r#"<header class="top"><div class="inner"><div class="brand">toolhost run report</div><h1>{id}</h1><p class="goal">{goal}</p><div class="meta"><span>mode {mode}</span><span>started {ts}</span><span>toolhost {ver}</span><span>{n} lines</span><span>{path}</span></div><div class="verdict {class}" id="verdict">{verdict}</div></div></header>"#,
+        id = escape(&r.run_id()),
+        goal = escape(text(&start, "goal")),
+        mode = escape(text(&start, "mode")),
+        ts = escape(r.entries.first().map_or("", |e| e.ts.as_str())),
+        ver = escape(text(&start, "toolhost")),
+        n = r.entries.len(),
+        path = escape(&r.path().display().to_string()),
+    );
+}
+
+fn card(s: &mut String, class: &str, key: &str, value: &str, detail: &str) {
+    let _ = write!(
+        s,
+        r#"<div class="card {class}"><div class="k">{key}</div><div class="v">{value}</div><div class="d">{detail}</div></div>"#
+    );
+}
+
+fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
+    s.push_str(r#"<div class="cards">"#);
+    match r.first("stopped") {
+        Some(stop) => {
+            let reason = text(stop, "reason");
+            let good = matches!(reason, "completed" | "planner_stopped");
+            let line = model::stop_line(stop);
+            let detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
+                Some(d) => format!("{} — {d}", model::explain(reason)),
+                None => model::explain(reason).to_string(),
+            };
+            card(
+                s,
+                if good { "stop-good" } else { "stop-bad" },
+                "stop reason",
+                &escape(reason),
+                &escape(&detail),
+            );
+        }
+        None => card(s, "stop-bad", "stop reason", "none", "no stop record"),
+    }
+    let count = |st: &str| steps.iter().filter(|x| x.status == st).count();
+    card(
+        s,
+        "",
+        "steps",
+        &steps.len().to_string(),
+        &format!(
+            "{} succeeded · {} failed · {} skipped{}",
+            count("succeeded"),
+            count("failed"),
+            count("skipped"),
+            match count("unfinished") {
+                0 => String::new(),
+                n => format!(" · {n} unfinished"),
+            }
+        ),
+    );
+    let denied: usize = steps.iter().map(|x| x.denials).sum();
+    let denied_steps = steps.iter().filter(|x| x.denials > 0).count();
+    card(
+        s,
+        if denied > 0 { "denied" } else { "" },
+        "capabilities denied",
+        &denied.to_string(),
+        &format!("in {denied_steps} step(s)"),
+    );
+    let wall = r.entries.iter().filter_map(|e| e.at_us).max().unwrap_or(0);
+    card(
+        s,
+        "",
+        "duration",
+        &lanes::duration(wall),
+        "first to last record",
+    );
+    let calls: Vec<&Value> = r.of_kind("planner_called").map(|e| &e.data).collect();
+    let tokens = |k: &str| calls.iter().map(|c| num(c, k)).sum::<u64>();
+    card(
+        s,
+        "",
+        "planner calls",
+        &calls.len().to_string(),
+        &format!(
+            "{} in / {} out tokens",
+            tokens("input_tokens"),
+            tokens("output_tokens")
+        ),
+    );
+    s.push_str("</div>");
+}
+
+fn budgets(s: &mut String, rows: &[BudgetRow]) {
+    s.push_str(r#"<h2>Budgets</h2><table class="budgets"><tr><th>budget</th><th class="num">spent</th><th class="num">limit</th><th>used</th><th>source</th></tr>"#);
+    for b in rows {
+        let spent = b.spent.map_or("—".into(), |x| amount(x, b.unit));
+        let limit = b.limit.map_or("—".into(), |x| amount(x, b.unit));
+        let frac = match (b.spent, b.limit) {
+            (Some(x), Some(l)) if l > 0.0 => Some(x / l),
+            _ => None,
+        };
+        let meter = frac.map_or_else(String::new, |f| {
+            let class = if f > 1.0 || b.stopped_here {
+                "over"
+            } else if f >= 0.8 {
+                "high"
+            } else {
+                ""
+            };
+            format!(
+                r#"<div class="meter {class}" title="{:.1}%"><span style="width:{:.1}%"></span></div>"#,
+                f * 100.0,
+                (f * 100.0).clamp(0.0, 100.0)
+            )
+        });
+        let source = match (b.from_stop, b.spent.is_some()) {
+            (true, _) => "stop record",
+            (false, true) => "summed from records",
+            (false, false) => "not recorded",
+        };
+        let _ = write!(
+            s,
+            r#"<tr class="{}"><td>{}{}</td><td class="num">{spent}</td><td class="num">{limit}</td><td>{meter}</td><td class="note">{source}</td></tr>"#,
+            if b.stopped_here { "stopped-here" } else { "" },
+            b.name,
+            if b.stopped_here {
+                " — exhausted, stopped the run"
+            } else {
+                ""
+            },
+        );
+    }
+    s.push_str("</table>");
+}
+
+fn revisions(s: &mut String, r: &Report, steps: &[StepRun]) {
+    s.push_str("<h2>Plans</h2>");
+    let revs = model::revisions(r);
+    if revs.is_empty() {
+        s.push_str(r#"<p class="empty">No plan was accepted.</p>"#);
+    }
+    let mut after = 0;
+    for rev in &revs {
+        let _ = write!(
+            s,
+            r#"<div class="rev panel"><div class="head"><h3>Revision {}</h3><span class="g">{}</span><span class="note">{} step(s) · line {}</span></div>"#,
+            rev.number,
+            escape(&rev.goal),
+            rev.steps.len(),
+            rev.line
+        );
+        let rejected: Vec<&Value> = r
+            .of_kind("plan_rejected")
+            .filter(|e| e.line > after && e.line < rev.line)
+            .flat_map(|e| {
+                e.data
+                    .get("problems")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .collect();
+        if !rejected.is_empty() {
+            s.push_str(
+                r#"<div class="problems"><strong>Rejected before this revision:</strong><ul>"#,
+            );
+            for p in rejected {
+                let step = text(p, "step");
+                let _ = write!(
+                    s,
+                    "<li>{}{}<code>{}</code></li>",
+                    escape(text(p, "message")),
+                    if step.is_empty() { "" } else { " — step " },
+                    escape(step)
+                );
+            }
+            s.push_str("</ul></div>");
+        }
+        let _ = write!(
+            s,
+            r#"<div class="scroll">{}</div></div>"#,
+            dag::svg(rev, steps)
+        );
+        after = rev.line;
+    }
+    let late: Vec<_> = r
+        .of_kind("plan_rejected")
+        .filter(|e| e.line > after)
+        .collect();
+    for e in late {
+        let problems = e.data.get("problems").and_then(Value::as_array);
+        let _ = write!(
+            s,
+            r#"<div class="problems"><strong>Rejected plan (line {}), never replaced:</strong><ul>"#,
+            e.line
+        );
+        for p in problems.into_iter().flatten() {
+            let _ = write!(s, "<li>{}</li>", escape(text(p, "message")));
+        }
+        s.push_str("</ul></div>");
+    }
+}
+
+fn planner(s: &mut String, r: &Report) {
+    s.push_str("<h2>Planner calls</h2>");
+    let calls: Vec<_> = r.of_kind("planner_called").collect();
+    if calls.is_empty() {
+        s.push_str(r#"<p class="empty">None.</p>"#);
+        return;
+    }
+    s.push_str(r#"<table><tr><th>line</th><th>revision</th><th>model</th><th>reply</th><th class="num">input tokens</th><th class="num">output tokens</th><th class="num">latency</th></tr>"#);
+    for e in calls {
+        let d = &e.data;
+        let _ = write!(
+            s,
+            r#"<tr><td>{}</td><td>r{}</td><td class="mono">{}</td><td class="data">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td></tr>"#,
+            e.line,
+            num(d, "revision"),
+            escape(text(d, "model")),
+            escape(&d.get("reply").map(|v| short(v, 300)).unwrap_or_default()),
+            num(d, "input_tokens"),
+            num(d, "output_tokens"),
+            lanes::duration(num(d, "latency_us")),
+        );
+    }
+    s.push_str("</table>");
+}
+
+fn approvals(s: &mut String, r: &Report) {
+    let all: Vec<_> = r.of_kind("approval").collect();
+    if all.is_empty() {
+        return;
+    }
+    s.push_str("<h2>Approvals</h2><table><tr><th>line</th><th>subject</th><th>decision</th><th>why / reason</th></tr>");
+    for e in all {
+        let d = &e.data;
+        let subject = match text(d, "subject") {
+            "step" => format!(
+                "step {} ({}.{})",
+                text(d, "step"),
+                text(d, "tool"),
+                text(d, "operation")
+            ),
+            _ => format!("plan r{}", num(d, "revision")),
+        };
+        let why: Vec<&str> = [text(d, "why"), text(d, "reason")]
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .collect();
+        let decision = text(d, "decision");
+        let _ = write!(
+            s,
+            r#"<tr><td>{}</td><td>{}</td><td><span class="badge {}">{}</span></td><td>{}</td></tr>"#,
+            e.line,
+            escape(&subject),
+            escape(decision),
+            escape(decision),
+            escape(&why.join(" — ")),
+        );
+    }
+    s.push_str("</table>");
+}
+
+fn records(s: &mut String, r: &Report) {
+    const KNOWN: [&str; 8] = [
+        "run_started",
+        "planner_called",
+        "plan_accepted",
+        "plan_rejected",
+        "approval",
+        "step_started",
+        "step_finished",
+        "stopped",
+    ];
+    // Open when something needs a look: lines past a break, or kinds this version does not
+    // know.
+    let notable = r
+        .entries
+        .iter()
+        .any(|e| !e.verified || !KNOWN.contains(&e.kind.as_str()));
+    let _ = write!(
+        s,
+        r#"<h2>Records</h2><details class="panel"{}><summary>All {} records as written (unverified lines and kinds this version does not know are highlighted)</summary><table><tr><th>line</th><th>time</th><th>kind</th><th>data</th></tr>"#,
+        if notable { " open" } else { "" },
+        r.entries.len()
+    );
+    for e in &r.entries {
+        let class = match (e.verified, KNOWN.contains(&e.kind.as_str())) {
+            (false, _) => "unverified",
+            (true, false) => "unknown",
+            (true, true) => "",
+        };
+        let _ = write!(
+            s,
+            r#"<tr class="{class}"><td>{}{}</td><td class="mono">{}</td><td class="kind mono">{}</td><td class="data mono">{}</td></tr>"#,
+            e.line,
+            if e.verified {
+                ""
+            } else {
+                r#" <span class="badge unverified">unverified</span>"#
+            },
+            e.at_us
+                .map_or_else(|| escape(&e.ts), |us| format!("+{}", lanes::duration(us))),
+            escape(if e.kind.is_empty() {
+                "(unreadable)"
+            } else {
+                &e.kind
+            }),
+            escape(&short(&e.data, 400)),
+        );
+    }
+    s.push_str("</table></details>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csp_hash_is_base64_sha256() {
+        // `printf 'abc' | openssl dgst -sha256 -binary | base64`
+        assert_eq!(
+            csp_hash("abc"),
+            "'sha256-ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0='"
+        );
+    }
+}
