@@ -20,7 +20,8 @@
 //! - [`convert`]: JSON ↔ component values, with JSON-path errors.
 //! - [`engine`]: the planner–executor engine: the plan artifact, references between steps,
 //!   and validation of a plan against the tools and the policy before anything runs; the
-//!   ensemble of a fast and a strong planner; plan memory (`STATE_DIR/plans/KEY.json`).
+//!   ensemble of a fast and a strong planner; plan memory (`STATE_DIR/plans/KEY.json`);
+//!   resuming a stopped run from a checkpoint; faults injected by replay.
 //! - [`llm`]: LLM planners (OpenAI, Anthropic, OpenAI-compatible), retries, record/replay.
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
 //! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
@@ -34,10 +35,12 @@
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`journal`]: the run journal: engine events → redaction → hash-chained JSONL per run
-//!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune, and the self-contained HTML report
-//!   ([`journal::report`]: verdict, budgets, step lanes, a DAG per plan revision).
+//!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune, the self-contained HTML report
+//!   ([`journal::report`]: verdict, budgets, step lanes, a DAG per plan revision), the
+//!   checkpoint a resume carries on from ([`journal::resume`]), and replay
+//!   ([`journal::replay`]: the recorded planner answers, divergences).
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
-//!   `report`, …).
+//!   `report`, `resume`, `replay`, …).
 
 pub mod cache;
 pub mod call;

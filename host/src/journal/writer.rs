@@ -373,7 +373,16 @@ impl Observer for Journal {
     }
 
     fn planner_called(&mut self, call: &PlannerCall) {
-        self.append(Kind::PlannerCalled, call, false);
+        // The answer is kept (redacted) for resume and replay, but not a step-wise turn's
+        // free-form reasoning: no redaction pattern can vouch for prose.
+        let mut data = serde_json::to_value(call).expect("planner calls serialise");
+        if let Some(turn) = data
+            .pointer_mut("/response/turn")
+            .and_then(Value::as_object_mut)
+        {
+            turn.remove("thought");
+        }
+        self.append(Kind::PlannerCalled, &data, false);
     }
 
     fn step_started(&mut self, step: &Step, revision: u32) {

@@ -199,6 +199,18 @@ fn the_step_wise_planners_text_is_not_persisted() {
         plan["data"]["steps"][0]["description"],
         "read the token for [redacted:email]"
     );
+    // The turns are on record for resume and replay, without their reasoning.
+    let calls: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "planner_called")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for c in &calls {
+        let turn = &c["data"]["response"]["turn"];
+        assert!(turn.is_object(), "{c}");
+        assert!(turn.get("thought").is_none(), "{c}");
+    }
+    assert_eq!(calls[1]["data"]["response"]["turn"]["stop"], true);
 }
 
 /// `v` as a TOML inline value (JSON objects → inline tables).
