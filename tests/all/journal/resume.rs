@@ -218,3 +218,61 @@ fn a_changed_task_is_refused() {
         out.stderr
     );
 }
+
+#[test]
+fn a_step_that_waited_for_approval_runs_once_a_person_approves_it_at_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\napproval = \"deny\"\n[tools.calc]\nsensitive = true\n[tools.text]\n",
+    )
+    .unwrap();
+    let task = dir.path().join("task.toml");
+    std::fs::write(
+        &task,
+        format!(
+            "goal = \"g\"\npolicy = \"policy.toml\"\ntools = {{ calc = {:?}, text = {:?} }}\n\
+             [planner.plan]\ngoal = \"g\"\nsteps = [\n\
+             {{ id = \"words\", tool = \"text\", operation = \"count\", args = {{ text = \"a b c\" }} }},\n\
+             {{ id = \"sum\", tool = \"calc\", operation = \"eval\", args = {{ expression = \"${{words.output.words}} + 1\" }} }},\n]\n",
+            toolhost_tests::path("calc"),
+            toolhost_tests::path("text")
+        ),
+    )
+    .unwrap();
+    let (code, doc, journal) = run_in(&state, task.to_str().unwrap(), &[]);
+    assert_eq!(code, 7, "{doc}");
+    assert!(
+        doc["stop"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("needs approval")
+    );
+    // The person answers the prompt on the resumed run's terminal.
+    let mut child = Command::new(BIN)
+        .args(["--state-dir", state.to_str().unwrap(), "resume"])
+        .arg(&journal)
+        .args(["--tools-dir", &tools_dir(), "--approve", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"y\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Step `sum`"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["answer"].as_f64(), Some(4.0), "{doc}");
+    // `words` ran before the pause and not again.
+    let ran: Vec<String> = finished(&journal).into_iter().map(|(_, id)| id).collect();
+    assert_eq!(ran, ["words", "sum"]);
+    let approvals: Vec<Value> = records(&journal)
+        .into_iter()
+        .filter(|r| r["kind"] == "approval" && r["data"]["subject"] == "step")
+        .map(|r| r["data"]["decision"].clone())
+        .collect();
+    assert_eq!(approvals, ["no_approver", "approve"]);
+}
