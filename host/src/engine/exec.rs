@@ -76,27 +76,14 @@ impl Engine<'_> {
                         Some(StepStatus::Failed | StepStatus::Skipped)
                     )
                 }) {
-                    let step = steps[id];
-                    let now = st.micros();
-                    let record = StepRecord {
-                        id: id.clone(),
+                    let record = StepRecord::not_run(
+                        steps[id],
                         revision,
-                        tool: step.tool.clone(),
-                        operation: step.operation.clone(),
-                        args: step.args.clone(),
-                        status: StepStatus::Skipped,
-                        output: None,
-                        error: Some(StepError {
-                            kind: "skipped".into(),
-                            message: format!("step `{bad}`, which it depends on, did not succeed"),
-                            value: None,
-                        }),
-                        evaluation: None,
-                        fuel: 0,
-                        started_us: now,
-                        finished_us: now,
-                        events: Vec::new(),
-                    };
+                        StepStatus::Skipped,
+                        "skipped",
+                        format!("step `{bad}`, which it depends on, did not succeed"),
+                        st.micros(),
+                    );
                     self.observer.step_finished(&record);
                     st.records.push(record);
                     status.insert(id.clone(), StepStatus::Skipped);

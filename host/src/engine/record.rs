@@ -70,3 +70,36 @@ pub struct StepRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty", skip_deserializing)]
     pub events: Vec<AuditEvent>,
 }
+
+impl StepRecord {
+    /// The record of `step` (of `revision`) ending at `at_us` without running: skipped, or
+    /// failed with `kind` for a step a resume abandoned.
+    pub fn not_run(
+        step: &super::plan::Step,
+        revision: u32,
+        status: StepStatus,
+        kind: &str,
+        message: String,
+        at_us: u64,
+    ) -> StepRecord {
+        StepRecord {
+            id: step.id.clone(),
+            revision,
+            tool: step.tool.clone(),
+            operation: step.operation.clone(),
+            args: step.args.clone(),
+            status,
+            output: None,
+            error: Some(StepError {
+                kind: kind.into(),
+                message,
+                value: None,
+            }),
+            evaluation: None,
+            fuel: 0,
+            started_us: at_us,
+            finished_us: at_us,
+            events: Vec::new(),
+        }
+    }
+}

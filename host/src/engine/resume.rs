@@ -10,7 +10,7 @@ use super::budget::{Spent, StopReason};
 use super::cancel::Cancel;
 use super::plan::{Plan, StepId};
 use super::planner::{Ask, PlanFuture, PlanRequest, Planner, Usage};
-use super::record::{StepError, StepRecord, StepStatus};
+use super::record::{StepRecord, StepStatus};
 use super::run::{Engine, PlannerCall, RunReport, State};
 use super::validate::{ValidPlan, validate};
 
@@ -136,8 +136,15 @@ impl Engine<'_> {
             if step.is_some_and(|s| s.idempotent) || unfinished.rerun.contains(id) {
                 continue;
             }
-            if unfinished.abandon.contains(id) {
-                let record = abandoned(&st, step, id, current.plan.revision);
+            if let Some(step) = step.filter(|_| unfinished.abandon.contains(id)) {
+                let record = StepRecord::not_run(
+                    step,
+                    current.plan.revision,
+                    StepStatus::Failed,
+                    "interrupted",
+                    "the run stopped while the step ran; abandoned at resume".into(),
+                    st.micros(),
+                );
                 self.observer.step_finished(&record);
                 st.prior.insert(id.clone(), StepStatus::Failed);
                 st.records.push(record);
@@ -172,34 +179,6 @@ fn remember(st: &mut State, r: &StepRecord) {
     }
     st.done
         .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
-}
-
-fn abandoned(
-    st: &State,
-    step: Option<&super::plan::Step>,
-    id: &StepId,
-    revision: u32,
-) -> StepRecord {
-    let now = st.micros();
-    StepRecord {
-        id: id.clone(),
-        revision,
-        tool: step.map(|s| s.tool.clone()).unwrap_or_default(),
-        operation: step.map(|s| s.operation.clone()).unwrap_or_default(),
-        args: step.map(|s| s.args.clone()).unwrap_or_default(),
-        status: StepStatus::Failed,
-        output: None,
-        error: Some(StepError {
-            kind: "interrupted".into(),
-            message: "the run stopped while the step ran; abandoned at resume".into(),
-            value: None,
-        }),
-        evaluation: None,
-        fuel: 0,
-        started_us: now,
-        finished_us: now,
-        events: Vec::new(),
-    }
 }
 
 /// Serves a received answer the run had not acted on, once, if the resumed run asks the

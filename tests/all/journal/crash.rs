@@ -14,7 +14,7 @@ use serde_json::Value;
 use toolhost_tests::server::Server;
 use toolhost_tests::{cli, tools_dir};
 
-use super::records;
+use super::{on_run, records};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 
@@ -111,22 +111,9 @@ fn named_steps(why: &str) -> Vec<String> {
 fn resume_to_the_end(state: &Path, journal: &Path, answer: &Value) -> Vec<String> {
     let mut rerun: Vec<String> = Vec::new();
     for _ in 0..3 {
-        let tools = tools_dir();
-        let mut args = vec![
-            "--state-dir",
-            state.to_str().unwrap(),
-            "resume",
-            journal.to_str().unwrap(),
-            "--tools-dir",
-            &tools,
-            "--json",
-        ];
-        for s in &rerun {
-            args.extend(["--rerun", s.as_str()]);
-        }
-        let out = cli(&args);
-        let doc: Value =
-            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        let args: Vec<&str> = rerun.iter().flat_map(|s| ["--rerun", s.as_str()]).collect();
+        let (out, doc) = on_run(state, "resume", journal, &args);
+        assert!(doc.is_object(), "{out:?}");
         if out.code == 0 {
             assert_eq!(doc["stop"]["reason"], "completed", "{doc}");
             assert_eq!(doc["answer"].as_f64(), answer.as_f64(), "{doc}");

@@ -45,6 +45,25 @@ fn run_in(state: &Path, task: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
     (out.code, doc, journal)
 }
 
+/// `toolhost --state-dir STATE CMD JOURNAL --tools-dir … --json EXTRA…` (`resume`,
+/// `replay`): the output and its JSON report (`Null` when there is none).
+fn on_run(state: &Path, cmd: &str, journal: &Path, extra: &[&str]) -> (CliOutput, Value) {
+    let tools = tools_dir();
+    let mut args = vec![
+        "--state-dir",
+        state.to_str().unwrap(),
+        cmd,
+        journal.to_str().unwrap(),
+        "--tools-dir",
+        &tools,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = cli(&args);
+    let doc = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    (out, doc)
+}
+
 /// `toolhost --state-dir STATE journal ARGS…`.
 fn journal(state: &Path, args: &[&str]) -> CliOutput {
     let mut all = vec!["--state-dir", state.to_str().unwrap(), "journal"];

@@ -5,24 +5,13 @@
 use std::path::Path;
 
 use serde_json::Value;
-use toolhost_tests::{CliOutput, cli, tools_dir};
+use toolhost_tests::CliOutput;
 
-use super::{example, records, run_in};
+use super::{example, on_run, records, run_in};
 
 fn replay(state: &Path, journal: &Path, extra: &[&str]) -> (CliOutput, Value) {
-    let tools = tools_dir();
-    let mut args = vec![
-        "--state-dir",
-        state.to_str().unwrap(),
-        "replay",
-        journal.to_str().unwrap(),
-        "--tools-dir",
-        &tools,
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let out = cli(&args);
-    let doc = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let (out, doc) = on_run(state, "replay", journal, extra);
+    assert!(doc.is_object(), "{out:?}");
     (out, doc)
 }
 

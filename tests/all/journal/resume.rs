@@ -8,25 +8,12 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use toolhost_tests::{CliOutput, cli, tools_dir};
 
-use super::{example, records, run_in};
+use super::{example, on_run, records, run_in};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 
 fn resume(state: &Path, journal: &Path, extra: &[&str]) -> (CliOutput, Value) {
-    let tools = tools_dir();
-    let mut args = vec![
-        "--state-dir",
-        state.to_str().unwrap(),
-        "resume",
-        journal.to_str().unwrap(),
-        "--tools-dir",
-        &tools,
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let out = cli(&args);
-    let doc = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
-    (out, doc)
+    on_run(state, "resume", journal, extra)
 }
 
 /// Runs `task` in a child killed after journal record `n`; returns the journal.
