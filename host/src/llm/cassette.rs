@@ -85,7 +85,12 @@ pub struct Recorder {
 impl Recorder {
     /// Records `inner`'s calls to `path` (created or truncated).
     pub fn create(inner: Box<dyn Planner>, path: &Path) -> Result<Recorder, LlmError> {
-        let out = File::create(path).map_err(|e| LlmError::Cassette {
+        // A cassette holds tool outputs in the clear: readable by the operator only.
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        let out = o.open(path).map_err(|e| LlmError::Cassette {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
