@@ -39,3 +39,9 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 
 echo "== cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-256}" cargo test --workspace --release
+
+# The benchmark's quick mode: every figure against its baseline measured in the same run;
+# fails when a ratio falls below half its target (ratios, not absolute times: they hold on
+# a loaded machine). About a minute.
+echo "== bench --quick"
+cargo run --release -p toolhost-examples --bin bench -- --quick

@@ -2,9 +2,16 @@
 //!
 //! An entry is keyed by the SHA-256 of the component's bytes and a hash of everything that
 //! makes compiled code compatible with this engine (wasmtime's compatibility hash and the
-//! toolhost version). Each file carries the SHA-256 of its payload, checked before the
-//! payload is handed to `Component::deserialize`: a truncated, corrupted or foreign entry is
-//! rebuilt, never loaded blindly.
+//! toolhost version). Each file carries the length and CRC-32 of its payload, checked before
+//! the payload is handed to `Component::deserialize`: a truncated, corrupted or foreign
+//! entry is rebuilt, never loaded blindly.
+//!
+//! The checksum guards against damage (a torn write, a bad disk), not against someone who
+//! can write the cache directory: such a person could write any checksum alongside, so a
+//! cryptographic hash would add nothing there, while CRC-32 runs at memory speed (hashing a
+//! 40 MB compiled Python tool with SHA-256 took a third of its cached load). Entries are
+//! *keyed* by SHA-256, which does matter: a key collision would run one component's code
+//! for another.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
@@ -14,7 +21,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"THCACHE1";
+/// Format 2: `MAGIC`, payload length (u64 LE), CRC-32 of the payload (u32 LE), payload.
+/// (Format 1 carried a SHA-256; its entries read as foreign and are rebuilt.)
+const MAGIC: &[u8; 8] = b"THCACHE2";
+const HEADER: usize = MAGIC.len() + 8 + 4;
 
 /// Why a cache entry was not used.
 #[derive(Debug, PartialEq, Eq)]
@@ -71,8 +81,8 @@ impl Cache {
         let payload = check(&bytes).map_err(Miss::Corrupt)?;
         // SAFETY: `deserialize` requires bytes produced by `Component::serialize` of a
         // compatible engine. The file name pins the engine's compatibility hash and the
-        // payload's SHA-256 was just verified against the one written with it, so these are
-        // exactly the bytes `store` wrote from `serialize`.
+        // payload's length and CRC-32 were just verified against the ones written with it,
+        // so these are the bytes `store` wrote from `serialize`.
         unsafe { Component::deserialize(engine, payload) }
             .map_err(|e| Miss::Corrupt(format!("rejected by wasmtime: {e:#}")))
     }
@@ -94,7 +104,8 @@ impl Cache {
         // Write then rename, so a crash or a concurrent reader never sees half a file.
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
         tmp.write_all(MAGIC)?;
-        tmp.write_all(&Sha256::digest(&payload))?;
+        tmp.write_all(&(payload.len() as u64).to_le_bytes())?;
+        tmp.write_all(&crc32fast::hash(&payload).to_le_bytes())?;
         tmp.write_all(&payload)?;
         tmp.as_file().sync_all()?;
         tmp.persist(&path)?;
@@ -104,11 +115,19 @@ impl Cache {
 
 /// Returns the payload of a well-formed entry.
 fn check(bytes: &[u8]) -> Result<&[u8], String> {
-    if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
+    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
         return Err("not a toolhost cache entry".into());
     }
-    let (sum, payload) = bytes[MAGIC.len()..].split_at(32);
-    if Sha256::digest(payload).as_slice() != sum {
+    let (len, rest) = bytes[MAGIC.len()..].split_at(8);
+    let (sum, payload) = rest.split_at(4);
+    let len = u64::from_le_bytes(len.try_into().expect("8 bytes"));
+    if u64::try_from(payload.len()).ok() != Some(len) {
+        return Err(format!(
+            "truncated: {} of {len} payload bytes",
+            payload.len()
+        ));
+    }
+    if crc32fast::hash(payload).to_le_bytes() != sum {
         return Err("checksum mismatch".into());
     }
     Ok(payload)
@@ -122,15 +141,23 @@ mod tests {
     fn check_rejects_damage() {
         let payload = b"compiled";
         let mut entry = MAGIC.to_vec();
-        entry.extend_from_slice(&Sha256::digest(payload));
+        entry.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        entry.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         entry.extend_from_slice(payload);
         assert_eq!(check(&entry).unwrap(), payload);
         let mut flipped = entry.clone();
         *flipped.last_mut().unwrap() ^= 1;
         assert_eq!(check(&flipped).unwrap_err(), "checksum mismatch");
         assert_eq!(
-            check(&entry[..20]).unwrap_err(),
+            check(&entry[..entry.len() - 1]).unwrap_err(),
+            "truncated: 7 of 8 payload bytes"
+        );
+        assert_eq!(
+            check(&entry[..10]).unwrap_err(),
             "not a toolhost cache entry"
         );
+        let mut old = entry.clone();
+        old[..MAGIC.len()].copy_from_slice(b"THCACHE1");
+        assert_eq!(check(&old).unwrap_err(), "not a toolhost cache entry");
     }
 }

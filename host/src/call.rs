@@ -104,6 +104,27 @@ impl Runtime {
         let state = HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
             reason: e.to_string(),
         })?;
+        // Declared before the store so the slot is released only after the store (and
+        // with it the instance) is gone.
+        let mut budget = limits.timeout;
+        let _slot = match &self.slots {
+            None => None,
+            Some(slots) => Some(match slots.try_acquire() {
+                Ok(permit) => permit,
+                // The pool is full: wait for a slot, on the call's own clock.
+                Err(_) => {
+                    let waited = Instant::now();
+                    let permit = tokio::time::timeout(budget, slots.acquire())
+                        .await
+                        .map_err(|_elapsed| CallError::Timeout {
+                            timeout_ms: millis(limits.timeout),
+                        })?
+                        .expect("the pool's semaphore is never closed");
+                    budget = budget.saturating_sub(waited.elapsed());
+                    permit
+                }
+            }),
+        };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         if self.metering.fuel() {
@@ -112,12 +133,12 @@ impl Runtime {
                 .expect("fuel is enabled on a fuel-metered engine");
         }
         if self.metering.epoch() {
-            store.set_epoch_deadline(deadline_ticks(limits.timeout, self.epoch_tick));
+            store.set_epoch_deadline(deadline_ticks(budget, self.epoch_tick));
             store.epoch_deadline_trap();
         }
 
         let run = run(tool, op, &params, &mut store);
-        let outcome = tokio::time::timeout(limits.timeout, run).await;
+        let outcome = tokio::time::timeout(budget, run).await;
 
         report.fuel_consumed = match store.get_fuel() {
             Ok(left) => limits.fuel - left,

@@ -12,7 +12,8 @@
 //! [`Runtime::call`] (JSON args → values → fresh sandboxed instance → values → JSON) →
 //! [`CallOutcome`].
 //!
-//! - [`runtime`]: the shared engine, linker and epoch ticker; loading components as tools.
+//! - [`runtime`]: the shared engine, linker, epoch ticker and instance pool; loading
+//!   components as tools.
 //! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
 //! - [`tool`]: a loaded tool, its operations and their schemas.
 //! - [`types`]: [`WitType`], the host's copy of a component value type.

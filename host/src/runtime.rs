@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Enabled, Engine, PoolingAllocationConfig};
 
 use crate::cache::{self, Cache, Miss};
 use crate::docs;
@@ -39,15 +40,32 @@ impl Metering {
     }
 }
 
+/// Concurrent instances of the default pooling allocator ([`RuntimeConfig::pooling`]).
+pub const DEFAULT_POOL: u32 = 1000;
+
+/// Elements a table may hold under the pooling allocator: 64 MiB of table, the default
+/// memory cap ([`crate::Limits::memory_mib`]), which also counts tables.
+pub const POOL_TABLE_ELEMENTS: usize = (64 << 20) / std::mem::size_of::<usize>();
+
 /// How a [`Runtime`] is set up.
 ///
 /// `RuntimeConfig::default()`:
 /// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
 /// - `epoch_tick`: 5 ms, the granularity of call deadlines;
 /// - `metering`: [`Metering::FuelAndEpoch`];
-/// - `pooling`: `None`, instances are allocated on demand. `Some(n)` pre-reserves slots
-///   for `n` concurrent instances (faster instantiation; an instance beyond `n` fails to
-///   start with `instantiate`).
+/// - `pooling`: `Some(`[`DEFAULT_POOL`]`)`: slots for 1,000 concurrent instances are
+///   reserved up front and recycled, so a call neither maps nor unmaps memory and, where
+///   the kernel has `PAGEMAP_SCAN` (Linux ≥ 6.7), takes no page faults on pages the
+///   previous occupant of its slot touched (they are reset to their initial contents in
+///   place). Every call still gets a fresh store and a fresh instance; a slot is wiped
+///   before reuse. The cost is address space, not memory: each linear-memory slot reserves
+///   4 GiB plus guard pages (about 8 TiB of the 128 TiB user address space for the default
+///   pool), and a call beyond `n` concurrent ones waits for a slot (within its timeout).
+///   A single table is capped at [`POOL_TABLE_ELEMENTS`] elements (64 MiB): growth beyond
+///   fails as the WebAssembly spec allows (`table.grow` returns -1). `None` allocates every
+///   instance on demand with `mmap`/`munmap` (slower per call, no up-front reservation: for
+///   hosts with a limited address space, e.g. under `ulimit -v`). When the reservation
+///   fails, [`Runtime::new`] logs a warning and allocates on demand.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
@@ -62,7 +80,7 @@ impl Default for RuntimeConfig {
             cache_dir: None,
             epoch_tick: Duration::from_millis(5),
             metering: Metering::FuelAndEpoch,
-            pooling: None,
+            pooling: Some(DEFAULT_POOL),
         }
     }
 }
@@ -74,6 +92,9 @@ pub struct Runtime {
     pub(crate) linker: Linker<HostState>,
     pub(crate) epoch_tick: Duration,
     pub(crate) metering: Metering,
+    /// One permit per pool slot: a call waits here rather than fail to instantiate when
+    /// the pool is full.
+    pub(crate) slots: Option<Arc<Semaphore>>,
     cache: Option<Cache>,
     stop_ticker: Arc<AtomicBool>,
 }
@@ -91,10 +112,22 @@ impl Runtime {
             .consume_fuel(config.metering.fuel())
             .epoch_interruption(config.metering.epoch())
             .parallel_compilation(true);
-        if let Some(n) = config.pooling {
+        let mut pooling = config.pooling;
+        if let Some(n) = pooling {
             c.allocation_strategy(pool(n));
         }
-        let engine = Engine::new(&c).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let engine = match Engine::new(&c) {
+            Ok(engine) => engine,
+            // Reserving the pool's address space can fail (`ulimit -v`, valgrind); every
+            // guarantee holds on demand too, only slower.
+            Err(e) if pooling.is_some() => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot reserve the instance pool; allocating instances on demand");
+                pooling = None;
+                c.allocation_strategy(wasmtime::InstanceAllocationStrategy::OnDemand);
+                Engine::new(&c).map_err(|e| LoadError::Engine(format!("{e:#}")))?
+            }
+            Err(e) => return Err(LoadError::Engine(format!("{e:#}"))),
+        };
         let linker = sandbox::linker(&engine).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         if config.metering.epoch() {
@@ -106,6 +139,8 @@ impl Runtime {
             linker,
             epoch_tick: config.epoch_tick,
             metering: config.metering,
+            slots: pooling
+                .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX)))),
             stop_ticker: stop,
         })
     }
@@ -212,20 +247,33 @@ impl Runtime {
 /// A pool for `n` concurrent component instances, sized for the components toolchains
 /// produce (several core instances, memories and tables each) and for memories up to the
 /// largest memory limit a policy may set.
-fn pool(n: u32) -> wasmtime::PoolingAllocationConfig {
-    let mut p = wasmtime::PoolingAllocationConfig::new();
+fn pool(n: u32) -> PoolingAllocationConfig {
+    let mut p = PoolingAllocationConfig::new();
     p.total_component_instances(n)
         .total_core_instances(n.saturating_mul(16))
         .max_core_instances_per_component(64)
-        .total_memories(n.saturating_mul(4))
+        .total_memories(n.saturating_mul(2))
         .max_memories_per_component(16)
-        .total_tables(n.saturating_mul(8))
+        .total_tables(n.saturating_mul(4))
         .max_tables_per_component(32)
         .total_stacks(n)
         .max_memory_size(4 << 30)
-        .table_elements(100_000);
+        .table_elements(POOL_TABLE_ELEMENTS);
+    // With `PAGEMAP_SCAN` the pool finds the pages a call touched and resets them in
+    // place (zero or the initial image) instead of `madvise`-ing them away, so the next
+    // call in the slot takes no page faults on them. Without it, resetting in place would
+    // mean `memset`-ing the whole kept range, which costs more than the faults it saves.
+    if PoolingAllocationConfig::is_pagemap_scan_available() {
+        p.pagemap_scan(Enabled::Yes)
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(KEEP_RESIDENT / 16);
+    }
     p
 }
+
+/// Bytes of a pooled memory slot reset in place rather than released (only pages that are
+/// resident count): enough for a small tool's stack and heap.
+const KEEP_RESIDENT: usize = 1 << 20;
 
 fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) {
     std::thread::Builder::new()

@@ -13,6 +13,7 @@ mod langs;
 mod llm;
 mod plan;
 mod policy;
+mod pool;
 mod report;
 mod run;
 mod sandbox;

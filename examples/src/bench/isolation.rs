@@ -22,6 +22,40 @@ pub fn native_main(args: &[String]) {
     }
 }
 
+/// `n` isolated calls of the calc tool on the configuration the figures use.
+pub fn calls(n: usize) {
+    let rt = runtime();
+    let tool = rt.load(toolhost_tools::CALC.as_ref()).expect("load calc");
+    let args = json!({"expression": EXPR});
+    let (caps, limits) = (Capabilities::none(), Limits::default());
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for _ in 0..n {
+        let out = tokio.block_on(rt.call(&tool, "eval", &args, &caps, &limits));
+        assert_eq!(out.result, Ok(json!(7)));
+    }
+}
+
+/// The runtime of the isolation figures: the defaults (a pool), or
+/// `TOOLHOST_BENCH_POOLING`: `0` for on-demand allocation, `N` for a pool of `N`.
+fn runtime() -> Runtime {
+    let pooling = match std::env::var("TOOLHOST_BENCH_POOLING") {
+        Ok(n) => Some(n.parse().expect("TOOLHOST_BENCH_POOLING is a number")),
+        Err(_) => None,
+    };
+    with_pooling(pooling.map_or(RuntimeConfig::default().pooling, |n| (n > 0).then_some(n)))
+}
+
+fn with_pooling(pooling: Option<u32>) -> Runtime {
+    Runtime::new(RuntimeConfig {
+        pooling,
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime")
+}
+
 fn spawn_once(exe: &std::path::Path) -> Duration {
     let t = Instant::now();
     let out = Command::new(exe)
@@ -34,15 +68,7 @@ fn spawn_once(exe: &std::path::Path) -> Duration {
 }
 
 pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
-    let rt = Arc::new(
-        Runtime::new(RuntimeConfig {
-            pooling: std::env::var("TOOLHOST_BENCH_POOLING")
-                .ok()
-                .and_then(|n| n.parse().ok()),
-            ..RuntimeConfig::default()
-        })
-        .expect("runtime"),
-    );
+    let rt = Arc::new(runtime());
     let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));
     let args = json!({"expression": EXPR});
     let caps = Capabilities::none();
@@ -62,6 +88,21 @@ pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
         call();
     }
     let wasm = median((0..scale.n(5000, 1000)).map(|_| call()).collect());
+    // The same on demand (`pooling: None`), for comparison only.
+    let on_demand = {
+        let rt = with_pooling(None);
+        let tool = rt.load(toolhost_tools::CALC.as_ref()).expect("load calc");
+        let call = || {
+            let t = Instant::now();
+            let out = tokio.block_on(rt.call(&tool, "eval", &args, &caps, &limits));
+            assert_eq!(out.result, Ok(json!(7)));
+            t.elapsed()
+        };
+        for _ in 0..200 {
+            call();
+        }
+        median((0..scale.n(5000, 1000)).map(|_| call()).collect())
+    };
     let exe = std::env::current_exe().expect("own path");
     for _ in 0..5 {
         spawn_once(&exe);
@@ -70,8 +111,9 @@ pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
     let isolation = Figure {
         name: "isolated call, median",
         detail: format!(
-            "fresh instance + call + teardown {} vs native subprocess {}",
+            "fresh instance + call + teardown {} (on-demand allocation {}) vs native subprocess {}",
             us(wasm),
+            us(on_demand),
             us(native)
         ),
         ratio: native.as_secs_f64() / wasm.as_secs_f64(),

@@ -11,6 +11,7 @@
 //!
 //! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput.
 //! - `startup`: host start + 10 tools from the compiled cache vs compiling them.
+//! - `python`: the componentize-py tool's second load (from the cache) vs its first.
 //! - `metering`: CPU-bound kernels with fuel + epoch, epoch only, unmetered, and native.
 //! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.
 //! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
@@ -21,6 +22,7 @@ mod isolation;
 mod memory;
 mod metering;
 mod planning;
+mod python;
 mod startup;
 
 use std::time::Duration;
@@ -75,6 +77,21 @@ fn main() {
         isolation::native_main(&args[2..]);
         return;
     }
+    // `--calls N`: N isolated calls and nothing else, for `valgrind --tool=callgrind`
+    // (instructions per call = the difference of two runs' totals over the difference of N).
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--calls")
+        .and_then(|i| args.get(i + 1))
+    {
+        isolation::calls(n.parse().expect("--calls takes a number"));
+        return;
+    }
+    // `--kernel METERING OP`: one kernel call (fib, sieve, sort) under fuel, epoch or none.
+    if let Some(i) = args.iter().position(|a| a == "--kernel") {
+        metering::one(&args[i + 1], &args[i + 2]);
+        return;
+    }
     let scale = Scale {
         quick: args.iter().any(|a| a == "--quick"),
     };
@@ -84,7 +101,8 @@ fn main() {
         if scale.quick { "quick" } else { "full" },
         cpu_model()
     );
-    // `--only NAME` runs one group: isolation, startup, metering, dag, memory, planning.
+    // `--only NAME` runs one group: isolation, startup, python, metering, dag, memory,
+    // planning.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -109,6 +127,11 @@ fn main() {
     }
     if wanted("planning") {
         figures.push(planning::run());
+    }
+    // Last: compiling the Python tool takes hundreds of MiB, which would otherwise show in
+    // the memory figure's process-wide peak.
+    if wanted("python") {
+        figures.extend(python::run(scale));
     }
     println!("\n| figure | measured (baseline in the same run) | ratio | target | meets |");
     println!("|---|---|---|---|---|");
