@@ -34,6 +34,10 @@
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`journal`]: the run journal: engine events → redaction → hash-chained JSONL per run
 //!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune.
+//! - [`trace`]: the spans of a run (run → plan_revision → step → tool_call; planner_call
+//!   under run), with ids, names, numbers and kinds only, never run content.
+//! - [`telemetry`]: exporting those spans over OpenTelemetry OTLP/HTTP when an endpoint is
+//!   configured (`toolhost run --otlp-endpoint`); off by default.
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`, …).
 
 pub mod cache;
@@ -52,7 +56,9 @@ pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
+pub mod telemetry;
 pub mod tool;
+pub mod trace;
 pub mod types;
 
 pub use call::{CallOutcome, CallReport};

@@ -148,7 +148,7 @@ pub fn run(
         Command::Run(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
-                run::run(rt, args, out)
+                run::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },

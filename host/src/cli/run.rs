@@ -14,6 +14,7 @@ use crate::engine::validate::{Catalog, Entry};
 use crate::engine::{Cancel, StopReason, Task};
 use crate::journal::Tee;
 use crate::policy::{Gate, Policy};
+use crate::telemetry::{OtlpConfig, Telemetry};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///
@@ -34,14 +35,22 @@ pub(crate) struct Args {
     /// Print the run report as JSON instead of progress lines.
     #[arg(long)]
     json: bool,
+    /// Export the run's trace over OTLP/HTTP to the collector at URL (e.g.
+    /// http://localhost:4318; `/v1/traces` is appended). Spans hold ids, names, numbers
+    /// and kinds, never arguments, outputs or planner content [env:
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT; default: no export]
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
     #[command(flatten)]
     pub(crate) journal: super::journal::RunOptions,
     #[command(flatten)]
     planner: super::planner::PlannerArgs,
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let usage = |m: String| Failure::new(exit::USAGE, m);
+    let otlp = OtlpConfig::resolve(args.otlp_endpoint.as_deref(), |v| std::env::var(v).ok())
+        .map_err(|e| usage(e.to_string()))?;
     let tools_dir = args
         .tools_dir
         .clone()
@@ -94,7 +103,16 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     };
     let mut approvals = journal.approvals(approver);
     let approver: &mut dyn Approver = &mut approvals;
-    let tokio = tokio::runtime::Builder::new_multi_thread()
+    let telemetry = otlp
+        .as_ref()
+        .map(Telemetry::start)
+        .transpose()
+        .map_err(|e| usage(e.to_string()))?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(t) = &telemetry {
+        t.install_on(&mut builder);
+    }
+    let tokio = builder
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
@@ -126,8 +144,16 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
                 on_interrupt.cancel();
             }
         });
-        tokio.block_on(engine.run_until(&task.goal, planner.as_mut(), &cancel))
+        let mut run = || tokio.block_on(engine.run_until(&task.goal, planner.as_mut(), &cancel));
+        match &telemetry {
+            Some(t) => tracing::dispatcher::with_default(t.dispatch(), run),
+            None => run(),
+        }
     };
+    // The run's spans are closed: send them before anything else can end the process.
+    if let Some(Err(e)) = telemetry.map(Telemetry::shutdown) {
+        let _ = writeln!(err, "warning: {e}");
+    }
     if args.json {
         let mut doc = serde_json::to_value(&report).expect("JSON");
         doc["journal"] = serde_json::json!({

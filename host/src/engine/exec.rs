@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::approval::StepDecision;
 use super::budget::{Budget, StopReason};
@@ -21,12 +22,14 @@ use super::validate::ValidPlan;
 use crate::Limits;
 use crate::call::CallOutcome;
 use crate::error::CallError;
+use crate::trace;
 
 /// A launched step's result, with what it reserved.
 struct Done {
     id: StepId,
     record: StepRecord,
     reserved_fuel: u64,
+    span: tracing::Span,
 }
 
 fn error_of(e: &CallError) -> StepError {
@@ -209,7 +212,9 @@ impl Engine<'_> {
                 let started = st.started;
                 let op = step.operation.clone();
                 let reserved_fuel = limits.fuel;
-                running.spawn(async move {
+                let span = trace::step_span(step, revision);
+                let step_span = span.clone();
+                let task = async move {
                     let mut record = base;
                     match args {
                         Err(why) => {
@@ -240,8 +245,10 @@ impl Engine<'_> {
                         id: record.id.clone(),
                         record,
                         reserved_fuel,
+                        span,
                     }
-                });
+                };
+                running.spawn(task.instrument(step_span));
             }
             let cancel = st.cancel.clone();
             let joined = tokio::select! {
@@ -259,6 +266,7 @@ impl Engine<'_> {
                 id,
                 mut record,
                 reserved_fuel,
+                span,
             } = match joined {
                 Ok(done) => done,
                 Err(e) => {
@@ -273,7 +281,10 @@ impl Engine<'_> {
             st.spent.fuel += record.fuel;
             st.tick();
             if record.status == StepStatus::Succeeded
-                && let Err(reason) = self.evaluate(steps[&id], &mut record, st, reserved).await
+                && let Err(reason) = self
+                    .evaluate(steps[&id], &mut record, st, reserved)
+                    .instrument(span.clone())
+                    .await
             {
                 stop.get_or_insert(reason);
             }
@@ -285,6 +296,7 @@ impl Engine<'_> {
                     .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
             }
             status.insert(id.clone(), record.status);
+            trace::record_step(&span, &record);
             self.observer.step_finished(&record);
             st.records.push(record);
         }

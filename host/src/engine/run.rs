@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::approval::{Approver, PlanDecision};
 use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
@@ -20,6 +21,7 @@ use super::record::{StepRecord, StepStatus};
 use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
 use crate::Runtime;
 use crate::policy::Gate;
+use crate::trace;
 
 /// How a run is carried out. `RunConfig::default()`:
 /// - `mode`: plan-then-execute;
@@ -89,6 +91,10 @@ pub trait Observer {
     fn step_started(&mut self, _step: &Step, _revision: u32) {}
     fn step_finished(&mut self, _record: &StepRecord) {}
     fn stopped(&mut self, _reason: &StopReason) {}
+    /// The id the run is known by (the journal's), for its trace.
+    fn run_id(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An observer that ignores everything.
@@ -184,11 +190,21 @@ impl Engine<'_> {
             revisions: Vec::new(),
             calls: Vec::new(),
         };
+        let span = trace::run_span(self.config.mode, self.observer.run_id().as_deref());
         let (stop, answer) = match self.config.mode {
-            Mode::PlanThenExecute => self.plan_then_execute(goal, planner, &mut st).await,
-            Mode::StepWise => self.step_wise(goal, planner, &mut st).await,
+            Mode::PlanThenExecute => {
+                self.plan_then_execute(goal, planner, &mut st)
+                    .instrument(span.clone())
+                    .await
+            }
+            Mode::StepWise => {
+                self.step_wise(goal, planner, &mut st)
+                    .instrument(span.clone())
+                    .await
+            }
         };
         st.tick();
+        trace::record_stop(&span, &stop, &st.spent);
         self.observer.stopped(&stop);
         RunReport {
             goal: goal.to_string(),
@@ -239,10 +255,12 @@ impl Engine<'_> {
         }
         let asked = Instant::now();
         let cancel = st.cancel.clone();
+        let span = trace::planner_span(&planner.name(), &estimate, req.revision);
         let result = tokio::select! {
-            r = planner.plan(&req) => r,
+            r = planner.plan(&req).instrument(span.clone()) => r,
             () = cancel.cancelled() => return Err(StopReason::Cancelled),
         };
+        trace::record_planner(&span, &result);
         st.spent.planner_calls += 1;
         let (reply, usage) = match result {
             Ok(r) => r,
@@ -393,7 +411,8 @@ impl Engine<'_> {
                 }
             }
             st.revisions.push(plan.plan.clone());
-            if let Err(stop) = self.execute(&plan, st, None).await {
+            let span = trace::revision_span(&plan);
+            if let Err(stop) = self.execute(&plan, st, None).instrument(span).await {
                 return (stop, None);
             }
             let revision_records: Vec<&StepRecord> = st

@@ -314,6 +314,10 @@ impl Observer for Journal {
     fn stopped(&mut self, reason: &StopReason) {
         self.append(Kind::Stopped, reason, true);
     }
+
+    fn run_id(&self) -> Option<String> {
+        Some(self.id.clone())
+    }
 }
 
 /// An [`Approver`] that journals each decision of the approver it wraps.
@@ -391,5 +395,9 @@ impl Observer for Tee<'_> {
     fn stopped(&mut self, reason: &StopReason) {
         self.0.stopped(reason);
         self.1.stopped(reason);
+    }
+
+    fn run_id(&self) -> Option<String> {
+        self.0.run_id().or_else(|| self.1.run_id())
     }
 }
