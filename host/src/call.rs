@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
 use wasmtime::component::Val;
 use wasmtime::{Store, Trap};
 
@@ -14,6 +15,7 @@ use crate::grants::Capabilities;
 use crate::runtime::Runtime;
 use crate::sandbox::{AuditEvent, AuditLog, Decision, HostState, LogRecord, MemoryLimitExceeded};
 use crate::tool::{Operation, Returns, Tool};
+use crate::trace;
 
 /// What a call consumed and emitted, whether or not it succeeded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -58,6 +60,7 @@ impl Runtime {
         let started = Instant::now();
         let mut report = CallReport::default();
         let audit = AuditLog::default();
+        let span = trace::tool_call_span(&tool.name, operation);
         let result = self
             .call_inner(
                 tool,
@@ -70,6 +73,7 @@ impl Runtime {
                 },
                 &mut report,
             )
+            .instrument(span.clone())
             .await;
         report.duration = started.elapsed();
         if let Err(e) = &result
@@ -78,7 +82,9 @@ impl Runtime {
             audit.record(event);
         }
         report.events = audit.take();
-        CallOutcome { result, report }
+        let outcome = CallOutcome { result, report };
+        trace::record_call(&span, &outcome);
+        outcome
     }
 
     async fn call_inner(

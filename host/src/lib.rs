@@ -40,6 +40,10 @@
 //!   ([`journal::report`]: verdict, budgets, step lanes, a DAG per plan revision), the
 //!   checkpoint a resume carries on from ([`journal::resume`]), and replay
 //!   ([`journal::replay`]: the recorded planner answers, divergences).
+//! - [`trace`]: the spans of a run (run → plan_revision → step → tool_call; planner_call
+//!   under run), with ids, names, numbers and kinds only, never run content.
+//! - [`telemetry`]: exporting those spans over OpenTelemetry OTLP/HTTP when an endpoint is
+//!   configured (`--otlp-endpoint`); off by default.
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
 //!   `report`, `resume`, `replay`, …).
 
@@ -59,7 +63,9 @@ pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
+pub mod telemetry;
 pub mod tool;
+pub mod trace;
 pub mod types;
 
 pub use call::{CallOutcome, CallReport};

@@ -19,6 +19,7 @@ mod run;
 mod sandbox;
 mod schema;
 mod tools;
+mod traces;
 mod values;
 
 /// Every component built in `tools/` must be exercised here: add its name once its tests

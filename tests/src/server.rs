@@ -10,6 +10,8 @@
 //! - `/slow?MS[&TAG]`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
 //! - `/huge?BYTES`: 200 with a body of BYTES `x`s;
 //! - `/never`: reads the request and answers nothing for [`MAX_WAIT`], then hangs up;
+//! - `/v1/traces`: 200, `application/x-protobuf`, empty (an OTLP/HTTP collector's
+//!   success; the export is in [`Server::received`]);
 //! - anything else: 404 `not found`.
 //!
 //! A TLS client hello gets a plain-text 400, so TLS to this server fails fast.
@@ -139,6 +141,8 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
             thread::sleep(MAX_WAIT);
             Ok(())
         }
+        // An empty ExportTraceServiceResponse: everything accepted.
+        "/v1/traces" => reply(&mut out, 200, "application/x-protobuf", &[], b""),
         _ => reply(&mut out, 404, "text/plain", &[], b"not found"),
     };
 }

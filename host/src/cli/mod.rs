@@ -168,14 +168,14 @@ pub fn run(
         Command::Resume(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
-                resume::run(rt, args, out)
+                resume::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
         Command::Replay(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
-                replay::run(rt, args, out)
+                replay::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },

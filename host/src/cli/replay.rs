@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::run::{Start, View, drive, load, report};
+use super::run::{Outputs, Start, View, drive, load, report};
 use super::{CmdResult, Failure, exit};
 use crate::Runtime;
 use crate::engine::{Fault, FaultKind};
@@ -38,7 +38,7 @@ pub(crate) struct Args {
     pub(crate) journal: super::journal::RunOptions,
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let mut faults = Vec::new();
     for (given, kind) in args
@@ -94,7 +94,10 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         &mut planner,
         Start::Fresh,
         &args.view,
-        out,
+        Outputs {
+            out: &mut *out,
+            err,
+        },
     )?;
     let divergences = replay::compare(&recorded.records, &r, &redactor);
     let mut extra = serde_json::Map::new();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::run::{Start, View, drive, load, report};
+use super::run::{Outputs, Start, View, drive, load, report};
 use super::{CmdResult, Failure, exit};
 use crate::Runtime;
 use crate::engine::{Budgets, StepId, Unfinished};
@@ -114,7 +114,7 @@ pub(crate) fn same(
     ))
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let state = super::journal::state_dir(args.journal.state_dir.clone())?;
     let path = journal::resolve(&state, &args.run).map_err(|e| usage(e.to_string()))?;
@@ -223,7 +223,10 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         planner.as_mut(),
         Start::Resume(Box::new(resumable.checkpoint), unfinished),
         &view,
-        out,
+        Outputs {
+            out: &mut *out,
+            err,
+        },
     )?;
     report(&r, &journal, view.json, serde_json::Map::new(), out)
 }

@@ -19,6 +19,7 @@ use crate::engine::validate::{Catalog, Entry};
 use crate::engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Task, Unfinished};
 use crate::journal::{Journal, Tee};
 use crate::policy::{Gate, Policy};
+use crate::telemetry::{OtlpConfig, Telemetry};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///
@@ -50,6 +51,12 @@ pub(crate) struct View {
     /// Print the run report as JSON instead of progress lines.
     #[arg(long)]
     pub json: bool,
+    /// Export the run's trace over OTLP/HTTP to the collector at URL (e.g.
+    /// http://localhost:4318; `/v1/traces` is appended). Spans hold ids, names, numbers
+    /// and kinds, never arguments, outputs or planner content [env:
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT; default: no export]
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// A task with its policy and loaded tools.
@@ -108,8 +115,14 @@ pub(crate) enum Start {
     Resume(Box<Checkpoint>, Unfinished),
 }
 
-/// Runs `loaded` with `planner` from `start` to a stop, journaling to `journal` and
-/// printing progress lines unless `view.json`.
+/// Where a run prints: progress and the report to `out`, warnings to `err`.
+pub(crate) struct Outputs<'o> {
+    pub out: &'o mut dyn Write,
+    pub err: &'o mut dyn Write,
+}
+
+/// Runs `loaded` with `planner` from `start` to a stop, journaling to `journal`, printing
+/// progress lines unless `view.json`, and exporting its trace when OTLP is configured.
 pub(crate) fn drive(
     rt: Runtime,
     loaded: Loaded,
@@ -117,8 +130,17 @@ pub(crate) fn drive(
     planner: &mut dyn Planner,
     start: Start,
     view: &View,
-    out: &mut dyn Write,
+    io: Outputs<'_>,
 ) -> Result<RunReport, Failure> {
+    let Outputs { out, err } = io;
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let otlp = OtlpConfig::resolve(view.otlp_endpoint.as_deref(), |v| std::env::var(v).ok())
+        .map_err(|e| usage(e.to_string()))?;
+    let telemetry = otlp
+        .as_ref()
+        .map(Telemetry::start)
+        .transpose()
+        .map_err(|e| usage(e.to_string()))?;
     let Loaded {
         task,
         policy,
@@ -137,7 +159,11 @@ pub(crate) fn drive(
         &mut unattended
     };
     let mut approvals = journal.approvals(approver);
-    let tokio = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(t) = &telemetry {
+        t.install_on(&mut builder);
+    }
+    let tokio = builder
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
@@ -167,12 +193,21 @@ pub(crate) fn drive(
             on_interrupt.cancel();
         }
     });
-    Ok(match start {
+    let run = || match start {
         Start::Fresh => tokio.block_on(engine.run_until(&task.goal, planner, &cancel)),
         Start::Resume(checkpoint, unfinished) => {
             tokio.block_on(engine.resume(*checkpoint, planner, &unfinished, &cancel))
         }
-    })
+    };
+    let report = match &telemetry {
+        Some(t) => tracing::dispatcher::with_default(t.dispatch(), run),
+        None => run(),
+    };
+    // The run's spans are closed: send them before anything else can end the process.
+    if let Some(Err(e)) = telemetry.map(Telemetry::shutdown) {
+        let _ = writeln!(err, "warning: {e}");
+    }
+    Ok(report)
 }
 
 /// Prints the end of a run (`extra` keys join the JSON report) and turns its stop and the
@@ -250,7 +285,10 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
         planner.as_mut(),
         Start::Fresh,
         &args.view,
-        out,
+        Outputs {
+            out: &mut *out,
+            err: &mut *err,
+        },
     )?;
     if let Some(m) = &memory {
         match m.remember(&r, &catalog, max_plan_steps) {

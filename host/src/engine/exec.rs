@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::approval::StepDecision;
 use super::budget::{Budget, StopReason};
@@ -22,12 +23,14 @@ use super::validate::ValidPlan;
 use crate::Limits;
 use crate::call::CallOutcome;
 use crate::error::CallError;
+use crate::trace;
 
 /// A launched step's result, with what it reserved.
 struct Done {
     id: StepId,
     record: StepRecord,
     reserved_fuel: u64,
+    span: tracing::Span,
 }
 
 fn error_of(e: &CallError) -> StepError {
@@ -199,7 +202,9 @@ impl Engine<'_> {
                 let op = step.operation.clone();
                 let reserved_fuel = limits.fuel;
                 let fault = self.config.faults.find(id, revision);
-                running.spawn(async move {
+                let span = trace::step_span(step, revision);
+                let step_span = span.clone();
+                let task = async move {
                     let mut record = base;
                     match args {
                         _ if fault.is_some() => {
@@ -233,8 +238,10 @@ impl Engine<'_> {
                         id: record.id.clone(),
                         record,
                         reserved_fuel,
+                        span,
                     }
-                });
+                };
+                running.spawn(task.instrument(step_span));
             }
             let cancel = st.cancel.clone();
             let joined = tokio::select! {
@@ -252,6 +259,7 @@ impl Engine<'_> {
                 id,
                 mut record,
                 reserved_fuel,
+                span,
             } = match joined {
                 Ok(done) => done,
                 Err(e) => {
@@ -266,7 +274,10 @@ impl Engine<'_> {
             st.spent.fuel += record.fuel;
             st.tick();
             if record.status == StepStatus::Succeeded
-                && let Err(reason) = self.evaluate(steps[&id], &mut record, st, reserved).await
+                && let Err(reason) = self
+                    .evaluate(steps[&id], &mut record, st, reserved)
+                    .instrument(span.clone())
+                    .await
             {
                 stop.get_or_insert(reason);
             }
@@ -278,6 +289,7 @@ impl Engine<'_> {
                     .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
             }
             status.insert(id.clone(), record.status);
+            trace::record_step(&span, &record);
             self.observer.step_finished(&record);
             st.records.push(record);
         }

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::approval::{Approver, PlanDecision};
 use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
@@ -22,6 +23,7 @@ use super::resume::ResumePoint;
 use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
 use crate::Runtime;
 use crate::policy::Gate;
+use crate::trace;
 
 /// How a run is carried out. `RunConfig::default()`:
 /// - `mode`: plan-then-execute;
@@ -106,6 +108,10 @@ pub trait Observer {
     fn step_finished(&mut self, _record: &StepRecord) {}
     /// The run ended: why, what it spent, and its answer.
     fn stopped(&mut self, _reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {}
+    /// The id the run is known by (the journal's), for its trace.
+    fn run_id(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An observer that ignores everything.
@@ -222,10 +228,21 @@ impl Engine<'_> {
         planner: &mut dyn Planner,
         mut st: State,
     ) -> RunReport {
+        let span = trace::run_span(self.config.mode, self.observer.run_id().as_deref());
         let (stop, answer) = match self.config.mode {
-            Mode::PlanThenExecute => self.plan_then_execute(goal, planner, &mut st).await,
-            Mode::StepWise => self.step_wise(goal, planner, &mut st).await,
+            Mode::PlanThenExecute => {
+                self.plan_then_execute(goal, planner, &mut st)
+                    .instrument(span.clone())
+                    .await
+            }
+            Mode::StepWise => {
+                self.step_wise(goal, planner, &mut st)
+                    .instrument(span.clone())
+                    .await
+            }
         };
+        st.tick();
+        trace::record_stop(&span, &stop, &st.spent);
         self.finish(goal, st, stop, answer)
     }
 
@@ -288,10 +305,12 @@ impl Engine<'_> {
         }
         let asked = Instant::now();
         let cancel = st.cancel.clone();
+        let span = trace::planner_span(&planner.name(), &estimate, req.revision);
         let result = tokio::select! {
-            r = planner.plan(&req) => r,
+            r = planner.plan(&req).instrument(span.clone()) => r,
             () = cancel.cancelled() => return Err(StopReason::Cancelled),
         };
+        trace::record_planner(&span, &result);
         st.spent.planner_calls += 1;
         let (reply, usage) = match result {
             Ok(r) => r,
@@ -458,7 +477,8 @@ impl Engine<'_> {
             if !approved {
                 st.revisions.push(plan.plan.clone());
             }
-            if let Err(stop) = self.execute(&plan, st, None).await {
+            let span = trace::revision_span(&plan);
+            if let Err(stop) = self.execute(&plan, st, None).instrument(span).await {
                 return (stop, None);
             }
             let revision_records: Vec<&StepRecord> = st

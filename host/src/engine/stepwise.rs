@@ -3,6 +3,7 @@
 //! observation for the next turn.
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::approval::PlanDecision;
 use super::budget::StopReason;
@@ -163,7 +164,12 @@ impl Engine<'_> {
                 }
             }
         }
-        if let Err(stop) = self.execute(step, st, Some(confidence)).await {
+        let span = crate::trace::revision_span(step);
+        if let Err(stop) = self
+            .execute(step, st, Some(confidence))
+            .instrument(span)
+            .await
+        {
             return Some((stop, None));
         }
         let turn_no = step.plan.revision;

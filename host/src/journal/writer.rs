@@ -425,6 +425,10 @@ impl Observer for Journal {
         data["answer"] = json!(answer);
         self.append(Kind::Stopped, &data, true);
     }
+
+    fn run_id(&self) -> Option<String> {
+        Some(self.id.clone())
+    }
 }
 
 /// An [`Approver`] that journals each decision of the approver it wraps.
@@ -502,5 +506,9 @@ impl Observer for Tee<'_> {
     fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
         self.0.stopped(reason, spent, answer);
         self.1.stopped(reason, spent, answer);
+    }
+
+    fn run_id(&self) -> Option<String> {
+        self.0.run_id().or_else(|| self.1.run_id())
     }
 }
