@@ -38,7 +38,13 @@ pub(crate) struct Args {
     pub(crate) journal: super::journal::RunOptions,
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(
+    rt: Runtime,
+    mut args: Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CmdResult {
+    args.view.check()?;
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let mut faults = Vec::new();
     for (given, kind) in args

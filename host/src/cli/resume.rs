@@ -114,7 +114,13 @@ pub(crate) fn same(
     ))
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(
+    rt: Runtime,
+    mut args: Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CmdResult {
+    args.view.check()?;
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let state = super::journal::state_dir(args.journal.state_dir.clone())?;
     let path = journal::resolve(&state, &args.run).map_err(|e| usage(e.to_string()))?;

@@ -57,6 +57,19 @@ pub(crate) struct View {
     /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT; default: no export]
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// The export resolved from the flag and the environment, by [`View::check`].
+    #[arg(skip)]
+    pub otlp: Option<OtlpConfig>,
+}
+
+impl View {
+    /// Resolves what the flags leave to the environment; call before loading anything, so
+    /// a bad flag is reported first.
+    pub(crate) fn check(&mut self) -> Result<(), Failure> {
+        self.otlp = OtlpConfig::resolve(self.otlp_endpoint.as_deref(), |v| std::env::var(v).ok())
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        Ok(())
+    }
 }
 
 /// A task with its policy and loaded tools.
@@ -133,14 +146,12 @@ pub(crate) fn drive(
     io: Outputs<'_>,
 ) -> Result<RunReport, Failure> {
     let Outputs { out, err } = io;
-    let usage = |m: String| Failure::new(exit::USAGE, m);
-    let otlp = OtlpConfig::resolve(view.otlp_endpoint.as_deref(), |v| std::env::var(v).ok())
-        .map_err(|e| usage(e.to_string()))?;
-    let telemetry = otlp
+    let telemetry = view
+        .otlp
         .as_ref()
         .map(Telemetry::start)
         .transpose()
-        .map_err(|e| usage(e.to_string()))?;
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let Loaded {
         task,
         policy,
@@ -254,7 +265,13 @@ pub(crate) fn report(
     })
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(
+    rt: Runtime,
+    mut args: Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CmdResult {
+    args.view.check()?;
     let loaded = load(&rt, &args.task, &args.view, &args.planner.overrides())?;
     let journal = super::journal::open(&args.journal, &args.task, &loaded, None)?;
     if !args.view.json {
