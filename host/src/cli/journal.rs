@@ -137,6 +137,32 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
     }
 }
 
+/// The journal of `run` for `toolhost resume` / `replay`: its path, run id and verified
+/// records. A broken chain refuses ("so run R cannot be {doing}"); a torn last line is
+/// accepted when `torn_ok` (what a crash leaves, cut off by the resume).
+pub(crate) fn recorded(
+    state: Option<PathBuf>,
+    run: &str,
+    torn_ok: bool,
+    doing: &str,
+) -> Result<(PathBuf, String, journal::Verified), Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let state = state_dir(state)?;
+    let path = journal::resolve(&state, run).map_err(|e| usage(e.to_string()))?;
+    let run_id = journal::run_id(&path);
+    let v = journal::verify(&path, None).map_err(|e| usage(e.to_string()))?;
+    if let Some(p) = v.problem.as_ref().filter(|p| !(torn_ok && p.is_torn())) {
+        return Err(Failure::new(
+            exit::JOURNAL,
+            format!(
+                "journal `{}` is broken, so run {run_id} cannot be {doing}: {p}",
+                path.display()
+            ),
+        ));
+    }
+    Ok((path, run_id, v))
+}
+
 /// The redactor of a run: the policy's granted env values, the built-in patterns and
 /// `--redact`.
 pub(crate) fn redactor(opts: &RunOptions, policy: &Policy) -> Result<Redactor, Failure> {

@@ -11,7 +11,7 @@ use super::run::{Outputs, Start, View, drive, load, report};
 use super::{CmdResult, Failure, exit};
 use crate::Runtime;
 use crate::engine::{Fault, FaultKind};
-use crate::journal::{self, replay};
+use crate::journal::replay;
 
 /// Replay a run: the planner's journaled answers in order, the tools run afresh; prints
 /// every divergence of step status, output, error kind, stop reason and planner calls.
@@ -55,19 +55,8 @@ pub(crate) fn run(
     {
         faults.push(Fault::parse(given, kind).map_err(|e| usage(e.to_string()))?);
     }
-    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
-    let path = journal::resolve(&state, &args.run).map_err(|e| usage(e.to_string()))?;
-    let run_id = journal::run_id(&path);
-    let recorded = journal::verify(&path, None).map_err(|e| usage(e.to_string()))?;
-    if let Some(p) = &recorded.problem {
-        return Err(Failure::new(
-            exit::JOURNAL,
-            format!(
-                "journal `{}` is broken, so run {run_id} cannot be replayed: {p}",
-                path.display()
-            ),
-        ));
-    }
+    let (_, run_id, recorded) =
+        super::journal::recorded(args.journal.state_dir.clone(), &args.run, false, "replayed")?;
     let start = &recorded.records[0].data;
     let task_file = args
         .task

@@ -122,21 +122,14 @@ pub(crate) fn run(
 ) -> CmdResult {
     args.view.check()?;
     let usage = |m: String| Failure::new(exit::USAGE, m);
-    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
-    let path = journal::resolve(&state, &args.run).map_err(|e| usage(e.to_string()))?;
-    let run_id = journal::run_id(&path);
-    let first = journal::verify(&path, None).map_err(|e| usage(e.to_string()))?;
     // A torn last line is what a crash leaves, and is cut off below; anything else is
     // tampering or damage, and nothing is carried on from it.
-    if let Some(p) = first.problem.as_ref().filter(|p| !p.is_torn()) {
-        return Err(Failure::new(
-            exit::JOURNAL,
-            format!(
-                "journal `{}` is broken, so run {run_id} cannot be carried on: {p}",
-                path.display()
-            ),
-        ));
-    }
+    let (path, run_id, first) = super::journal::recorded(
+        args.journal.state_dir.clone(),
+        &args.run,
+        true,
+        "carried on",
+    )?;
     let start = first
         .records
         .first()
