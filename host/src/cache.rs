@@ -2,9 +2,12 @@
 //!
 //! An entry is keyed by the SHA-256 of the component's bytes and a hash of everything that
 //! makes compiled code compatible with this engine (wasmtime's compatibility hash and the
-//! toolhost version). Each file carries the length and CRC-32 of its payload, checked before
-//! the payload is handed to `Component::deserialize`: a truncated, corrupted or foreign
-//! entry is rebuilt, never loaded blindly.
+//! toolhost version). It is two files: `KEY.cwasm`, exactly what `Component::serialize`
+//! wrote, and `KEY.sum`, the length and CRC-32 of that file. The artifact is checked
+//! against its summary through a read-only mapping and then handed to
+//! `Component::deserialize_file`, which maps it again rather than copying it: a 40 MB
+//! compiled Python tool loads without reading it into memory twice. A truncated,
+//! corrupted, foreign or half-written entry is rebuilt, never loaded blindly.
 //!
 //! The checksum guards against damage (a torn write, a bad disk), not against someone who
 //! can write the cache directory: such a person could write any checksum alongside, so a
@@ -12,6 +15,17 @@
 //! 40 MB compiled Python tool with SHA-256 took a third of its cached load). Entries are
 //! *keyed* by SHA-256, which does matter: a key collision would run one component's code
 //! for another.
+//!
+//! Files are only ever replaced by renaming a complete file over them, never rewritten in
+//! place, so a mapping taken by a reader stays whole while a writer replaces the entry.
+//!
+//! **Digest hints.** The key needs the component's SHA-256, which for an 18 MB Python tool
+//! takes longer than everything else a cached load does. So the cache also remembers, per
+//! source file [`Identity`] (device, inode, size, modification and change times), the
+//! digest that file had: `hints/IDENTITY` holds it. A hint is only a guess that lets the
+//! runtime start loading the compiled entry while the real digest is still being computed
+//! on another thread; the tool is returned only once the two agree (see
+//! `Runtime::load`). A wrong, stale or planted hint costs time, never correctness.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
@@ -21,10 +35,42 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Format 2: `MAGIC`, payload length (u64 LE), CRC-32 of the payload (u32 LE), payload.
-/// (Format 1 carried a SHA-256; its entries read as foreign and are rebuilt.)
-const MAGIC: &[u8; 8] = b"THCACHE2";
-const HEADER: usize = MAGIC.len() + 8 + 4;
+/// Summary format 3: `MAGIC`, artifact length (u64 LE), CRC-32 of the artifact (u32 LE).
+/// (Formats 1 and 2 put a header in front of the artifact in the `.cwasm` file itself; such
+/// a file has no summary beside it, so it reads as absent and is rebuilt.)
+const MAGIC: &[u8; 8] = b"THCACHE3";
+const SUMMARY: usize = MAGIC.len() + 8 + 4;
+
+/// What identifies one version of a source file without reading it: what `git` and `make`
+/// compare. Any write changes the change time, which only the kernel sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity(String);
+
+impl Identity {
+    /// The identity of the opened file `file` (`None` where the platform has no inodes).
+    pub fn of(file: &std::fs::File) -> Option<Identity> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let m = file.metadata().ok()?;
+            Some(Identity(format!(
+                "{:x}-{:x}-{:x}-{}.{:09}-{}.{:09}",
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec()
+            )))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = file;
+            None
+        }
+    }
+}
 
 /// Why a cache entry was not used.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,26 +110,61 @@ impl Cache {
         &self.dir
     }
 
-    /// Path of the entry for a component whose SHA-256 is `digest`.
+    /// Path of the compiled artifact for a component whose SHA-256 is `digest`.
     pub fn entry_path(&self, digest: &str) -> PathBuf {
         self.dir
             .join(format!("{digest}-{}.cwasm", self.engine_hash))
     }
 
+    /// Path of the artifact's summary (length and CRC-32).
+    fn summary_path(&self, digest: &str) -> PathBuf {
+        self.entry_path(digest).with_extension("sum")
+    }
+
+    fn hint_path(&self, identity: &Identity) -> PathBuf {
+        self.dir.join("hints").join(&identity.0)
+    }
+
+    /// The digest the source file with this identity had when it was last loaded: a guess,
+    /// to be confirmed against the file's bytes.
+    pub fn hint(&self, identity: &Identity) -> Option<String> {
+        let hint = std::fs::read_to_string(self.hint_path(identity)).ok()?;
+        (hint.len() == 64 && hint.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hint)
+    }
+
+    /// Records the digest of the source file with this identity. Best effort: a missing
+    /// hint only costs the next load its head start.
+    pub fn remember(&self, identity: &Identity, digest: &str) {
+        let path = self.hint_path(identity);
+        let written = std::fs::create_dir_all(path.parent().expect("hints/ has a parent"))
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                let mut tmp = tempfile::NamedTempFile::new_in(path.parent().expect("hints/"))?;
+                tmp.write_all(digest.as_bytes())?;
+                tmp.persist(&path)?;
+                Ok(())
+            });
+        if let Err(e) = written {
+            tracing::debug!(path = %path.display(), error = %e, "cannot write a digest hint");
+        }
+    }
+
     /// Loads the compiled form of the component with SHA-256 `digest`, if a valid one exists.
     pub fn load(&self, engine: &Engine, digest: &str) -> Result<Component, Miss> {
-        let path = self.entry_path(digest);
-        let bytes = match std::fs::read(&path) {
+        let summary = match std::fs::read(self.summary_path(digest)) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
-            Err(e) => return Err(Miss::Corrupt(format!("cannot read: {e}"))),
+            Err(e) => return Err(Miss::Corrupt(format!("cannot read the summary: {e}"))),
         };
-        let payload = check(&bytes).map_err(Miss::Corrupt)?;
-        // SAFETY: `deserialize` requires bytes produced by `Component::serialize` of a
-        // compatible engine. The file name pins the engine's compatibility hash and the
-        // payload's length and CRC-32 were just verified against the ones written with it,
-        // so these are the bytes `store` wrote from `serialize`.
-        unsafe { Component::deserialize(engine, payload) }
+        let (len, sum) = parse_summary(&summary).map_err(Miss::Corrupt)?;
+        let path = self.entry_path(digest);
+        verify(&path, len, sum).map_err(Miss::Corrupt)?;
+        // SAFETY: `deserialize_file` requires a file produced by `Component::serialize` of a
+        // compatible engine that nobody modifies while it is mapped. The file name pins the
+        // engine's compatibility hash; the file's length and CRC-32 were just verified
+        // against the ones `store` recorded from `serialize`; and entries are only ever
+        // replaced by a rename, never modified in place.
+        unsafe { Component::deserialize_file(engine, &path) }
             .map_err(|e| Miss::Corrupt(format!("rejected by wasmtime: {e:#}")))
     }
 
@@ -96,41 +177,64 @@ impl Cache {
     }
 
     fn try_store(&self, digest: &str, component: &Component) -> anyhow::Result<()> {
-        let payload = component
+        let artifact = component
             .serialize()
             .map_err(|e| anyhow::anyhow!("{e:#}"))?;
         std::fs::create_dir_all(&self.dir)?;
-        let path = self.entry_path(digest);
-        // Write then rename, so a crash or a concurrent reader never sees half a file.
+        // Artifact first, summary last: until the summary lands the entry reads as absent.
+        // Each is written then renamed, so a crash or a concurrent reader never sees half a
+        // file.
+        let mut summary = MAGIC.to_vec();
+        summary.extend_from_slice(&(artifact.len() as u64).to_le_bytes());
+        summary.extend_from_slice(&crc32fast::hash(&artifact).to_le_bytes());
+        self.write(&self.entry_path(digest), &artifact)?;
+        self.write(&self.summary_path(digest), &summary)
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(MAGIC)?;
-        tmp.write_all(&(payload.len() as u64).to_le_bytes())?;
-        tmp.write_all(&crc32fast::hash(&payload).to_le_bytes())?;
-        tmp.write_all(&payload)?;
+        tmp.write_all(bytes)?;
         tmp.as_file().sync_all()?;
-        tmp.persist(&path)?;
+        tmp.persist(path)?;
         Ok(())
     }
 }
 
-/// Returns the payload of a well-formed entry.
-fn check(bytes: &[u8]) -> Result<&[u8], String> {
-    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
-        return Err("not a toolhost cache entry".into());
+/// The artifact length and CRC-32 a well-formed summary records.
+fn parse_summary(bytes: &[u8]) -> Result<(u64, u32), String> {
+    if bytes.len() != SUMMARY || &bytes[..MAGIC.len()] != MAGIC {
+        return Err("the summary is not a toolhost cache summary".into());
     }
-    let (len, rest) = bytes[MAGIC.len()..].split_at(8);
-    let (sum, payload) = rest.split_at(4);
-    let len = u64::from_le_bytes(len.try_into().expect("8 bytes"));
-    if u64::try_from(payload.len()).ok() != Some(len) {
-        return Err(format!(
-            "truncated: {} of {len} payload bytes",
-            payload.len()
-        ));
+    let (len, sum) = bytes[MAGIC.len()..].split_at(8);
+    Ok((
+        u64::from_le_bytes(len.try_into().expect("8 bytes")),
+        u32::from_le_bytes(sum.try_into().expect("4 bytes")),
+    ))
+}
+
+/// Checks the artifact at `path` against its summary, reading it through a mapping.
+fn verify(path: &Path, len: u64, sum: u32) -> Result<(), String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open the artifact: {e}"))?;
+    let actual = file
+        .metadata()
+        .map_err(|e| format!("cannot inspect the artifact: {e}"))?
+        .len();
+    if actual != len {
+        return Err(format!("truncated: {actual} of {len} bytes"));
     }
-    if crc32fast::hash(payload).to_le_bytes() != sum {
-        return Err("checksum mismatch".into());
+    // SAFETY: the mapping is read-only and dropped before returning; cache files are only
+    // replaced by rename, never truncated or rewritten in place, so its pages stay valid.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .map_err(|e| format!("cannot map the artifact: {e}"))?;
+    check(&map, sum)
+}
+
+fn check(artifact: &[u8], sum: u32) -> Result<(), String> {
+    if crc32fast::hash(artifact) == sum {
+        Ok(())
+    } else {
+        Err("checksum mismatch".into())
     }
-    Ok(payload)
 }
 
 #[cfg(test)]
@@ -138,26 +242,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn check_rejects_damage() {
-        let payload = b"compiled";
-        let mut entry = MAGIC.to_vec();
-        entry.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        entry.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        entry.extend_from_slice(payload);
-        assert_eq!(check(&entry).unwrap(), payload);
-        let mut flipped = entry.clone();
-        *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(check(&flipped).unwrap_err(), "checksum mismatch");
-        assert_eq!(
-            check(&entry[..entry.len() - 1]).unwrap_err(),
-            "truncated: 7 of 8 payload bytes"
-        );
-        assert_eq!(
-            check(&entry[..10]).unwrap_err(),
-            "not a toolhost cache entry"
-        );
-        let mut old = entry.clone();
-        old[..MAGIC.len()].copy_from_slice(b"THCACHE1");
-        assert_eq!(check(&old).unwrap_err(), "not a toolhost cache entry");
+    fn summaries_and_checksums_reject_damage() {
+        let artifact = b"compiled";
+        let mut summary = MAGIC.to_vec();
+        summary.extend_from_slice(&(artifact.len() as u64).to_le_bytes());
+        summary.extend_from_slice(&crc32fast::hash(artifact).to_le_bytes());
+        let (len, sum) = parse_summary(&summary).unwrap();
+        assert_eq!(len, 8);
+        assert_eq!(check(artifact, sum), Ok(()));
+        assert_eq!(check(b"compilee", sum).unwrap_err(), "checksum mismatch");
+        for bad in [&summary[..10], b"THCACHE2\0\0\0\0\0\0\0\0\0\0\0\0"] {
+            assert_eq!(
+                parse_summary(bad).unwrap_err(),
+                "the summary is not a toolhost cache summary"
+            );
+        }
+    }
+
+    #[test]
+    fn verify_names_a_short_artifact() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.cwasm");
+        std::fs::write(&path, b"compil").unwrap();
+        assert_eq!(verify(&path, 8, 0).unwrap_err(), "truncated: 6 of 8 bytes");
     }
 }

@@ -12,7 +12,7 @@ use crate::Limits;
 use crate::convert;
 use crate::error::CallError;
 use crate::grants::Capabilities;
-use crate::runtime::Runtime;
+use crate::runtime::{FUEL_YIELD_INTERVAL, Runtime};
 use crate::sandbox::{AuditEvent, AuditLog, Decision, HostState, LogRecord, MemoryLimitExceeded};
 use crate::tool::{Operation, Returns, Tool};
 use crate::trace;
@@ -137,6 +137,9 @@ impl Runtime {
             store
                 .set_fuel(limits.fuel)
                 .expect("fuel is enabled on a fuel-metered engine");
+            store
+                .fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))
+                .expect("a non-zero interval on a fuel-metered engine");
         }
         if self.metering.epoch() {
             store.set_epoch_deadline(deadline_ticks(budget, self.epoch_tick));

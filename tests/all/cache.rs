@@ -85,3 +85,72 @@ fn corrupt_or_truncated_entries_are_rebuilt() {
         );
     }
 }
+
+fn hints(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir.join("hints"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect()
+}
+
+#[test]
+fn an_entry_without_its_summary_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    runtime(dir.path()).load(path("calc").as_ref()).unwrap();
+    let entry = entries(dir.path()).pop().unwrap();
+    std::fs::remove_file(entry.with_extension("sum")).unwrap();
+    let t = runtime(dir.path()).load(path("calc").as_ref()).unwrap();
+    assert_eq!(t.compiled, Compiled::Fresh);
+    assert!(
+        entry.with_extension("sum").exists(),
+        "the summary is written again"
+    );
+}
+
+#[test]
+fn a_wrong_digest_hint_never_loads_another_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two tools in the cache; then the hint for calc's file is pointed at typesink's entry,
+    // as a stale or planted hint would be.
+    let calc = runtime(dir.path()).load(path("calc").as_ref()).unwrap();
+    let [hint] = hints(dir.path()).try_into().unwrap();
+    assert_eq!(std::fs::read_to_string(&hint).unwrap(), calc.digest);
+    let other = runtime(dir.path()).load(path("typesink").as_ref()).unwrap();
+    assert_ne!(other.digest, calc.digest);
+    std::fs::write(&hint, &other.digest).unwrap();
+
+    let loaded = runtime(dir.path()).load(path("calc").as_ref()).unwrap();
+    assert_eq!(loaded.digest, calc.digest);
+    assert_eq!(loaded.compiled, Compiled::FromCache);
+    let ops = |t: &toolhost::tool::Tool| {
+        t.operations
+            .iter()
+            .map(|o| o.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ops(&loaded), ops(&calc));
+    assert_eq!(
+        std::fs::read_to_string(&hint).unwrap(),
+        calc.digest,
+        "the wrong hint is corrected"
+    );
+}
+
+#[test]
+fn a_rewritten_file_is_loaded_under_its_new_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = tempfile::tempdir().unwrap();
+    let file = tools.path().join("t.wasm");
+    std::fs::copy(path("calc"), &file).unwrap();
+    let first = runtime(dir.path()).load(&file).unwrap();
+    std::fs::copy(path("typesink"), &file).unwrap();
+    let second = runtime(dir.path()).load(&file).unwrap();
+    assert_ne!(second.digest, first.digest);
+    assert_eq!(
+        second.digest,
+        runtime(dir.path())
+            .load(path("typesink").as_ref())
+            .unwrap()
+            .digest
+    );
+}

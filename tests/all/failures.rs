@@ -46,7 +46,7 @@ fn infinite_loop_hits_the_deadline_when_fuel_is_plentiful() {
     };
     let out = misbehave("spin", json!({}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 200 }));
-    // The epoch deadline ends it soon after 200 ms; the bound only guards against a hang.
+    // Its next fuel yield after 200 ms ends it; the bound only guards against a hang.
     assert!(
         out.report.duration < Duration::from_secs(3),
         "{:?}",

@@ -11,6 +11,7 @@ mod http;
 mod journal;
 mod langs;
 mod llm;
+mod metering;
 mod plan;
 mod policy;
 mod pool;

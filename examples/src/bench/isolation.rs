@@ -119,7 +119,6 @@ pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
         ratio: native.as_secs_f64() / wasm.as_secs_f64(),
         target: 60.0,
         lower_is_better: false,
-        gated: true,
     };
 
     // Throughput with every core busy.
@@ -178,7 +177,6 @@ pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
         ratio: wasm_rate / native_rate,
         target: 60.0,
         lower_is_better: false,
-        gated: true,
     };
     vec![isolation, throughput]
 }

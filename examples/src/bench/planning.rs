@@ -72,6 +72,5 @@ pub fn run() -> Figure {
         ratio: f64::from(stepwise) / f64::from(whole),
         target: 1.0,
         lower_is_better: false,
-        gated: true,
     }
 }
