@@ -128,7 +128,7 @@ fn main() {
         figures.push(memory::run(scale));
     }
     if wanted("planning") {
-        figures.push(planning::run());
+        figures.extend(planning::run());
     }
     // Last: compiling the Python tool takes hundreds of MiB, which would otherwise show in
     // the memory figure's process-wide peak.

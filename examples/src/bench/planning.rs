@@ -1,20 +1,60 @@
-//! Planner round trips per task: plan-then-execute vs step-wise, on the example tasks'
-//! goal replayed with scripted planners (tokens are those the scripts charge).
+//! Planner round trips and tokens per task: plan-then-execute vs step-wise, on two tasks
+//! replayed with scripted planners (3 and 8 calculator steps). Tokens are what a model
+//! would be charged: the prompt the LLM planner builds for each request
+//! (`llm::prompt::build`: rules, tools with their schemas, budgets, history) with its
+//! response schema, and the answer's JSON, at four characters a token.
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
+use toolhost::engine::planner::PlanFuture;
 use toolhost::engine::{
-    ApprovalMode, Catalog, Engine, Entry, Mode, Quiet, RunConfig, Script, ScriptedPlanner,
-    StopReason, Unattended,
+    ApprovalMode, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig, Script,
+    ScriptedPlanner, Spent, StopReason, Unattended, Usage,
 };
+use toolhost::llm::{LlmConfig, ProviderKind, prompt};
 use toolhost::{Gate, Policy, Runtime, RuntimeConfig};
 
 use super::Figure;
 
-fn calls(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: serde_json::Value) -> u32 {
+/// The scripted answers, charged as a model's would be.
+struct Counted {
+    script: ScriptedPlanner,
+    context_chars: usize,
+}
+
+impl Planner for Counted {
+    fn name(&self) -> String {
+        self.script.name()
+    }
+
+    fn estimate(&self, req: &PlanRequest) -> Usage {
+        self.script.estimate(req)
+    }
+
+    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
+        Box::pin(async move {
+            let (reply, _) = self.script.plan(req).await?;
+            let p = prompt::build(req, self.context_chars, 1024, None);
+            let sent = p.system.len() + p.user.len() + p.strict_schema.to_string().len();
+            let answer = serde_json::to_string(&reply).map_or(0, |s| s.len());
+            let usage = Usage {
+                model: "counted".into(),
+                input_tokens: (sent / 4) as u64,
+                output_tokens: (answer / 4) as u64,
+                also: Vec::new(),
+            };
+            Ok((reply, usage))
+        })
+    }
+}
+
+fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -> Spent {
     let script: Script = serde_json::from_value(script).unwrap();
-    let mut planner = ScriptedPlanner::new(script);
+    let mut planner = Counted {
+        script: ScriptedPlanner::new(script),
+        context_chars: LlmConfig::new(ProviderKind::OpenAi, "bench").context_chars,
+    };
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
     let mut engine = Engine {
@@ -32,7 +72,7 @@ fn calls(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: serde_js
         .enable_all()
         .build()
         .unwrap()
-        .block_on(engine.run("three figures", &mut planner));
+        .block_on(engine.run("figures", &mut planner));
     assert!(
         matches!(
             report.stop,
@@ -40,10 +80,25 @@ fn calls(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: serde_js
         ),
         "{report:?}"
     );
-    report.spent.planner_calls
+    report.spent
 }
 
-pub fn run() -> Figure {
+/// The task of evaluating `exprs`, in both modes: (plan-then-execute, step-wise).
+fn task(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, exprs: &[&str]) -> (Spent, Spent) {
+    let plan = json!({"plan": {"goal": "figures", "steps": exprs.iter().enumerate().map(|(i, e)|
+        json!({"id": format!("s{i}"), "tool": "calc", "operation": "eval", "args": {"expression": e}})).collect::<Vec<_>>()}});
+    let mut turns: Vec<Value> = exprs
+        .iter()
+        .map(|e| json!({"tool": "calc", "operation": "eval", "arguments": {"expression": e}}))
+        .collect();
+    turns.push(json!({"stop": true}));
+    (
+        spent(rt, catalog, Mode::PlanThenExecute, plan),
+        spent(rt, catalog, Mode::StepWise, json!({"turns": turns})),
+    )
+}
+
+pub fn run() -> Vec<Figure> {
     let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
     let policy = Policy::parse("bench.toml", "version = 1\n[tools.calc]\n", ".".as_ref()).unwrap();
     let catalog = Arc::new(Catalog {
@@ -56,21 +111,56 @@ pub fn run() -> Figure {
         )]
         .into(),
     });
-    let exprs = ["12 * 4 + 5", "2 ^ 10", "(1 + 2) * 3"];
-    let plan = json!({"plan": {"goal": "three figures", "steps": exprs.iter().enumerate().map(|(i, e)|
-        json!({"id": format!("s{i}"), "tool": "calc", "operation": "eval", "args": {"expression": e}})).collect::<Vec<_>>()}});
-    let mut turns: Vec<serde_json::Value> = exprs
+    let tasks: [&[&str]; 2] = [
+        &["12 * 4 + 5", "2 ^ 10", "(1 + 2) * 3"],
+        &[
+            "1 + 1",
+            "2 * 3",
+            "10 / 4",
+            "7 - 9",
+            "3 ^ 4",
+            "(5 + 5) * 2",
+            "100 / 8",
+            "6 * 7",
+        ],
+    ];
+    let runs: Vec<(usize, Spent, Spent)> = tasks
         .iter()
-        .map(|e| json!({"tool": "calc", "operation": "eval", "arguments": {"expression": e}}))
+        .map(|exprs| {
+            let (whole, stepwise) = task(&rt, &catalog, exprs);
+            (exprs.len(), whole, stepwise)
+        })
         .collect();
-    turns.push(json!({"stop": true}));
-    let whole = calls(&rt, &catalog, Mode::PlanThenExecute, plan);
-    let stepwise = calls(&rt, &catalog, Mode::StepWise, json!({"turns": turns}));
-    Figure {
-        name: "planner round trips per task (3 steps)",
-        detail: format!("plan-then-execute {whole} call(s) vs step-wise {stepwise} calls"),
-        ratio: f64::from(stepwise) / f64::from(whole),
-        target: 1.0,
-        lower_is_better: false,
-    }
+    let tokens = |s: &Spent| s.input_tokens + s.output_tokens;
+    let mean = |f: &dyn Fn(&(usize, Spent, Spent)) -> f64| {
+        runs.iter().map(f).sum::<f64>() / runs.len() as f64
+    };
+    let detail = |what: &dyn Fn(&Spent) -> String| {
+        runs.iter()
+            .map(|(n, whole, stepwise)| {
+                format!(
+                    "{n} steps: plan-then-execute {} vs step-wise {}",
+                    what(whole),
+                    what(stepwise)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    vec![
+        Figure {
+            name: "planner round trips per task (mean of 2 tasks)",
+            detail: detail(&|s| format!("{} call(s)", s.planner_calls)),
+            ratio: mean(&|(_, w, s)| f64::from(s.planner_calls) / f64::from(w.planner_calls)),
+            target: 1.0,
+            lower_is_better: false,
+        },
+        Figure {
+            name: "planner tokens per task (mean of 2 tasks)",
+            detail: detail(&|s| format!("{} in + {} out tokens", s.input_tokens, s.output_tokens)),
+            ratio: mean(&|(_, w, s)| tokens(s) as f64 / tokens(w) as f64),
+            target: 1.0,
+            lower_is_better: false,
+        },
+    ]
 }
