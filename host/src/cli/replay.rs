@@ -91,9 +91,38 @@ pub(crate) fn run(
         &args.view,
         Outputs {
             out: &mut *out,
-            err,
+            err: &mut *err,
         },
     )?;
+    // A fault that matched no step is likely a slip (a typo, a revision the replay never
+    // reached): say so rather than report a clean replay as if it had been injected.
+    for f in &faults {
+        let hit = r
+            .steps
+            .iter()
+            .any(|s| s.id == f.step && f.revision.is_none_or(|rev| rev == s.revision));
+        if !hit {
+            let mut ran: Vec<String> = r
+                .steps
+                .iter()
+                .map(|s| format!("{}@{}", s.id, s.revision))
+                .collect();
+            ran.dedup();
+            let _ = writeln!(
+                err,
+                "warning: fault {f} was not injected: no step `{}` ran{} in the replay (steps: {})",
+                f.step,
+                f.revision
+                    .map(|rev| format!(" in revision {rev}"))
+                    .unwrap_or_default(),
+                if ran.is_empty() {
+                    "none".to_string()
+                } else {
+                    ran.join(", ")
+                }
+            );
+        }
+    }
     let divergences = replay::compare(&recorded.records, &r, &redactor);
     let mut extra = serde_json::Map::new();
     extra.insert(

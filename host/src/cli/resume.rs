@@ -191,6 +191,30 @@ pub(crate) fn run(
         rerun: args.rerun.iter().cloned().collect::<BTreeSet<_>>(),
         abandon: args.abandon.iter().cloned().collect::<BTreeSet<_>>(),
     };
+    let open: &[StepId] = resumable
+        .checkpoint
+        .current
+        .as_ref()
+        .map_or(&[], |c| &c.unfinished);
+    // Naming a step that has nothing to decide is harmless but likely a slip (a typo, or
+    // a step that already finished): say so, and go on.
+    for (flag, named) in [
+        ("--rerun", &unfinished.rerun),
+        ("--abandon", &unfinished.abandon),
+    ] {
+        for id in named.iter().filter(|id| !open.contains(id)) {
+            let _ = writeln!(
+                err,
+                "warning: {flag} {id} ignored: step `{id}` is not an unfinished step of run {run_id} ({})",
+                if open.is_empty() {
+                    "no step is unfinished".to_string()
+                } else {
+                    let open: Vec<String> = open.iter().map(ToString::to_string).collect();
+                    format!("unfinished: {}", open.join(", "))
+                }
+            );
+        }
+    }
     let after = reopened.records.len();
     journal.resumed(&json!({
         "after_record": after,

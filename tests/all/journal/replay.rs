@@ -116,3 +116,28 @@ fn an_injected_fault_escalates_instead_of_looping() {
     );
     assert!(recorded["spent"]["planner_calls"].as_u64().unwrap() >= 2);
 }
+
+#[test]
+fn a_fault_that_matches_no_step_is_reported_not_silently_dropped() {
+    let state = tempfile::tempdir().unwrap();
+    let (_, _, journal) = run_in(state.path(), &example("seed.toml"), &[]);
+    let (out, doc) = replay(
+        state.path(),
+        &journal,
+        &["--fail", "t9", "--timeout", "t1@7"],
+    );
+    // Nothing was injected, so the replay matches the recording; the slips are named.
+    assert_eq!(out.code, 0, "{}", doc["replay"]);
+    assert!(
+        out.stderr.contains(
+            "warning: fault fail t9 was not injected: no step `t9` ran in the replay (steps: t1@1"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("no step `t1` ran in revision 7"),
+        "{}",
+        out.stderr
+    );
+}

@@ -59,9 +59,19 @@ fn a_torn_last_line_is_cut_off_recorded_and_the_run_finishes() {
     let (out, doc) = resume(
         state.path(),
         &journal,
-        &["--rerun", "release", "--rerun", "notes"],
+        &[
+            "--rerun", "release", "--rerun", "notes", "--rerun", "relase",
+        ],
     );
     assert_eq!(out.code, 0, "{out:?}");
+    // A step with nothing to decide is named back, not silently ignored.
+    assert!(
+        out.stderr.contains(
+            "warning: --rerun relase ignored: step `relase` is not an unfinished step of run"
+        ),
+        "{}",
+        out.stderr
+    );
     assert_eq!(doc["stop"]["reason"], "completed");
     let recs = records(&journal);
     let resumed = recs.iter().find(|r| r["kind"] == "resumed").unwrap();
