@@ -216,13 +216,21 @@ impl Runtime {
         let (digest, guess) = match &hint {
             None => (cache::sha256_hex(bytes), None),
             Some(hint) => std::thread::scope(|s| {
-                let hashing = s.spawn(|| cache::sha256_hex(bytes));
+                let hashing = std::thread::Builder::new()
+                    .name("toolhost-digest".into())
+                    .spawn_scoped(s, || cache::sha256_hex(bytes));
                 let guess = self.cache.as_ref().and_then(|c| {
                     let component = c.load(&self.engine, hint).ok()?;
                     let digest = hint.clone();
                     Some(self.assemble(name, path, bytes, digest, component, Compiled::FromCache))
                 });
-                (hashing.join().expect("SHA-256 does not panic"), guess)
+                // Without a second thread (none could be started) the digest is computed
+                // here, after the guess: slower, equally checked.
+                let digest = match hashing {
+                    Ok(h) => h.join().expect("SHA-256 does not panic"),
+                    Err(_) => cache::sha256_hex(bytes),
+                };
+                (digest, guess)
             }),
         };
         if hint.as_ref() == Some(&digest) {
