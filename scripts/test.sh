@@ -37,6 +37,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 
+# The CLI binary itself: the README's quickstart runs `target/release/toolhost` after this
+# command too (the tests drive `toolhost-test-cli`, another package's binary).
+echo "== cargo build -p toolhost"
+cargo build --release -p toolhost
+
 echo "== cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-256}" cargo test --workspace --release
 
@@ -44,4 +49,4 @@ PROPTEST_CASES="${PROPTEST_CASES:-256}" cargo test --workspace --release
 # fails when a ratio falls below half its target (ratios, not absolute times: they hold on
 # a loaded machine). About a minute.
 echo "== bench --quick"
-cargo run --release -p toolhost-examples --bin bench -- --quick
+cargo run --release -p toolhost-bench -- --quick

@@ -1,11 +1,20 @@
 //! Builds every tool component for `wasm32-wasip2` with a nested `cargo build`, the way
 //! wasmtime's test-programs do, so tests and the demo never need a manual pre-step.
 //!
-//! The nested build uses its own target directory under `OUT_DIR` (sharing the outer one
-//! would deadlock on cargo's build lock) and the `tool` profile.
+//! The nested build uses its own target directory, `TARGET/wasm-tools` beside the outer
+//! build's profile directories (sharing the outer one would deadlock on cargo's build lock),
+//! and the `tool` profile. One nested directory for every outer profile means a debug, a
+//! release and a clippy build of the host all use the same components, built once. The
+//! finished components are then copied to `TARGET/tools/NAME.wasm`, a stable path that the
+//! README's quickstart and `toolhost run --tools-dir` use. (When the outer target directory
+//! cannot be found, everything stays under `OUT_DIR` and no copy is made.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "publish.rs"]
+mod publish;
+use publish::{outer_target_dir, publish};
 
 /// (crate name, constant name) of every component built here.
 const TOOLS: &[(&str, &str)] = &[
@@ -30,7 +39,11 @@ fn main() {
         .expect("tools/ has a parent")
         .to_path_buf();
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
-    let target_dir = out_dir.join("wasm");
+    let outer_target = outer_target_dir(&out_dir);
+    let target_dir = match &outer_target {
+        Some(t) => t.join("wasm-tools"),
+        None => out_dir.join("wasm"),
+    };
 
     for dir in ["tools", "tool-sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
@@ -51,7 +64,10 @@ fn main() {
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_PRIMARY_PACKAGE");
+        .env_remove("CARGO_PRIMARY_PACKAGE")
+        // `cargo clippy` runs the outer build through clippy-driver; the components are
+        // built by rustc alone, so that every outer build makes the same bytes.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER");
     for (name, _) in TOOLS {
         cmd.args(["-p", name]);
     }
@@ -68,18 +84,23 @@ fn main() {
         panic!("building the tool components for {TARGET} failed:\n{stderr}");
     }
 
+    let stable = outer_target.map(|t| t.join("tools"));
     let mut consts = String::new();
     let mut all = String::new();
     for (name, konst) in TOOLS {
-        let path = target_dir
+        let built = target_dir
             .join(TARGET)
             .join("tool")
             .join(format!("{name}.wasm"));
         assert!(
-            exists(&path),
+            built.is_file(),
             "the nested build did not produce {}",
-            path.display()
+            built.display()
         );
+        let path = match &stable {
+            Some(dir) => publish(&built, dir, name),
+            None => built,
+        };
         consts.push_str(&format!(
             "/// Path of the built `{name}` component.\npub const {konst}: &str = {:?};\n",
             path.display().to_string()
@@ -90,8 +111,4 @@ fn main() {
         "/// Every built component: (name, path).\npub const ALL: &[(&str, &str)] = &[\n{all}];\n"
     ));
     std::fs::write(out_dir.join("tools.rs"), consts).expect("write tools.rs");
-}
-
-fn exists(p: &Path) -> bool {
-    p.is_file()
 }

@@ -1,15 +1,32 @@
 //! The offline agent demo: three tasks run by the planner–executor engine with the
 //! embedded scripted planner (step-wise, plan-then-execute with a replan, and parallel
-//! steps), then a tour of the sandbox. Every step is a `toolhost` CLI invocation, printed
-//! with its output.
+//! steps), then a tour of the sandbox. Every step runs the real `toolhost` binary, built
+//! beside this one, and is printed with its output like a shell transcript.
 //!
-//! Run with `cargo run --release -p toolhost-examples --bin demo`.
+//! Run with the README's first command:
+//! `cargo build --release -p toolhost -p toolhost-examples && ./target/release/demo`.
 
-use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// Runs `toolhost ARGS…` in process and prints it like a shell transcript. The leading
-/// `--cache-dir DIR` (a private cache for this demo) is left out of the transcript.
-fn toolhost(args: &[&str]) -> i32 {
+/// The `toolhost` binary in the folder of this one (`target/release`).
+fn toolhost_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the demo knows its own path");
+    let bin = exe.with_file_name(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        eprintln!(
+            "error: the demo runs the `toolhost` binary beside it, and {} does not exist: \
+             build both with `cargo build --release -p toolhost -p toolhost-examples`",
+            bin.display()
+        );
+        std::process::exit(2);
+    }
+    bin
+}
+
+/// Runs `toolhost ARGS…` and prints it like a shell transcript. The leading
+/// `--cache-dir DIR` (private to this demo) is left out of the transcript.
+fn toolhost(bin: &Path, args: &[&str]) -> i32 {
     let shown: Vec<String> = args
         .iter()
         .skip(2)
@@ -23,39 +40,37 @@ fn toolhost(args: &[&str]) -> i32 {
         })
         .collect();
     println!("\n$ toolhost {}", shown.join(" "));
-    let argv = std::iter::once(OsString::from("toolhost")).chain(args.iter().map(OsString::from));
-    let code = toolhost::cli::run(
-        argv,
-        &mut std::io::stdout().lock(),
-        &mut std::io::stdout().lock(),
-    );
+    let status = Command::new(bin)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let code = status.code().unwrap_or(-1);
     if code != 0 {
         println!("(exit code {code})");
     }
     code
 }
 
-/// Shows built component paths as `tools/NAME.wasm` and the example folder as
-/// `examples/` to keep the transcript readable.
+/// Shows built component paths as `target/tools/NAME.wasm` relative to the checkout, and
+/// the example folder as `examples/`, to keep the transcript readable.
 fn shorten(arg: &str) -> String {
-    for (name, path) in toolhost_tools::ALL {
-        if arg == *path {
-            return format!("tools/{name}.wasm");
-        }
-    }
-    if arg == tools_dir() {
-        return "tools/".into();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../");
+    let root = Path::new(root).canonicalize();
+    let rel = |p: &str| match &root {
+        Ok(root) => Path::new(p)
+            .strip_prefix(root)
+            .map_or_else(|_| p.to_string(), |r| r.display().to_string()),
+        Err(_) => p.to_string(),
+    };
+    if toolhost_tools::ALL.iter().any(|(_, path)| arg == *path) || arg == tools_dir() {
+        return rel(arg);
     }
     arg.replace(concat!(env!("CARGO_MANIFEST_DIR"), "/"), "examples/")
 }
 
 /// The folder holding every built component.
 fn tools_dir() -> String {
-    std::path::Path::new(toolhost_tools::CALC)
-        .parent()
-        .expect("components live in a folder")
-        .display()
-        .to_string()
+    toolhost_tools::dir().display().to_string()
 }
 
 /// Path of an example task file.
@@ -66,6 +81,10 @@ fn task(name: &str) -> String {
 fn main() {
     let calc = toolhost_tools::CALC;
     let misbehave = toolhost_tools::MISBEHAVE;
+    let bin = toolhost_bin();
+    // A private compile cache, so that the tour shows a first start compiling and a second
+    // loading from the cache. Run journals go to the user's state directory, where
+    // `toolhost journal show` and `toolhost report` find them afterwards.
     let cache = tempfile::tempdir().expect("temp dir");
     let cache_dir = cache.path().display().to_string();
     let c = ["--cache-dir", cache_dir.as_str()];
@@ -73,7 +92,7 @@ fn main() {
         |rest: &[&str]| -> Vec<String> { c.iter().chain(rest).map(|s| s.to_string()).collect() };
     let run = |rest: &[&str]| {
         let args = with(rest);
-        toolhost(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        toolhost(&bin, &args.iter().map(String::as_str).collect::<Vec<_>>())
     };
 
     println!("toolhost demo: a planner–executor agent whose tools are sandboxed WebAssembly");

@@ -8,3 +8,11 @@ include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 pub fn path(name: &str) -> Option<&'static str> {
     ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
 }
+
+/// The folder holding every built component: `TARGET/tools` (e.g. `target/tools`) in a
+/// normal build, the folder `toolhost run --tools-dir` takes.
+pub fn dir() -> &'static std::path::Path {
+    std::path::Path::new(CALC)
+        .parent()
+        .expect("a component path has a folder")
+}

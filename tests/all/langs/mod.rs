@@ -5,7 +5,8 @@
 //! grant. `new` builds and tests what `toolhost new tool` scaffolds in each language.
 //!
 //! With `TOOLHOST_SKIP_GUEST_LANGS=1` at build time these tests print why and pass; the
-//! README's test command never sets it.
+//! README's test command never sets it. Built without the toolchains and without that
+//! request, they fail, naming what is missing: a missing toolchain never passes silently.
 
 mod js;
 mod new;
@@ -14,10 +15,14 @@ mod python;
 use serde_json::Value;
 use toolhost_tests::cli;
 
-/// False, after saying why, when the Python and JavaScript tools were not built.
+/// False, after saying why, when the Python and JavaScript tools were not built because
+/// the skip was asked for; a panic when a toolchain was missing.
 pub fn built() -> bool {
     match toolhost_lang_tools::SKIPPED {
         None => true,
+        Some(why) if !toolhost_lang_tools::SKIP_REQUESTED => {
+            panic!("the Python and JavaScript tools were not built: {why}")
+        }
         Some(why) => {
             eprintln!("note: skipping a Python/JavaScript test: {why}");
             false

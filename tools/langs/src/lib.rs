@@ -2,9 +2,10 @@
 //! and JavaScript (`tools/js`, built with componentize-js) by this crate's build script.
 //!
 //! The toolchains come from `scripts/guest-langs.sh`, which the README's test command runs.
-//! Without them the build fails, naming what is missing, unless `TOOLHOST_SKIP_GUEST_LANGS=1`
-//! is set at build time: then [`SKIPPED`] says why and [`ALL`] is empty. The Rust tools are
-//! in `toolhost-tools`, so the demo never needs Python or Node.
+//! Without them, or with `TOOLHOST_SKIP_GUEST_LANGS=1` at build time, [`ALL`] is empty and
+//! [`SKIPPED`] says why; [`SKIP_REQUESTED`] tells an asked-for skip from a missing
+//! toolchain, which the tests refuse. The Rust tools are in `toolhost-tools`, so the demo
+//! never needs Python or Node.
 
 include!(concat!(env!("OUT_DIR"), "/lang_tools.rs"));
 

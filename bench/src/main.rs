@@ -2,10 +2,10 @@
 //! printed as ratios against the targets of BENCHMARKS.md.
 //!
 //! ```sh
-//! cargo run --release -p toolhost-examples --bin bench            # the full run
-//! cargo run --release -p toolhost-examples --bin bench -- --quick # fewer samples; exits 1
+//! cargo run --release -p toolhost-bench            # the full run
+//! cargo run --release -p toolhost-bench -- --quick # fewer samples; exits 1
 //!                                                                 # below half a target
-//! cargo run --release -p toolhost-examples --bin bench -- --only isolation
+//! cargo run --release -p toolhost-bench -- --only isolation
 //! TOOLHOST_BENCH_POOLING=1024 …   # isolation figures with the pooling allocator
 //! ```
 //!

@@ -1,0 +1,29 @@
+//! Shared by the build scripts of `toolhost-tools` (`tools/build.rs`) and
+//! `toolhost-lang-tools` (`tools/langs/build.rs`): where the outer build's target directory
+//! is, and how a finished component reaches its stable path `TARGET/tools/NAME.wasm`.
+
+use std::path::{Path, PathBuf};
+
+/// The outer build's target directory: the nearest ancestor of `OUT_DIR` that cargo marked
+/// with `CACHEDIR.TAG` (it writes one at the root of every target directory).
+pub fn outer_target_dir(out_dir: &Path) -> Option<PathBuf> {
+    out_dir
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// Copies `built` to `DIR/NAME.wasm` through a temporary file and a rename, so that a
+/// reader (a test, the quickstart) never sees a half-written component.
+pub fn publish(built: &Path, dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    let path = dir.join(format!("{name}.wasm"));
+    let bytes = std::fs::read(built).unwrap_or_else(|e| panic!("read {}: {e}", built.display()));
+    if std::fs::read(&path).is_ok_and(|old| old == bytes) {
+        return path;
+    }
+    let tmp = dir.join(format!(".{name}.wasm.{}", std::process::id()));
+    std::fs::write(&tmp, &bytes).unwrap_or_else(|e| panic!("write {}: {e}", tmp.display()));
+    std::fs::rename(&tmp, &path).unwrap_or_else(|e| panic!("rename to {}: {e}", path.display()));
+    path
+}
