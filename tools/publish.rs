@@ -4,12 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-/// The outer build's target directory: the nearest ancestor of `OUT_DIR` that cargo marked
-/// with `CACHEDIR.TAG` (it writes one at the root of every target directory).
+/// The outer build's target directory: the nearest ancestor of `OUT_DIR` holding one of the
+/// files cargo keeps at a target directory's root: `.rustc_info.json` (its rustc cache,
+/// written by every build) or `CACHEDIR.TAG` (written only when cargo itself created the
+/// directory, so not when `scripts/guest-langs.sh` made `target/` first).
 pub fn outer_target_dir(out_dir: &Path) -> Option<PathBuf> {
     out_dir
         .ancestors()
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .find(|d| d.join(".rustc_info.json").is_file() || d.join("CACHEDIR.TAG").is_file())
         .map(Path::to_path_buf)
 }
 

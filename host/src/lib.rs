@@ -44,6 +44,8 @@
 //!   under run), with ids, names, numbers and kinds only, never run content.
 //! - [`telemetry`]: exporting those spans over OpenTelemetry OTLP/HTTP when an endpoint is
 //!   configured (`--otlp-endpoint`); off by default.
+//! - [`stderr_log`]: where `tracing` lines go: a bounded queue to one writer thread, so
+//!   that logging never blocks the engine, whatever holds stderr.
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
 //!   `report`, `resume`, `replay`, …).
 
@@ -63,6 +65,7 @@ pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
+pub mod stderr_log;
 pub mod telemetry;
 pub mod tool;
 pub mod trace;

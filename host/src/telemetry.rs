@@ -211,7 +211,8 @@ impl Telemetry {
                 m.is_span() && m.target() == crate::trace::TARGET
             }));
         let log = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
+            .with_writer(crate::stderr_log::StderrWriter)
+            .with_ansi(crate::stderr_log::stderr_is_terminal())
             .with_filter(log_filter());
         let dispatch = Dispatch::new(tracing_subscriber::registry().with(otel).with(log));
         Ok(Telemetry {

@@ -128,3 +128,44 @@ fn limit_flags_reach_the_call() {
         out.stderr
     );
 }
+
+/// `--args @FILE` and `--args -` carry arguments past the kernel's 128 KiB limit on one
+/// command-line argument; both reach the tool whole, through the real binary.
+#[test]
+fn big_arguments_come_from_a_file_or_stdin() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let words = 200_000;
+    let text = "word ".repeat(words);
+    let doc = serde_json::json!({ "text": text }).to_string();
+    assert!(doc.len() > 128 << 10);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("args.json");
+    std::fs::write(&file, &doc).unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolhost-test-cli");
+    let base = |args: &str| {
+        let mut cmd = Command::new(bin);
+        cmd.arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args(["tool", "call", path("text"), "count", "--args", args])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    };
+
+    let from_file = base(&format!("@{}", file.display())).output().unwrap();
+    assert_eq!(from_file.status.code(), Some(0), "{from_file:?}");
+
+    let mut child = base("-").stdin(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || stdin.write_all(doc.as_bytes()));
+    let from_stdin = child.wait_with_output().unwrap();
+    feed.join().unwrap().unwrap();
+    assert_eq!(from_stdin.status.code(), Some(0), "{from_stdin:?}");
+
+    for out in [&from_file, &from_stdin] {
+        let counts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(counts["words"], words, "{counts}");
+    }
+}

@@ -12,6 +12,7 @@ mod journal;
 mod langs;
 mod llm;
 mod metering;
+mod output;
 mod plan;
 mod policy;
 mod pool;

@@ -12,6 +12,7 @@
 //! - `/never`: reads the request and answers nothing for [`MAX_WAIT`], then hangs up;
 //! - `/v1/traces`: 200, `application/x-protobuf`, empty (an OTLP/HTTP collector's
 //!   success; the export is in [`Server::received`]);
+//! - `/unavailable…` (any path under it): 503 `unavailable` (a collector that is down);
 //! - anything else: 404 `not found`.
 //!
 //! A TLS client hello gets a plain-text 400, so TLS to this server fails fast.
@@ -143,6 +144,9 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
         }
         // An empty ExportTraceServiceResponse: everything accepted.
         "/v1/traces" => reply(&mut out, 200, "application/x-protobuf", &[], b""),
+        p if p.starts_with("/unavailable") => {
+            reply(&mut out, 503, "text/plain", &[], b"unavailable")
+        }
         _ => reply(&mut out, 404, "text/plain", &[], b"not found"),
     };
 }
@@ -264,6 +268,7 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         302 => "Found",
         400 => "Bad Request",
+        503 => "Service Unavailable",
         _ => "Not Found",
     }
 }

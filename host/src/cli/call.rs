@@ -22,8 +22,9 @@ pub(crate) struct Args {
     path: PathBuf,
     /// The operation: `name`, or `interface.name` for a function of an exported interface.
     operation: String,
-    /// Arguments as a JSON object keyed by parameter name.
-    #[arg(long, default_value = "{}", value_name = "JSON")]
+    /// Arguments as a JSON object keyed by parameter name; `@FILE` reads them from a file
+    /// and `-` from stdin (for arguments past the command line's size limit).
+    #[arg(long, default_value = "{}", value_name = "JSON|@FILE|-")]
     args: String,
     /// Fuel for the call (about one unit per instruction) [default: 1000000000].
     #[arg(long, value_name = "N")]
@@ -47,6 +48,61 @@ pub(crate) struct Args {
     grants: GrantArgs,
 }
 
+/// The most of a bad `--args` value an error message quotes.
+const QUOTE: usize = 60;
+
+/// The call's arguments from `--args`: inline JSON, `@FILE`, or `-` for stdin.
+fn call_args(given: &str) -> Result<Value, Failure> {
+    let (source, text) = match given {
+        "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+                Failure::new(exit::USAGE, format!("--args -: cannot read stdin: {e}"))
+            })?;
+            ("--args - (stdin)".to_string(), text)
+        }
+        _ => match given.strip_prefix('@') {
+            Some(file) => {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    Failure::new(
+                        exit::USAGE,
+                        format!("--args @{file}: cannot read `{file}`: {e}"),
+                    )
+                })?;
+                (format!("--args @{file}"), text)
+            }
+            None => ("--args".to_string(), given.to_string()),
+        },
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!(
+                "{source} is not valid JSON: {e} (near `{}`)",
+                near(&text, &e)
+            ),
+        )
+    })
+}
+
+/// At most [`QUOTE`] characters of `text` around where `e` happened: a 50 MB argument
+/// is not echoed back whole.
+fn near(text: &str, e: &serde_json::Error) -> String {
+    let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+    let chars: Vec<char> = line.chars().collect();
+    let at = e.column().saturating_sub(1).min(chars.len());
+    let from = at.saturating_sub(QUOTE / 2);
+    let to = (from + QUOTE).min(chars.len());
+    let mut quoted: String = chars[from..to].iter().collect();
+    if from > 0 {
+        quoted.insert(0, '…');
+    }
+    if to < chars.len() {
+        quoted.push('…');
+    }
+    quoted
+}
+
 fn exit_code(kind: ErrorKind) -> i32 {
     match kind {
         ErrorKind::ToolError => exit::TOOL_ERROR,
@@ -64,12 +120,7 @@ fn exit_code(kind: ErrorKind) -> i32 {
 }
 
 pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
-    let call_args: Value = serde_json::from_str(&args.args).map_err(|e| {
-        Failure::new(
-            exit::USAGE,
-            format!("--args is not valid JSON: {e} (got `{}`)", args.args),
-        )
-    })?;
+    let call_args = call_args(&args.args)?;
     let plan = plan(&args)?;
     let tool = load_tool(rt, &args.path)?;
     let tokio = tokio::runtime::Builder::new_current_thread()

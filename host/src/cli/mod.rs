@@ -243,13 +243,37 @@ fn runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime
     })?)
 }
 
-/// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters.
+/// The most the binary waits at exit for queued log lines to reach stderr.
+const LOG_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The whole `main` of the `toolhost` binary (and of the tests' copy of it).
+///
+/// stdout and stderr are passed unlocked: each write takes the lock for itself. A command
+/// that held either lock for its whole life would hang the first thread that logs to it —
+/// a tokio worker inside a tool call, the OTLP exporter — and with it the run. Log lines
+/// go through [`crate::stderr_log`] and never block; at exit they get
+/// [`LOG_FLUSH_TIMEOUT`] to drain.
+pub fn main() -> ! {
+    init_tracing();
+    let code = run(
+        std::env::args_os(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    );
+    let _ = std::io::stdout().flush();
+    crate::stderr_log::finish(LOG_FLUSH_TIMEOUT);
+    std::process::exit(code);
+}
+
+/// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters;
+/// lines go to stderr through [`crate::stderr_log`], in colour only on a terminal.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::stderr_log::StderrWriter)
+        .with_ansi(crate::stderr_log::stderr_is_terminal())
         .try_init();
 }
 

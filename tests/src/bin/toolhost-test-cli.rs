@@ -1,11 +1,6 @@
-//! `toolhost` for scripts run by the integration tests (same code as `host/src/main.rs`).
+//! `toolhost` for scripts and subprocess tests run by the integration tests: the same
+//! `main` as `host/src/main.rs`.
 
 fn main() {
-    toolhost::cli::init_tracing();
-    let code = toolhost::cli::run(
-        std::env::args_os(),
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    );
-    std::process::exit(code);
+    toolhost::cli::main()
 }

@@ -1,0 +1,218 @@
+//! The real binary (`toolhost-test-cli`, the same `main` as `toolhost`) as a subprocess:
+//! its own output can never hold it. Logging at `debug` from the tokio workers and the OTLP
+//! exporter's thread while the command writes its report, a collector that is down or
+//! answers 503: every run ends, in bounded time, with its answer.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use toolhost_tests::server::Server;
+use toolhost_tests::tools_dir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
+
+/// What a bounded run of the binary left.
+#[derive(Debug)]
+struct Ended {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs the binary with `args` and `env` (private cache and state under `dir`), reading
+/// both pipes as it goes; kills it and fails the test if it outlives `limit`.
+fn run_bounded(args: &[&str], env: &[(&str, &str)], dir: &Path, limit: Duration) -> Ended {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--cache-dir")
+        .arg(crate_cache())
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, _) in std::env::vars() {
+        if name.starts_with("OTEL_") || name == "TOOLHOST_LOG" {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("start toolhost");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = pipe.read_to_end(&mut text);
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+            panic!(
+                "toolhost {args:?} with {env:?} still ran after {limit:?}: it hung\n\
+                 stdout:\n{stdout}\nstderr (last 4000 bytes):\n{}",
+                tail(&stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = start.elapsed();
+    Ended {
+        code,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        took,
+    }
+}
+
+fn tail(s: &str) -> &str {
+    let mut at = s.len().saturating_sub(4000);
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    &s[at..]
+}
+
+/// One compile cache for this module's runs, so that each component compiles once.
+fn crate_cache() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+}
+
+/// A one-step task whose tool, with no grants, looks up a name: a denial, logged.
+fn lookup_task(dir: &Path) -> String {
+    std::fs::write(
+        dir.join("policy.toml"),
+        "version = 1\n[tools.misbehave]\n[tools.calc]\n",
+    )
+    .unwrap();
+    let task = dir.join("lookup.toml");
+    std::fs::write(
+        &task,
+        r#"goal = "Look a name up, then add"
+policy = "policy.toml"
+tools = ["misbehave", "calc"]
+
+[planner.plan]
+goal = "A lookup beside a sum"
+steps = [
+  { id = "look", tool = "misbehave", operation = "dns-lookup", args = { name = "example.com" } },
+  { id = "add", tool = "calc", operation = "eval", args = { expression = "40 + 2" } },
+]
+"#,
+    )
+    .unwrap();
+    task.display().to_string()
+}
+
+#[test]
+fn debug_logging_beside_a_denied_lookup_never_hangs_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = lookup_task(dir.path());
+    let tools = tools_dir();
+    for level in ["debug", "info", "trace"] {
+        let end = run_bounded(
+            &["run", &task, "--tools-dir", &tools],
+            &[("TOOLHOST_LOG", level)],
+            dir.path(),
+            Duration::from_secs(60),
+        );
+        assert!(end.code.is_some(), "{level}: killed by a signal: {end:?}");
+        assert!(
+            end.stderr.contains("name_lookup") || end.stderr.contains("lookup"),
+            "{level}: the denial is logged:\n{}",
+            tail(&end.stderr)
+        );
+        assert!(
+            !end.stderr.contains("\x1b["),
+            "{level}: no colours on a pipe"
+        );
+    }
+}
+
+#[test]
+fn the_research_example_at_debug_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/tasks/research.toml"
+    );
+    let tools = tools_dir();
+    let end = run_bounded(
+        &["run", task, "--tools-dir", &tools],
+        &[("TOOLHOST_LOG", "debug")],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(end.code, Some(0), "{end:?}");
+    assert!(end.stdout.contains("stop: completed"), "{}", end.stdout);
+}
+
+/// A run exporting to `endpoint` ends `completed` with one warning about the export, soon.
+fn one_warning_and_done(endpoint: &str, level: Option<&str>) {
+    let dir = tempfile::tempdir().unwrap();
+    let task = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/tasks/parallel.toml"
+    );
+    let tools = tools_dir();
+    let env: Vec<(&str, &str)> = level.map(|l| ("TOOLHOST_LOG", l)).into_iter().collect();
+    let end = run_bounded(
+        &[
+            "run",
+            task,
+            "--tools-dir",
+            &tools,
+            "--otlp-endpoint",
+            endpoint,
+        ],
+        &env,
+        dir.path(),
+        Duration::from_secs(30),
+    );
+    assert_eq!(end.code, Some(0), "{end:?}");
+    assert!(end.stdout.contains("stop: completed"), "{}", end.stdout);
+    let warnings: Vec<&str> = end
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "one warning about the export:\n{}",
+        end.stderr
+    );
+    assert!(warnings[0].contains(endpoint), "{}", warnings[0]);
+    // The README promises at most 5 s of waiting for the collector; the rest is the run.
+    assert!(end.took < Duration::from_secs(15), "took {:?}", end.took);
+}
+
+#[test]
+fn a_collector_that_is_down_costs_one_warning() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/v1/traces", l.local_addr().unwrap());
+    drop(l);
+    one_warning_and_done(&endpoint, None);
+    one_warning_and_done(&endpoint, Some("debug"));
+}
+
+#[test]
+fn a_collector_answering_503_costs_one_warning() {
+    let server = Server::start();
+    let endpoint = format!("{}/unavailable/v1/traces", server.origin());
+    one_warning_and_done(&endpoint, None);
+    one_warning_and_done(&endpoint, Some("debug"));
+}
