@@ -43,7 +43,9 @@ fn resolve_addresses(
 ) -> wasmtime::Result<(Resolved,)> {
     let state = store.data_mut();
     let audit = state.audit.clone();
-    state.meter.owe(u64::try_from(name.len()).unwrap_or(u64::MAX));
+    state
+        .meter
+        .owe(u64::try_from(name.len()).unwrap_or(u64::MAX));
     if name.len() > MAX_NAME {
         let shown = cut(&name);
         state.meter.hold(shown.len(), "looked-up names")?;

@@ -38,7 +38,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 }
 
 fn charge(s: &mut HostState, len: u64) -> wasmtime::Result<()> {
-    s.meter.transient(len, MAX_RANDOM_DRAW, "a wasi:random draw")?;
+    s.meter
+        .transient(len, MAX_RANDOM_DRAW, "a wasi:random draw")?;
     s.meter.owe(len);
     Ok(())
 }

@@ -127,6 +127,10 @@ mod tests {
         p.push(b"abc");
         p.push(b"defgh");
         assert_eq!(p.take(), ("abcde".to_string(), 3));
-        assert_eq!(owed.load(Ordering::Relaxed), 8, "every byte written owes fuel");
+        assert_eq!(
+            owed.load(Ordering::Relaxed),
+            8,
+            "every byte written owes fuel"
+        );
     }
 }

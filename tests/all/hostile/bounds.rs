@@ -47,7 +47,11 @@ fn ends_at_the_deadline(op: &str, args: Value) {
     let started = Instant::now();
     let out = hog(op, args, &Capabilities::none(), &limits);
     let took = started.elapsed();
-    assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 300 }), "{op}");
+    assert_eq!(
+        out.result,
+        Err(CallError::Timeout { timeout_ms: 300 }),
+        "{op}"
+    );
     assert!(
         took <= limits.timeout + DEADLINE_SLACK,
         "{op} ran {took:?}, past its deadline of {:?} plus {DEADLINE_SLACK:?}",
@@ -360,9 +364,10 @@ fn sockets_of_a_granted_tool_are_capped_and_closed() {
     let before = fds();
     let out = hog("sockets-hoard", json!({"count": 0}), &caps, &limits);
     capped(&out, &limits);
-    assert_event(&out, |e| {
-        matches!(e, AuditEvent::Socket { action, decision: Decision::Allowed, .. } if action == "tcp-create")
-    });
+    assert_event(
+        &out,
+        |e| matches!(e, AuditEvent::Socket { action, decision: Decision::Allowed, .. } if action == "tcp-create"),
+    );
     assert_fds_back(before);
 }
 
@@ -426,4 +431,29 @@ fn a_scheme_other_than_http_is_refused_and_recorded() {
         matches!(e, AuditEvent::Http { decision: Decision::Denied, url, reason: Some(r), .. }
             if url == "ftp:" && r.contains("scheme `ftp`"))
     });
+}
+
+#[test]
+fn a_policy_sets_the_host_budget_and_the_resource_cap() {
+    let text =
+        "version = 1\n[tools.hog]\nlimits = { max_host_bytes = 1048576, max_resources = 32 }\n";
+    let p = toolhost::Policy::parse("p.toml", text, std::path::Path::new(".")).unwrap();
+    let l = &p.tools["hog"].limits;
+    assert_eq!((l.max_host_bytes, l.max_resources), (1 << 20, 32));
+    let zero = "version = 1\n[tools.hog]\nlimits = { max_resources = 0 }\n";
+    let err = toolhost::Policy::parse("p.toml", zero, std::path::Path::new("."))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`max_resources = 0` would make every call fail"),
+        "{err}"
+    );
+    // The cap applies: 32 streams are more than the call may hold.
+    let out = hog(
+        "streams-hoard",
+        json!({"count": 0}),
+        &Capabilities::none(),
+        l,
+    );
+    capped(&out, l);
 }

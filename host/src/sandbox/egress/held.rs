@@ -69,7 +69,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store: StoreContextMut<'_, HostState>,
          (fields, name, values): (Resource<Fields>, String, Vec<Vec<u8>>)| {
             let s = store.data_mut();
-            let bytes = values.iter().map(|v| field_bytes(name.len(), v.len())).sum();
+            let bytes = values
+                .iter()
+                .map(|v| field_bytes(name.len(), v.len()))
+                .sum();
             s.meter.hold(bytes, "HTTP fields")?;
             let shown = name.clone();
             let done: Header<()> = match HostFields::set(&mut s.http(), fields, name, values) {
