@@ -25,6 +25,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("http", "HTTP"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
+    ("hog", "HOG"),
     ("plain", "PLAIN"),
     ("kernels", "KERNELS"),
 ];

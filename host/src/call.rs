@@ -13,7 +13,10 @@ use crate::convert;
 use crate::error::CallError;
 use crate::grants::Capabilities;
 use crate::runtime::{FUEL_YIELD_INTERVAL, Runtime};
-use crate::sandbox::{AuditEvent, AuditLog, Decision, HostState, LogRecord, MemoryLimitExceeded};
+use crate::sandbox::{
+    AuditEvent, AuditLog, DeadlineReached, Decision, HostState, LogRecord, MemoryLimitExceeded,
+    meter,
+};
 use crate::tool::{Operation, Returns, Tool};
 use crate::trace;
 
@@ -145,12 +148,22 @@ impl Runtime {
             store.set_epoch_deadline(deadline_ticks(budget, self.epoch_tick));
             store.epoch_deadline_trap();
         }
+        // Host calls are metered in every mode that bounds the call at all.
+        if self.metering != crate::Metering::Unmetered {
+            store
+                .data_mut()
+                .meter
+                .arm(Instant::now() + budget, self.metering.fuel());
+            store.call_hook(meter::on_call_hook);
+        }
 
         let run = run(tool, op, &params, &mut store);
         let outcome = tokio::time::timeout(budget, run).await;
 
         report.fuel_consumed = match store.get_fuel() {
-            Ok(left) => limits.fuel - left,
+            Ok(left) => limits
+                .fuel
+                .saturating_sub(left.saturating_sub(store.data().meter.unpaid())),
             Err(_) => 0,
         };
         let state = store.data_mut();
@@ -215,7 +228,12 @@ fn failure_event(operation: &str, e: &CallError) -> Option<AuditEvent> {
     use crate::error::ErrorKind as K;
     let detail = e.to_string();
     Some(match e.kind() {
-        K::FuelExhausted | K::Timeout | K::MemoryLimit | K::OutputLimit => AuditEvent::Limit {
+        K::FuelExhausted
+        | K::Timeout
+        | K::MemoryLimit
+        | K::OutputLimit
+        | K::HostMemoryLimit
+        | K::ResourceLimit => AuditEvent::Limit {
             limit: e.limit_name().unwrap_or("limit").into(),
             detail,
         },
@@ -296,6 +314,24 @@ fn classify(e: wasmtime::Error, state: &HostState, limits: &Limits, stderr: &str
             requested,
         };
     }
+    // Whatever the guest did with the refusal it saw, the call ends on it.
+    if let Some(m) = &state.meter.exceeded {
+        return CallError::HostMemoryLimit {
+            what: m.what.clone(),
+            limit: m.limit,
+            requested: m.requested,
+        };
+    }
+    if e.chain().any(|c| c.is::<DeadlineReached>()) {
+        return CallError::Timeout {
+            timeout_ms: millis(limits.timeout),
+        };
+    }
+    if table_full(&e) {
+        return CallError::ResourceLimit {
+            limit: limits.max_resources,
+        };
+    }
     match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => CallError::FuelExhausted { limit: limits.fuel },
         Some(Trap::Interrupt) => CallError::Timeout {
@@ -315,6 +351,17 @@ fn classify(e: wasmtime::Error, state: &HostState, limits: &Limits, stderr: &str
             message: with_stderr(format!("{e:#}"), stderr),
         },
     }
+}
+
+/// Whether the guest tried to hold more resources than the call's table takes.
+fn table_full(e: &wasmtime::Error) -> bool {
+    use wasmtime::component::ResourceTableError;
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<ResourceTableError>(),
+            Some(ResourceTableError::Full)
+        )
+    }) || format!("{e:#}").contains(&ResourceTableError::Full.to_string())
 }
 
 fn instantiation_failure(e: &wasmtime::Error) -> bool {

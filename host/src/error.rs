@@ -72,6 +72,20 @@ pub enum CallError {
     },
     #[error("cannot start the call: {reason}")]
     Instantiate { reason: String },
+    #[error(
+        "host memory limit exceeded: {what} would bring what the host holds for the call to \
+         {requested} bytes, the limit is {limit} bytes"
+    )]
+    HostMemoryLimit {
+        what: String,
+        limit: usize,
+        requested: usize,
+    },
+    #[error(
+        "resource limit exceeded: the call may hold {limit} host resources (descriptors, \
+         sockets, streams, pollables, …) at once"
+    )]
+    ResourceLimit { limit: usize },
 }
 
 fn display_json(v: &serde_json::Value) -> String {
@@ -83,13 +97,15 @@ fn display_json(v: &serde_json::Value) -> String {
 
 impl CallError {
     /// For a failure caused by a limit, the limit's name: `fuel`, `timeout`, `memory`,
-    /// `output`.
+    /// `output`, `host-memory`, `resources`.
     pub fn limit_name(&self) -> Option<&'static str> {
         match self {
             CallError::FuelExhausted { .. } => Some("fuel"),
             CallError::Timeout { .. } => Some("timeout"),
             CallError::MemoryLimit { .. } => Some("memory"),
             CallError::OutputLimit { .. } => Some("output"),
+            CallError::HostMemoryLimit { .. } => Some("host-memory"),
+            CallError::ResourceLimit { .. } => Some("resources"),
             _ => None,
         }
     }
@@ -110,6 +126,8 @@ impl CallError {
             CallError::Denied { .. } => ErrorKind::Denied,
             CallError::RateLimited { .. } => ErrorKind::RateLimited,
             CallError::Instantiate { .. } => ErrorKind::Instantiate,
+            CallError::HostMemoryLimit { .. } => ErrorKind::HostMemoryLimit,
+            CallError::ResourceLimit { .. } => ErrorKind::ResourceLimit,
         }
     }
 }
@@ -131,6 +149,8 @@ pub enum ErrorKind {
     Denied,
     RateLimited,
     Instantiate,
+    HostMemoryLimit,
+    ResourceLimit,
 }
 
 impl ErrorKind {
@@ -149,6 +169,8 @@ impl ErrorKind {
             ErrorKind::Denied => "denied",
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Instantiate => "instantiate",
+            ErrorKind::HostMemoryLimit => "host_memory_limit",
+            ErrorKind::ResourceLimit => "resource_limit",
         }
     }
 }

@@ -27,7 +27,8 @@
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
 //! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
 //! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
-//!   limiter, the `toolhost:host/log` import, the filesystem gate (single-file grants,
+//!   limiter, the host-call meter (deadline checked, fuel and host memory charged on every
+//!   host call), the `toolhost:host/log` import, the filesystem gate (single-file grants,
 //!   decisions recorded), the HTTP, socket and name-lookup gates, the environment audit.
 //! - [`call`]: one call, its limits, and the classification of every way it can fail.
 //! - [`policy`]: the operator's policy file: per-tool grants, limits, allowed operations,

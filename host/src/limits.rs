@@ -14,7 +14,19 @@ use std::time::Duration;
 ///   and counted);
 /// - `max_log_bytes`: 64 KiB of log messages (further records are dropped and counted);
 /// - `max_http_response_bytes`: 8 MiB of body per HTTP response (a longer body fails the
-///   guest's read with `HTTP-response-body-size`).
+///   guest's read with `HTTP-response-body-size`);
+/// - `max_host_bytes`: 16 MiB of host memory taken on the guest's behalf: HTTP fields,
+///   outgoing bodies' buffers, request targets, kept log lines and looked-up names (counted
+///   when handed over, not refunded when dropped; beyond it the call ends with
+///   `host_memory_limit`). Single things are capped where they cross: a name over 253
+///   bytes is refused, one `wasi:random` draw may be at most [`MAX_RANDOM_DRAW`] bytes;
+/// - `max_resources`: 256 host resources open at once (descriptors, sockets, streams,
+///   pollables, fields, requests, bodies, …: the call's resource table; beyond it the call
+///   ends with `resource_limit`).
+///
+/// Host calls are charged fuel too ([`HOST_CALL_FUEL`] each, plus one unit per byte they
+/// move), and the deadline is checked on entry to every host call, so `timeout` bounds a
+/// call's wall time whatever host calls it makes: it ends within [`DEADLINE_SLACK`] of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     pub fuel: u64,
@@ -24,7 +36,24 @@ pub struct Limits {
     pub max_stdio_bytes: usize,
     pub max_log_bytes: usize,
     pub max_http_response_bytes: usize,
+    pub max_host_bytes: usize,
+    pub max_resources: usize,
 }
+
+/// Fuel charged for every host call, whatever it does: about what a microsecond of guest
+/// compute costs, which is more than a cheap host call takes.
+pub const HOST_CALL_FUEL: u64 = 1_000;
+
+/// The most bytes one `get-random-bytes` (or `get-insecure-random-bytes`) call may ask for:
+/// generating them takes a few milliseconds, well inside [`DEADLINE_SLACK`]. A larger draw
+/// ends the call with `host_memory_limit`; wasi-libc asks for at most 256 bytes at a time.
+pub const MAX_RANDOM_DRAW: u64 = 1 << 20;
+
+/// How far past its `timeout` a call may run: one fuel slice between yields (about a
+/// millisecond), the longest synchronous host call the caps allow (a [`MAX_RANDOM_DRAW`]
+/// draw, the costliest), and the scheduler's delay on a busy machine.
+/// The `hostile::bounds` and `hostile::fuzz` tests hold calls to it.
+pub const DEADLINE_SLACK: Duration = Duration::from_millis(50);
 
 impl Default for Limits {
     fn default() -> Limits {
@@ -36,6 +65,8 @@ impl Default for Limits {
             max_stdio_bytes: 64 << 10,
             max_log_bytes: 64 << 10,
             max_http_response_bytes: 8 << 20,
+            max_host_bytes: 16 << 20,
+            max_resources: 256,
         }
     }
 }

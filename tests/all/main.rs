@@ -35,6 +35,7 @@ fn every_tool_has_tests() {
         "fs",
         "typesink",
         "misbehave",
+        "hog",
         "plain",
         "kernels",
         "http",

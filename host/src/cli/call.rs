@@ -111,6 +111,8 @@ fn exit_code(kind: ErrorKind) -> i32 {
         | ErrorKind::Timeout
         | ErrorKind::MemoryLimit
         | ErrorKind::OutputLimit
+        | ErrorKind::HostMemoryLimit
+        | ErrorKind::ResourceLimit
         | ErrorKind::RateLimited => exit::LIMIT,
         ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => {
             exit::TRAP

@@ -92,6 +92,8 @@ fn limits_json<S: serde::Serializer>(l: &Limits, s: S) -> Result<S::Ok, S::Error
         "max_stdio_bytes": l.max_stdio_bytes,
         "max_log_bytes": l.max_log_bytes,
         "max_http_response_bytes": l.max_http_response_bytes,
+        "max_host_bytes": l.max_host_bytes,
+        "max_resources": l.max_resources,
     })
     .serialize(s)
 }
@@ -359,6 +361,12 @@ fn limits(
     }
     if let Some(v) = check(&raw.max_http_response_bytes, "max_http_response_bytes", GIB)? {
         l.max_http_response_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_host_bytes, "max_host_bytes", GIB)? {
+        l.max_host_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_resources, "max_resources", 65_536)? {
+        l.max_resources = bytes(v);
     }
     let rate = check(&raw.max_calls_per_minute, "max_calls_per_minute", 1_000_000)?
         .map(|v| u32::try_from(v).unwrap_or(u32::MAX));

@@ -116,5 +116,7 @@ pub(crate) struct RawLimits {
     pub max_stdio_bytes: Option<Spanned<u64>>,
     pub max_log_bytes: Option<Spanned<u64>>,
     pub max_http_response_bytes: Option<Spanned<u64>>,
+    pub max_host_bytes: Option<Spanned<u64>>,
+    pub max_resources: Option<Spanned<u64>>,
     pub max_calls_per_minute: Option<Spanned<u64>>,
 }

@@ -30,10 +30,11 @@ impl LogSink {
         }
     }
 
-    fn push(&mut self, level: Level, message: String) {
+    /// Keeps the record if the budget allows; returns whether it was kept.
+    fn push(&mut self, level: Level, message: String) -> bool {
         if self.used + message.len() > self.capacity {
             self.dropped += 1;
-            return;
+            return false;
         }
         self.used += message.len();
         let level = match level {
@@ -45,11 +46,19 @@ impl LogSink {
         };
         tracing::debug!(target: "toolhost::guest", level, %message, "tool log");
         self.records.push(LogRecord { level, message });
+        true
     }
 }
 
 impl Host for HostState {
-    fn log(&mut self, level: Level, message: String) {
-        self.logs.push(level, message);
+    /// Charged a unit of fuel per byte of message, kept or not (the copy out of the
+    /// guest is the work); a kept record is held for the call.
+    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        let len = message.len();
+        self.meter.owe(u64::try_from(len).unwrap_or(u64::MAX));
+        if self.logs.push(level, message) {
+            self.meter.hold(len, "log records")?;
+        }
+        Ok(())
     }
 }

@@ -4,6 +4,10 @@
 //! `NetworkGrants::name_lookup`) but has no hook to observe lookups, so `resolve-addresses`
 //! is shadowed in the linker by a wrapper that calls wasmtime-wasi's own implementation and
 //! records an [`AuditEvent::NameLookup`] for every call.
+//!
+//! A name longer than [`MAX_NAME`] bytes cannot be a DNS name (RFC 1035 §2.3.4); it is
+//! refused with `invalid-argument` before anything else looks at it, and only its first
+//! bytes and its length are recorded.
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
@@ -29,12 +33,32 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 
 type Resolved = Result<Resource<ResolveAddressStream>, ErrorCode>;
 
+/// The longest DNS name, in bytes, in its text form (RFC 1035 §2.3.4: 255 octets on the
+/// wire, two of them the first length byte and the root label).
+pub(crate) const MAX_NAME: usize = 253;
+
 fn resolve_addresses(
     mut store: StoreContextMut<'_, HostState>,
     (network, name): (Resource<Network>, String),
 ) -> wasmtime::Result<(Resolved,)> {
     let state = store.data_mut();
     let audit = state.audit.clone();
+    state
+        .meter
+        .owe(u64::try_from(name.len()).unwrap_or(u64::MAX));
+    if name.len() > MAX_NAME {
+        let shown = cut(&name);
+        state.meter.hold(shown.len(), "looked-up names")?;
+        audit.record(AuditEvent::NameLookup {
+            name: shown,
+            decision: Decision::Denied,
+        });
+        // `network` is borrowed: nothing to release.
+        let _ = network;
+        return Ok((Err(ErrorCode::InvalidArgument),));
+    }
+    // The audit event keeps the name for the rest of the call.
+    state.meter.hold(name.len(), "looked-up names")?;
     let result = match state.sockets().resolve_addresses(network, name.clone()) {
         Ok(stream) => Ok(stream),
         // A trap (e.g. a bad resource handle) stays a trap.
@@ -45,6 +69,15 @@ fn resolve_addresses(
         decision: decision(&result),
     });
     Ok((result,))
+}
+
+/// The first bytes of an over-long name and its length, for the audit.
+fn cut(name: &str) -> String {
+    let mut end = 64.min(name.len());
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &name[..end], name.len())
 }
 
 /// wasmtime-wasi refuses a lookup without the grant with `permanent-resolver-failure`,
@@ -60,6 +93,14 @@ fn decision<T>(result: &Result<T, ErrorCode>) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        let name = "é".repeat(100);
+        let shown = cut(&name);
+        assert!(shown.starts_with(&"é".repeat(32)), "{shown}");
+        assert!(shown.ends_with("… (200 bytes)"), "{shown}");
+    }
 
     #[test]
     fn only_the_refusal_code_is_a_denial() {

@@ -8,9 +8,13 @@
 //! - `audit`: [`AuditEvent`]s and the per-call log.
 //! - `stdio`: captured, capped stdout/stderr.
 //! - `limiter`: one memory budget for all memories and tables of the instance.
+//! - `meter`: what host calls cost: the deadline checked on entry to each, fuel charged
+//!   for their work, host memory held for the call.
+//! - `random`: `wasi:random` draws, capped and charged.
 //! - `log`: the `toolhost:host/log` import.
 //! - `egress`: the gate for `wasi:http` requests (origins, DNS pinning, special ranges).
-//! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP).
+//! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP; no socket at
+//!   all without a TCP grant).
 //! - `lookup`: the `wasi:sockets/ip-name-lookup` audit.
 //! - `fs_gate`: the gate below `wasi:filesystem`: file events, single-file grants.
 //! - `env`: the `wasi:cli/environment` audit (names read, never values).
@@ -22,7 +26,9 @@ mod fs_gate;
 mod limiter;
 mod log;
 mod lookup;
+pub(crate) mod meter;
 mod net;
+mod random;
 mod stdio;
 
 use wasmtime::component::{Linker, ResourceTable};
@@ -33,6 +39,8 @@ pub use self::audit::{AuditEvent, AuditLog, Decision};
 pub use self::egress::EgressHooks;
 pub use self::limiter::{InstanceLimiter, MemoryLimitExceeded};
 pub use self::log::{LogRecord, LogSink};
+use self::meter::Meter;
+pub use self::meter::{DeadlineReached, HostMemoryExceeded};
 pub use self::stdio::CappedPipe;
 use crate::Limits;
 use crate::grants::{Capabilities, GrantKind};
@@ -41,6 +49,8 @@ pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "toolhost:host/host",
+        // A host function can end the call (the host-memory budget).
+        imports: { default: trappable },
     });
 }
 
@@ -60,6 +70,7 @@ pub struct HostState {
     pub(crate) http_hooks: EgressHooks,
     table: ResourceTable,
     pub(crate) limiter: InstanceLimiter,
+    pub(crate) meter: Meter,
     pub(crate) logs: LogSink,
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
@@ -75,15 +86,18 @@ impl HostState {
         limits: &Limits,
         audit: AuditLog,
     ) -> Result<HostState, GrantError> {
-        let stdout = CappedPipe::new(limits.max_stdio_bytes);
-        let stderr = CappedPipe::new(limits.max_stdio_bytes);
+        let meter = Meter::new(limits.max_host_bytes);
+        let stdout = CappedPipe::new(limits.max_stdio_bytes, meter.shared());
+        let stderr = CappedPipe::new(limits.max_stdio_bytes, meter.shared());
         let mut b = WasiCtxBuilder::new();
         b.stdout(stdout.clone())
             .stderr(stderr.clone())
-            // TCP sockets can be created, but every address goes through the check,
-            // which refuses all but granted connects (and records each decision).
-            .allow_tcp(true)
+            // With a TCP grant sockets can be created, but every address goes through the
+            // check, which refuses all but granted connects (and records each decision).
+            // Without one no socket is created at all: each would hold a descriptor.
+            .allow_tcp(!caps.network.tcp.is_empty())
             .allow_udp(false)
+            .max_random_size(crate::limits::MAX_RANDOM_DRAW)
             .allow_ip_name_lookup(caps.network.name_lookup)
             .socket_addr_check(net::socket_check(caps.network.tcp.clone(), audit.clone()));
         for d in &caps.files {
@@ -108,6 +122,10 @@ impl HostState {
             b.env(k, v);
         }
         let fs = fs_gate::FsScopes::new(&caps.files)?;
+        let mut table = ResourceTable::new();
+        // Every descriptor, socket, stream, pollable, field set and request the guest
+        // opens is an entry: this caps them all, and the descriptors behind them.
+        table.set_max_capacity(limits.max_resources);
         Ok(HostState {
             wasi: b.build(),
             http: WasiHttpCtx::new(),
@@ -116,8 +134,9 @@ impl HostState {
                 audit: audit.clone(),
                 max_response_bytes: limits.max_http_response_bytes,
             },
-            table: ResourceTable::new(),
+            table,
             limiter: InstanceLimiter::new(limits.memory_bytes()),
+            meter,
             logs: LogSink::new(limits.max_log_bytes),
             stdout,
             stderr,
@@ -154,6 +173,9 @@ pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostState>> 
     // Audit wrappers replace some wasmtime-wasi functions with ones that call them.
     linker.allow_shadowing(true);
     lookup::add_to_linker(&mut linker)?;
+    net::add_to_linker(&mut linker)?;
+    random::add_to_linker(&mut linker)?;
+    egress::add_to_linker(&mut linker)?;
     fs_gate::add_to_linker(&mut linker)?;
     env::add_to_linker(&mut linker)?;
     Ok(linker)

@@ -1,14 +1,71 @@
 //! The gate for raw `wasi:sockets`: every address a guest connects or binds to is checked
 //! against the call's TCP grants and recorded. Listening, accepting and UDP are refused
 //! outright: tools are clients.
+//!
+//! Creating a socket is a decision too, recorded by shadowing `create-tcp-socket` and
+//! `create-udp-socket`: a socket holds a host descriptor, so a call without a TCP grant
+//! gets none (`access-denied`, as wasmtime-wasi answers with TCP not allowed), and UDP is
+//! refused to every call.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use wasmtime_wasi::sockets::SocketAddrUse;
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::p2::UdpSocket;
+use wasmtime_wasi::p2::bindings::sockets::network::{ErrorCode, IpAddressFamily};
+use wasmtime_wasi::p2::bindings::sockets::tcp_create_socket::Host as _;
+use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsView as _};
 
+use super::HostState;
 use super::audit::{AuditEvent, AuditLog, Decision};
 use crate::grants::SocketGrant;
+
+/// The interfaces wasmtime-wasi 48 registers (see `lookup` on the version).
+const TCP_CREATE: &str = "wasi:sockets/tcp-create-socket@0.2.12";
+const UDP_CREATE: &str = "wasi:sockets/udp-create-socket@0.2.12";
+
+/// Shadows the socket constructors in `linker` (which must allow shadowing).
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.instance(TCP_CREATE)?.func_wrap(
+        "create-tcp-socket",
+        |mut store: StoreContextMut<'_, HostState>, (family,): (IpAddressFamily,)| {
+            let s = store.data_mut();
+            let result = match s.sockets().create_tcp_socket(family) {
+                Ok(socket) => Ok(socket),
+                // A trap (e.g. the resource table is full) stays a trap.
+                Err(e) => Err(e.downcast()?),
+            };
+            let decision = match &result {
+                Err(ErrorCode::AccessDenied) => Decision::Denied,
+                _ => Decision::Allowed,
+            };
+            created(&s.audit, "tcp-create", family, decision);
+            Ok((result,))
+        },
+    )?;
+    linker.instance(UDP_CREATE)?.func_wrap(
+        "create-udp-socket",
+        |store: StoreContextMut<'_, HostState>, (family,): (IpAddressFamily,)| {
+            created(&store.data().audit, "udp-create", family, Decision::Denied);
+            let refused: Result<Resource<UdpSocket>, ErrorCode> = Err(ErrorCode::AccessDenied);
+            Ok((refused,))
+        },
+    )?;
+    Ok(())
+}
+
+fn created(audit: &AuditLog, action: &str, family: IpAddressFamily, decision: Decision) {
+    audit.record(AuditEvent::Socket {
+        action: action.into(),
+        address: match family {
+            IpAddressFamily::Ipv4 => "ipv4",
+            IpAddressFamily::Ipv6 => "ipv6",
+        }
+        .into(),
+        decision,
+    });
+}
 
 /// Whether `use_` of `addr` is allowed under `grants`.
 pub(crate) fn allowed(grants: &[SocketGrant], addr: SocketAddr, use_: SocketAddrUse) -> bool {

@@ -2,9 +2,11 @@
 //!
 //! Unlike wasmtime-wasi's `MemoryOutputPipe`, which traps the guest once full, a
 //! [`CappedPipe`] keeps the first `capacity` bytes and counts the rest as dropped: a chatty
-//! tool still returns its result, and a flooding tool cannot grow host memory.
+//! tool still returns its result, and a flooding tool cannot grow host memory. Every byte
+//! written, kept or not, is charged a unit of fuel (the copy is the work).
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -27,17 +29,22 @@ struct Captured {
 pub struct CappedPipe {
     capacity: usize,
     inner: Arc<Mutex<Captured>>,
+    /// Fuel owed for the bytes written, collected by the call's meter.
+    owed: Arc<AtomicU64>,
 }
 
 impl CappedPipe {
-    pub fn new(capacity: usize) -> CappedPipe {
+    /// A pipe keeping `capacity` bytes that owes fuel for every byte written to `owed`.
+    pub fn new(capacity: usize, owed: Arc<AtomicU64>) -> CappedPipe {
         CappedPipe {
             capacity,
             inner: Arc::default(),
+            owed,
         }
     }
 
     fn push(&self, bytes: &[u8]) {
+        self.owed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let mut c = self.inner.lock().expect("pipe lock");
         let room = self.capacity.saturating_sub(c.kept.len());
         let keep = room.min(bytes.len());
@@ -115,9 +122,15 @@ mod tests {
 
     #[test]
     fn keeps_up_to_capacity_and_counts_the_rest() {
-        let p = CappedPipe::new(5);
+        let owed = Arc::new(AtomicU64::new(0));
+        let p = CappedPipe::new(5, owed.clone());
         p.push(b"abc");
         p.push(b"defgh");
         assert_eq!(p.take(), ("abcde".to_string(), 3));
+        assert_eq!(
+            owed.load(Ordering::Relaxed),
+            8,
+            "every byte written owes fuel"
+        );
     }
 }

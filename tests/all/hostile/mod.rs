@@ -9,8 +9,15 @@
 //!   and writes to read-only grants.
 //! - `net`: HTTP to unlisted hosts, redirects, private and loopback addresses, raw TCP,
 //!   name lookups; environment and arguments.
+//! - `bounds`: host calls that cost the host time, memory or descriptors (floods of logs,
+//!   random bytes, lookups, stdout; hoards of fields, bodies, streams, sockets): the
+//!   deadline, the host-memory budget and the resource cap hold.
+//! - `fuzz`: the `hog` tool calling host functions in random order with random sizes,
+//!   over many seeds: the same bounds hold and the host stays alive.
 
+mod bounds;
 mod files;
+mod fuzz;
 mod limits;
 mod net;
 

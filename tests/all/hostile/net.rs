@@ -154,10 +154,11 @@ fn raw_tcp_without_a_grant() {
         "{:?}",
         out.result
     );
+    // Without a TCP grant there is no socket to connect with.
     assert_event(&out, |e| {
         *e == AuditEvent::Socket {
-            action: "tcp-connect".into(),
-            address: addr.clone(),
+            action: "tcp-create".into(),
+            address: "ipv4".into(),
             decision: Decision::Denied,
         }
     });

@@ -26,16 +26,23 @@
 //! a guest that follows one sends a new request, and each hop is checked from step 1.
 //!
 //! Every request records exactly one [`AuditEvent::Http`]: allowed with the address it
-//! connected to, or denied with the reason. Header values are never recorded or logged:
-//! they may hold credentials.
+//! connected to, or denied with the reason. A request with a scheme other than `http` or
+//! `https`, refused by wasmtime-wasi-http before it reaches the gate, and a header the
+//! guest may not set (`host`, `connection`, …) are recorded as denied `Http` events too.
+//! Header values are never recorded or logged: they may hold credentials.
 //!
 //! - `decide`: the decision as pure functions (tested without I/O).
 //! - `connect`: lookup, TCP, TLS and the HTTP/1.1 handshake, on the egress runtime.
 //! - `body`: the guarded response body, and the request body kept open for the guest.
+//! - `held`: what building requests makes the host hold, counted against the call's
+//!   host-memory budget.
 
 mod body;
 mod connect;
 mod decide;
+mod held;
+
+pub(crate) use self::held::add_to_linker;
 
 use std::net::SocketAddr;
 
@@ -98,6 +105,31 @@ impl WasiHttpHooks for EgressHooks {
             record,
             limit,
         )))
+    }
+
+    /// Called by wasmtime-wasi-http when the guest sends a request, before the gate.
+    fn is_supported_scheme(&mut self, scheme: &http::uri::Scheme) -> bool {
+        let ok = *scheme == http::uri::Scheme::HTTP || *scheme == http::uri::Scheme::HTTPS;
+        if !ok {
+            self.audit.record(AuditEvent::Http {
+                method: String::new(),
+                url: format!("{scheme}:"),
+                resolved: None,
+                decision: Decision::Denied,
+                reason: Some(format!("the scheme `{scheme}` is not http or https")),
+            });
+        }
+        ok
+    }
+
+    /// Smaller chunks than wasmtime-wasi-http's 1 MiB, so a body nobody sends holds
+    /// little (see `held`).
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        held::OUTGOING_BODY_CHUNK
+    }
+
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        held::OUTGOING_BODY_CHUNKS
     }
 }
 
