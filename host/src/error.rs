@@ -72,6 +72,19 @@ pub enum CallError {
     },
     #[error("cannot start the call: {reason}")]
     Instantiate { reason: String },
+    #[error(
+        "arguments too large: {size} bytes of JSON, the limit is {limit} bytes (`max_args_bytes`)"
+    )]
+    ArgumentsTooLarge { size: usize, limit: usize },
+    /// The tool called `wasi:cli/exit` before returning a result.
+    #[error("the tool exited with code {code} instead of returning a result")]
+    Exit { code: u32 },
+    #[error("write limit exceeded: {detail}")]
+    WriteLimit { detail: String },
+    #[error(
+        "audit limit exceeded: the call's audit events reached {budget} bytes (`max_audit_bytes`); it was ended rather than go on unaudited"
+    )]
+    AuditLimit { budget: usize },
 }
 
 fn display_json(v: &serde_json::Value) -> String {
@@ -83,13 +96,16 @@ fn display_json(v: &serde_json::Value) -> String {
 
 impl CallError {
     /// For a failure caused by a limit, the limit's name: `fuel`, `timeout`, `memory`,
-    /// `output`.
+    /// `output`, `arguments`, `written`, `audit`.
     pub fn limit_name(&self) -> Option<&'static str> {
         match self {
             CallError::FuelExhausted { .. } => Some("fuel"),
             CallError::Timeout { .. } => Some("timeout"),
             CallError::MemoryLimit { .. } => Some("memory"),
             CallError::OutputLimit { .. } => Some("output"),
+            CallError::ArgumentsTooLarge { .. } => Some("arguments"),
+            CallError::WriteLimit { .. } => Some("written"),
+            CallError::AuditLimit { .. } => Some("audit"),
             _ => None,
         }
     }
@@ -110,6 +126,10 @@ impl CallError {
             CallError::Denied { .. } => ErrorKind::Denied,
             CallError::RateLimited { .. } => ErrorKind::RateLimited,
             CallError::Instantiate { .. } => ErrorKind::Instantiate,
+            CallError::ArgumentsTooLarge { .. } => ErrorKind::BadArguments,
+            CallError::Exit { .. } => ErrorKind::Exit,
+            CallError::WriteLimit { .. } => ErrorKind::WriteLimit,
+            CallError::AuditLimit { .. } => ErrorKind::AuditLimit,
         }
     }
 }
@@ -131,6 +151,9 @@ pub enum ErrorKind {
     Denied,
     RateLimited,
     Instantiate,
+    Exit,
+    WriteLimit,
+    AuditLimit,
 }
 
 impl ErrorKind {
@@ -149,6 +172,9 @@ impl ErrorKind {
             ErrorKind::Denied => "denied",
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Instantiate => "instantiate",
+            ErrorKind::Exit => "exit",
+            ErrorKind::WriteLimit => "write_limit",
+            ErrorKind::AuditLimit => "audit_limit",
         }
     }
 }

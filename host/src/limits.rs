@@ -14,7 +14,15 @@ use std::time::Duration;
 ///   and counted);
 /// - `max_log_bytes`: 64 KiB of log messages (further records are dropped and counted);
 /// - `max_http_response_bytes`: 8 MiB of body per HTTP response (a longer body fails the
-///   guest's read with `HTTP-response-body-size`).
+///   guest's read with `HTTP-response-body-size`);
+/// - `max_written_bytes`: 64 MiB written to files in all (a write past it fails with
+///   `insufficient-space` and ends the call: `written` limit);
+/// - `max_file_bytes`: 64 MiB, the largest size a write or `set-size` may give a file
+///   (no sparse terabyte files);
+/// - `max_args_bytes`: 4 MiB of argument JSON (a larger call is refused before the tool
+///   runs);
+/// - `max_audit_bytes`: 1 MiB of audit events kept per call (allowed reads beyond the first
+///   256 are counted, not kept; once spent, the call ends rather than go on unaudited).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     pub fuel: u64,
@@ -24,6 +32,10 @@ pub struct Limits {
     pub max_stdio_bytes: usize,
     pub max_log_bytes: usize,
     pub max_http_response_bytes: usize,
+    pub max_written_bytes: u64,
+    pub max_file_bytes: u64,
+    pub max_args_bytes: usize,
+    pub max_audit_bytes: usize,
 }
 
 impl Default for Limits {
@@ -36,6 +48,10 @@ impl Default for Limits {
             max_stdio_bytes: 64 << 10,
             max_log_bytes: 64 << 10,
             max_http_response_bytes: 8 << 20,
+            max_written_bytes: 64 << 20,
+            max_file_bytes: 64 << 20,
+            max_args_bytes: 4 << 20,
+            max_audit_bytes: 1 << 20,
         }
     }
 }

@@ -49,12 +49,14 @@ pub(crate) struct Args {
 
 fn exit_code(kind: ErrorKind) -> i32 {
     match kind {
-        ErrorKind::ToolError => exit::TOOL_ERROR,
+        ErrorKind::ToolError | ErrorKind::Exit => exit::TOOL_ERROR,
         ErrorKind::BadArguments | ErrorKind::UnknownOperation => exit::USAGE,
         ErrorKind::FuelExhausted
         | ErrorKind::Timeout
         | ErrorKind::MemoryLimit
         | ErrorKind::OutputLimit
+        | ErrorKind::WriteLimit
+        | ErrorKind::AuditLimit
         | ErrorKind::RateLimited => exit::LIMIT,
         ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => {
             exit::TRAP

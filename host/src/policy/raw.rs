@@ -116,5 +116,9 @@ pub(crate) struct RawLimits {
     pub max_stdio_bytes: Option<Spanned<u64>>,
     pub max_log_bytes: Option<Spanned<u64>>,
     pub max_http_response_bytes: Option<Spanned<u64>>,
+    pub max_written_bytes: Option<Spanned<u64>>,
+    pub max_file_bytes: Option<Spanned<u64>>,
+    pub max_args_bytes: Option<Spanned<u64>>,
+    pub max_audit_bytes: Option<Spanned<u64>>,
     pub max_calls_per_minute: Option<Spanned<u64>>,
 }

@@ -35,6 +35,8 @@ fn resolve_addresses(
 ) -> wasmtime::Result<(Resolved,)> {
     let state = store.data_mut();
     let audit = state.audit.clone();
+    // Fail closed: with the audit budget spent, nothing more may happen.
+    audit.check()?;
     let result = match state.sockets().resolve_addresses(network, name.clone()) {
         Ok(stream) => Ok(stream),
         // A trap (e.g. a bad resource handle) stays a trap.
