@@ -31,8 +31,8 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 pub use self::audit::{AuditEvent, AuditLog, AuditSpent, Decision};
-pub use self::fs_gate::WriteLimitExceeded;
 pub use self::egress::EgressHooks;
+pub use self::fs_gate::WriteLimitExceeded;
 pub use self::limiter::{InstanceLimiter, MemoryLimitExceeded};
 pub use self::log::{LogRecord, LogSink};
 pub use self::stdio::CappedPipe;

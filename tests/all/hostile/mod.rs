@@ -7,9 +7,12 @@
 //!   arguments, operations the policy does not allow, rate limits.
 //! - `files`: escapes from file grants (`..`, absolute paths, symlinks, `/proc`, `/etc`)
 //!   and writes to read-only grants.
+//! - `audit`: floods before the decisions that matter, denial floods, a spent audit
+//!   budget, long values, oversized arguments, `exit`, shadow-stack overflow.
 //! - `net`: HTTP to unlisted hosts, redirects, private and loopback addresses, raw TCP,
 //!   name lookups; environment and arguments.
 
+mod audit;
 mod files;
 mod limits;
 mod net;

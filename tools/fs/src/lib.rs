@@ -56,7 +56,8 @@ impl Guest for Fs {
             WriteMode::Overwrite => ops::WriteMode::Overwrite,
             WriteMode::Append => ops::WriteMode::Append,
         };
-        ops::write(&path, &content, mode).map_err(|e| probe::refused(e, &path, probe::Intent::Write))
+        ops::write(&path, &content, mode)
+            .map_err(|e| probe::refused(e, &path, probe::Intent::Write))
     }
 }
 

@@ -28,7 +28,10 @@ pub fn refused(e: ops::Error, path: &str, intent: Intent) -> FsError {
 fn show_host(path: &str, intent: Intent) {
     use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 
-    let Some((dir, _)) = wasi::filesystem::preopens::get_directories().into_iter().next() else {
+    let Some((dir, _)) = wasi::filesystem::preopens::get_directories()
+        .into_iter()
+        .next()
+    else {
         // Nothing is granted: there is no host directory to show the attempt to.
         return;
     };
@@ -40,7 +43,12 @@ fn show_host(path: &str, intent: Intent) {
     let _ = match intent {
         Intent::Stat => dir.stat_at(PathFlags::empty(), &absolute).map(drop),
         Intent::Read => dir
-            .open_at(PathFlags::empty(), &absolute, OpenFlags::empty(), DescriptorFlags::READ)
+            .open_at(
+                PathFlags::empty(),
+                &absolute,
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
             .map(drop),
         Intent::List => dir
             .open_at(
@@ -51,7 +59,12 @@ fn show_host(path: &str, intent: Intent) {
             )
             .map(drop),
         Intent::Write => dir
-            .open_at(PathFlags::empty(), &absolute, OpenFlags::empty(), DescriptorFlags::WRITE)
+            .open_at(
+                PathFlags::empty(),
+                &absolute,
+                OpenFlags::empty(),
+                DescriptorFlags::WRITE,
+            )
             .map(drop),
     };
 }

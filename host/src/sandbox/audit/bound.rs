@@ -136,7 +136,11 @@ mod tests {
         assert!(s.starts_with("/data/éé"));
         let digest = crate::cache::sha256_hex(long.as_bytes());
         assert!(
-            s.ends_with(&format!("…[{} bytes, sha256 {}]", long.len(), &digest[..16])),
+            s.ends_with(&format!(
+                "…[{} bytes, sha256 {}]",
+                long.len(),
+                &digest[..16]
+            )),
             "{s}"
         );
     }

@@ -144,7 +144,11 @@ fn routine_action(event: &AuditEvent) -> Option<&str> {
             action,
             decision: Decision::Allowed,
             ..
-        } if matches!(action.as_str(), "open-read" | "stat" | "read-dir" | "readlink") => {
+        } if matches!(
+            action.as_str(),
+            "open-read" | "stat" | "read-dir" | "readlink"
+        ) =>
+        {
             Some(action)
         }
         _ => None,
@@ -258,7 +262,10 @@ mod tests {
             }
         );
         assert_eq!(events[MAX_ROUTINE_EVENTS + 1], denied("/data/../secret"));
-        assert!(matches!(events[MAX_ROUTINE_EVENTS + 2], AuditEvent::EnvRead { .. }));
+        assert!(matches!(
+            events[MAX_ROUTINE_EVENTS + 2],
+            AuditEvent::EnvRead { .. }
+        ));
     }
 
     #[test]
@@ -304,7 +311,10 @@ mod tests {
         });
         match &log.take()[0] {
             AuditEvent::NameLookup { name, .. } => {
-                assert!(name.len() < 1024 && name.contains("4194304 bytes"), "{name}");
+                assert!(
+                    name.len() < 1024 && name.contains("4194304 bytes"),
+                    "{name}"
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -147,7 +147,10 @@ mod tests {
         assert!(b.charge("/d/a", Some(0), 50).is_ok());
         assert!(b.charge("/d/b", None, 40).is_ok());
         let e = b.charge("/d/c", Some(0), 20).unwrap_err();
-        assert!(e.0.contains("110 bytes written") && e.0.contains("100 bytes"), "{e}");
+        assert!(
+            e.0.contains("110 bytes written") && e.0.contains("100 bytes"),
+            "{e}"
+        );
         assert_eq!(b.written(), 90, "a refused write is not charged");
         let e = b.charge("/d/a", Some(50), 11).unwrap_err();
         assert!(e.0.contains("`/d/a` would reach 61 bytes"), "{e}");

@@ -16,9 +16,8 @@ pub(super) const LINK_OUT: &str =
 
 /// `Ok` if a symlink to `target` cannot resolve outside the directory it is created in.
 pub(super) fn check_target(target: &str) -> Result<(), Failure> {
-    let escapes = target.is_empty()
-        || target.starts_with('/')
-        || target.split('/').any(|c| c == "..");
+    let escapes =
+        target.is_empty() || target.starts_with('/') || target.split('/').any(|c| c == "..");
     if escapes {
         Err(Failure::Rule(LINK_OUT))
     } else {
@@ -35,7 +34,15 @@ mod tests {
         for ok in ["a", "sub/a", "./a", "a/./b", "a.."] {
             assert!(check_target(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "/etc/passwd", "..", "../x", "sub/../../x", "a/..", "//x"] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "..",
+            "../x",
+            "sub/../../x",
+            "a/..",
+            "//x",
+        ] {
             assert!(check_target(bad).is_err(), "{bad}");
         }
     }

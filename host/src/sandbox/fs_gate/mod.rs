@@ -32,8 +32,8 @@ mod files;
 mod links;
 mod wrap;
 
-pub use self::budget::WriteLimitExceeded;
 pub(crate) use self::budget::WriteBudget;
+pub use self::budget::WriteLimitExceeded;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -5,12 +5,12 @@
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::{DynOutputStream, ReaddirIterator};
 use wasmtime_wasi::p2::bindings::filesystem::preopens;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, DescriptorStat, ErrorCode, Filesize, HostDescriptor, MetadataHashValue,
     NewTimestamp, OpenFlags, PathFlags,
 };
+use wasmtime_wasi::p2::{DynOutputStream, ReaddirIterator};
 
 use super::budget::Metered;
 use super::files::{self, NO_CHANGES, NO_LINKS, NO_LISTING, NO_METADATA, SEALED};
@@ -357,7 +357,13 @@ async fn write(s: &mut HostState, fd: Fd, buf: Vec<u8>, offset: Filesize) -> R<F
 async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
     let rep = fd.rep();
     if let Scope::Files(_) = s.fs.scope(rep) {
-        return finish(s, "stat", || s.fs.path(rep), Err(Failure::Rule(NO_METADATA)), false);
+        return finish(
+            s,
+            "stat",
+            || s.fs.path(rep),
+            Err(Failure::Rule(NO_METADATA)),
+            false,
+        );
     }
     let r = s.filesystem().stat(fd).await;
     finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
@@ -366,7 +372,13 @@ async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
 async fn metadata_hash(s: &mut HostState, fd: Fd) -> R<MetadataHashValue> {
     let rep = fd.rep();
     if let Scope::Files(_) = s.fs.scope(rep) {
-        return finish(s, "stat", || s.fs.path(rep), Err(Failure::Rule(NO_METADATA)), false);
+        return finish(
+            s,
+            "stat",
+            || s.fs.path(rep),
+            Err(Failure::Rule(NO_METADATA)),
+            false,
+        );
     }
     let r = s.filesystem().metadata_hash(fd).await;
     finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
