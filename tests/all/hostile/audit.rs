@@ -423,3 +423,49 @@ fn denials_are_logged_at_the_default_level() {
         "{stderr}"
     );
 }
+
+#[test]
+fn policy_limits_set_the_write_argument_and_audit_caps() {
+    let p = toolhost::Policy::parse(
+        "p.toml",
+        "version = 1\n[defaults.limits]\nmax_audit_bytes = 65536\n[tools.misbehave]\n\
+         limits = { max_written_bytes = 1048576, max_file_bytes = 2048, max_args_bytes = 100 }\n",
+        Path::new("."),
+    )
+    .unwrap();
+    let l = &p.tools["misbehave"].limits;
+    assert_eq!(
+        (
+            l.max_written_bytes,
+            l.max_file_bytes,
+            l.max_args_bytes,
+            l.max_audit_bytes
+        ),
+        (1 << 20, 2048, 100, 65536)
+    );
+    let d = Limits::default();
+    assert_eq!(
+        (
+            d.max_written_bytes,
+            d.max_file_bytes,
+            d.max_args_bytes,
+            d.max_audit_bytes
+        ),
+        (64 << 20, 64 << 20, 4 << 20, 1 << 20)
+    );
+    // The step's argument cap, from the policy, names the size and the cap.
+    let out = attack(
+        "misbehave",
+        "read-env",
+        json!({"name": "x".repeat(200)}),
+        &Capabilities::none(),
+        l,
+    );
+    assert_eq!(
+        out.result,
+        Err(CallError::ArgumentsTooLarge {
+            size: 211,
+            limit: 100
+        })
+    );
+}

@@ -34,7 +34,7 @@ pub fn bounded(mut event: AuditEvent) -> AuditEvent {
         } => {
             cut(action);
             cut(path);
-            reason.as_mut().map(cut);
+            reason.iter_mut().for_each(cut);
         }
         AuditEvent::Http {
             method,
@@ -45,8 +45,8 @@ pub fn bounded(mut event: AuditEvent) -> AuditEvent {
         } => {
             cut(method);
             cut(url);
-            resolved.as_mut().map(cut);
-            reason.as_mut().map(cut);
+            resolved.iter_mut().for_each(cut);
+            reason.iter_mut().for_each(cut);
         }
         AuditEvent::Socket {
             action, address, ..
