@@ -14,8 +14,8 @@ use crate::error::CallError;
 use crate::grants::Capabilities;
 use crate::runtime::{FUEL_YIELD_INTERVAL, Runtime};
 use crate::sandbox::{
-    AuditEvent, AuditLog, DeadlineReached, Decision, HostState, LogRecord, MemoryLimitExceeded,
-    meter,
+    AuditEvent, AuditLog, AuditSpent, DeadlineReached, Decision, HostState, LogRecord,
+    MemoryLimitExceeded, WriteLimitExceeded, meter,
 };
 use crate::tool::{Operation, Returns, Tool};
 use crate::trace;
@@ -62,7 +62,7 @@ impl Runtime {
     ) -> CallOutcome {
         let started = Instant::now();
         let mut report = CallReport::default();
-        let audit = AuditLog::default();
+        let audit = AuditLog::with_budget(limits.max_audit_bytes);
         let span = trace::tool_call_span(&tool.name, operation);
         let result = self
             .call_inner(
@@ -79,12 +79,23 @@ impl Runtime {
             .instrument(span.clone())
             .await;
         report.duration = started.elapsed();
+        // Fail closed: a call that spent its audit budget has no result, whatever it
+        // returned, since some of what it did may have gone unrecorded.
+        let result = match (audit.check(), result) {
+            (Err(spent), r) if !matches!(r, Err(CallError::AuditLimit { .. })) => {
+                Err(CallError::AuditLimit {
+                    budget: spent.budget,
+                })
+            }
+            (_, r) => r,
+        };
         if let Err(e) = &result
             && let Some(event) = failure_event(operation, e)
         {
             audit.record(event);
         }
         report.events = audit.take();
+        let result = attribute_file_denial(result, &report.events);
         let outcome = CallOutcome { result, report };
         trace::record_call(&span, &outcome);
         outcome
@@ -109,6 +120,7 @@ impl Runtime {
                 operation: operation.to_string(),
                 available: tool.operation_names(),
             })?;
+        check_args_size(args, limits.max_args_bytes)?;
         let params = convert::args_to_vals(&op.params, args)?;
         let state = HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
             reason: e.to_string(),
@@ -185,6 +197,10 @@ impl Runtime {
                 ),
             });
         }
+        let written = state.writes.written();
+        if written > 0 {
+            audit.record(AuditEvent::Written { bytes: written });
+        }
         if state.logs.dropped > 0 {
             audit.record(AuditEvent::Limit {
                 limit: "log".into(),
@@ -223,21 +239,65 @@ struct Armed<'a> {
     audit: &'a AuditLog,
 }
 
+/// A tool error after the sandbox refused the tool a file is that refusal's doing: the
+/// call is `denied` (naming the refused action and the tool's own message), so that it
+/// counts as a denial wherever outcomes are counted, like any other capability refusal.
+fn attribute_file_denial(
+    result: Result<Value, CallError>,
+    events: &[AuditEvent],
+) -> Result<Value, CallError> {
+    let Err(CallError::ToolError { value }) = &result else {
+        return result;
+    };
+    let refused = events.iter().find_map(|e| match e {
+        AuditEvent::File {
+            action,
+            path,
+            decision: Decision::Denied,
+            reason,
+        } => Some(format!(
+            "the sandbox refused `{action}` of `{path}` ({})",
+            reason.as_deref().unwrap_or("refused")
+        )),
+        _ => None,
+    });
+    match refused {
+        Some(refused) => Err(CallError::Denied {
+            reason: format!(
+                "{refused}; the tool then failed: {}",
+                crate::error::CallError::ToolError {
+                    value: value.clone()
+                }
+                .to_string()
+                .trim_start_matches("tool returned an error: ")
+            ),
+        }),
+        None => result,
+    }
+}
+
 /// The audit event for a failed call, if the failure was the sandbox's doing.
 fn failure_event(operation: &str, e: &CallError) -> Option<AuditEvent> {
     use crate::error::ErrorKind as K;
     let detail = e.to_string();
     Some(match e.kind() {
+        // The audit log recorded its own limit when the budget was spent.
+        K::AuditLimit => return None,
+        K::BadArguments if e.limit_name().is_some() => AuditEvent::Limit {
+            limit: e.limit_name().unwrap_or("limit").into(),
+            detail,
+        },
         K::FuelExhausted
         | K::Timeout
         | K::MemoryLimit
         | K::OutputLimit
+        | K::WriteLimit
         | K::HostMemoryLimit
         | K::ResourceLimit => AuditEvent::Limit {
             limit: e.limit_name().unwrap_or("limit").into(),
             detail,
         },
-        K::StackOverflow | K::Panic | K::Trap | K::Instantiate => AuditEvent::Trap {
+        K::StackOverflow | K::Panic | K::Trap | K::Instantiate | K::Exit => AuditEvent::Trap {
             kind: e.kind().as_str().into(),
             detail,
         },
@@ -248,6 +308,27 @@ fn failure_event(operation: &str, e: &CallError) -> Option<AuditEvent> {
         },
         K::ToolError | K::RateLimited => return None,
     })
+}
+
+/// Refuses arguments whose JSON is over `limit` bytes, before anything is converted or
+/// copied into the guest; counts without allocating.
+fn check_args_size(args: &Value, limit: usize) -> Result<(), CallError> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, args).expect("a JSON value serialises");
+    if n.0 > limit {
+        return Err(CallError::ArgumentsTooLarge { size: n.0, limit });
+    }
+    Ok(())
 }
 
 async fn run(
@@ -302,6 +383,22 @@ fn shape_result(op: &Operation, results: Vec<Val>) -> Result<Value, CallError> {
 
 /// Maps a wasmtime error to the call's failure kind.
 fn classify(e: wasmtime::Error, state: &HostState, limits: &Limits, stderr: &str) -> CallError {
+    if let Some(spent) = e.downcast_ref::<AuditSpent>() {
+        return CallError::AuditLimit {
+            budget: spent.budget,
+        };
+    }
+    if let Some(w) = e.downcast_ref::<WriteLimitExceeded>() {
+        return CallError::WriteLimit {
+            detail: w.0.clone(),
+        };
+    }
+    if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        // `exit` takes a `u8` code or ok/err (0/1): never negative.
+        return CallError::Exit {
+            code: u32::try_from(exit.0).unwrap_or(u32::MAX),
+        };
+    }
     if let Some(m) = e.downcast_ref::<MemoryLimitExceeded>() {
         return CallError::MemoryLimit {
             limit: m.limit,
@@ -338,6 +435,7 @@ fn classify(e: wasmtime::Error, state: &HostState, limits: &Limits, stderr: &str
             timeout_ms: millis(limits.timeout),
         },
         Some(Trap::StackOverflow) => CallError::StackOverflow,
+        Some(Trap::MemoryOutOfBounds) if shadow_stack_overflow(&e) => CallError::StackOverflow,
         Some(trap) => match panic_message(stderr) {
             Some(message) => CallError::Panic { message },
             None => CallError::Trap {
@@ -363,6 +461,38 @@ fn table_full(e: &wasmtime::Error) -> bool {
         )
     }) || format!("{e:#}").contains(&ResourceTableError::Full.to_string())
 }
+
+/// Whether an out-of-bounds access is deep recursion running off the guest's shadow stack.
+///
+/// Compilers for wasm (Rust, C, Zig) keep locals whose address is taken on a shadow stack
+/// in linear memory that grows down from its top toward address 0; recursing past 0 wraps
+/// the stack pointer to near 4 GiB, so the next frame's store is out of bounds, rather
+/// than the engine's own stack-overflow trap. The sign of that is in the trap's backtrace
+/// (wasmtime keeps its innermost 20 frames): all of them taken by recursion, at most
+/// [`RECURSION_FUNCS`] functions calling one another. A non-recursive out-of-bounds
+/// access has a call chain of distinct functions, or one shorter than that.
+fn shadow_stack_overflow(e: &wasmtime::Error) -> bool {
+    let Some(bt) = e.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return false;
+    };
+    let frames = bt.frames();
+    if frames.len() < RECURSION_FRAMES {
+        return false;
+    }
+    let mut funcs: Vec<u32> = frames
+        .iter()
+        .take(RECURSION_FRAMES)
+        .map(|f| f.func_index())
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    funcs.len() <= RECURSION_FUNCS
+}
+
+/// The innermost frames that must all be recursion (wasmtime captures 20 by default).
+const RECURSION_FRAMES: usize = 16;
+/// How many functions a recursive cycle may span (`a → b → a` is 2).
+const RECURSION_FUNCS: usize = 3;
 
 fn instantiation_failure(e: &wasmtime::Error) -> bool {
     let text = format!("{e:#}");

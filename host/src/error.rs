@@ -86,6 +86,19 @@ pub enum CallError {
          sockets, streams, pollables, …) at once"
     )]
     ResourceLimit { limit: usize },
+    #[error(
+        "arguments too large: {size} bytes of JSON, the limit is {limit} bytes (`max_args_bytes`)"
+    )]
+    ArgumentsTooLarge { size: usize, limit: usize },
+    /// The tool called `wasi:cli/exit` before returning a result.
+    #[error("the tool exited with code {code} instead of returning a result")]
+    Exit { code: u32 },
+    #[error("write limit exceeded: {detail}")]
+    WriteLimit { detail: String },
+    #[error(
+        "audit limit exceeded: the call's audit events reached {budget} bytes (`max_audit_bytes`); it was ended rather than go on unaudited"
+    )]
+    AuditLimit { budget: usize },
 }
 
 fn display_json(v: &serde_json::Value) -> String {
@@ -97,7 +110,7 @@ fn display_json(v: &serde_json::Value) -> String {
 
 impl CallError {
     /// For a failure caused by a limit, the limit's name: `fuel`, `timeout`, `memory`,
-    /// `output`, `host-memory`, `resources`.
+    /// `output`, `host-memory`, `resources`, `arguments`, `written`, `audit`.
     pub fn limit_name(&self) -> Option<&'static str> {
         match self {
             CallError::FuelExhausted { .. } => Some("fuel"),
@@ -106,6 +119,9 @@ impl CallError {
             CallError::OutputLimit { .. } => Some("output"),
             CallError::HostMemoryLimit { .. } => Some("host-memory"),
             CallError::ResourceLimit { .. } => Some("resources"),
+            CallError::ArgumentsTooLarge { .. } => Some("arguments"),
+            CallError::WriteLimit { .. } => Some("written"),
+            CallError::AuditLimit { .. } => Some("audit"),
             _ => None,
         }
     }
@@ -128,6 +144,10 @@ impl CallError {
             CallError::Instantiate { .. } => ErrorKind::Instantiate,
             CallError::HostMemoryLimit { .. } => ErrorKind::HostMemoryLimit,
             CallError::ResourceLimit { .. } => ErrorKind::ResourceLimit,
+            CallError::ArgumentsTooLarge { .. } => ErrorKind::BadArguments,
+            CallError::Exit { .. } => ErrorKind::Exit,
+            CallError::WriteLimit { .. } => ErrorKind::WriteLimit,
+            CallError::AuditLimit { .. } => ErrorKind::AuditLimit,
         }
     }
 }
@@ -151,6 +171,9 @@ pub enum ErrorKind {
     Instantiate,
     HostMemoryLimit,
     ResourceLimit,
+    Exit,
+    WriteLimit,
+    AuditLimit,
 }
 
 impl ErrorKind {
@@ -171,6 +194,9 @@ impl ErrorKind {
             ErrorKind::Instantiate => "instantiate",
             ErrorKind::HostMemoryLimit => "host_memory_limit",
             ErrorKind::ResourceLimit => "resource_limit",
+            ErrorKind::Exit => "exit",
+            ErrorKind::WriteLimit => "write_limit",
+            ErrorKind::AuditLimit => "audit_limit",
         }
     }
 }

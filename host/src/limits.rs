@@ -27,6 +27,16 @@ use std::time::Duration;
 /// Host calls are charged fuel too ([`HOST_CALL_FUEL`] each, plus one unit per byte they
 /// move), and the deadline is checked on entry to every host call, so `timeout` bounds a
 /// call's wall time whatever host calls it makes: it ends within [`DEADLINE_SLACK`] of it.
+///
+/// Writes, arguments and the audit are bounded too:
+/// - `max_written_bytes`: 64 MiB written to files in all (a write past it fails with
+///   `insufficient-space` and ends the call: `written` limit);
+/// - `max_file_bytes`: 64 MiB, the largest size a write or `set-size` may give a file
+///   (no sparse terabyte files);
+/// - `max_args_bytes`: 4 MiB of argument JSON (a larger call is refused before the tool
+///   runs);
+/// - `max_audit_bytes`: 1 MiB of audit events kept per call (allowed reads beyond the first
+///   256 are counted, not kept; once spent, the call ends rather than go on unaudited).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     pub fuel: u64,
@@ -38,6 +48,10 @@ pub struct Limits {
     pub max_http_response_bytes: usize,
     pub max_host_bytes: usize,
     pub max_resources: usize,
+    pub max_written_bytes: u64,
+    pub max_file_bytes: u64,
+    pub max_args_bytes: usize,
+    pub max_audit_bytes: usize,
 }
 
 /// Fuel charged for every host call, whatever it does: about what a microsecond of guest
@@ -67,6 +81,10 @@ impl Default for Limits {
             max_http_response_bytes: 8 << 20,
             max_host_bytes: 16 << 20,
             max_resources: 256,
+            max_written_bytes: 64 << 20,
+            max_file_bytes: 64 << 20,
+            max_args_bytes: 4 << 20,
+            max_audit_bytes: 1 << 20,
         }
     }
 }

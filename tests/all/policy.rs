@@ -201,7 +201,7 @@ env = { MODE = "policy" }
         json!({"path": "/data/new.txt", "content": "x"}),
         &[],
     );
-    assert_eq!(code, 1, "{doc}");
+    assert_eq!(code, 5, "denied: {doc}");
     assert!(!dir.path().join("data/new.txt").exists());
 }
 

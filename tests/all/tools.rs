@@ -134,7 +134,8 @@ fn fs_reads_lists_and_writes_inside_its_grant() {
     )
     .result
     .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ToolError, "{err}");
+    // The sandbox refused the create: a denial, not the tool's own failure.
+    assert_eq!(err.kind(), ErrorKind::Denied, "{err}");
     assert!(!dir.path().join("b.txt").exists());
 
     let rw = toolhost_tests::grant_dir(dir.path(), true);

@@ -105,7 +105,7 @@ fn near(text: &str, e: &serde_json::Error) -> String {
 
 fn exit_code(kind: ErrorKind) -> i32 {
     match kind {
-        ErrorKind::ToolError => exit::TOOL_ERROR,
+        ErrorKind::ToolError | ErrorKind::Exit => exit::TOOL_ERROR,
         ErrorKind::BadArguments | ErrorKind::UnknownOperation => exit::USAGE,
         ErrorKind::FuelExhausted
         | ErrorKind::Timeout
@@ -113,6 +113,8 @@ fn exit_code(kind: ErrorKind) -> i32 {
         | ErrorKind::OutputLimit
         | ErrorKind::HostMemoryLimit
         | ErrorKind::ResourceLimit
+        | ErrorKind::WriteLimit
+        | ErrorKind::AuditLimit
         | ErrorKind::RateLimited => exit::LIMIT,
         ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => {
             exit::TRAP

@@ -94,6 +94,10 @@ fn limits_json<S: serde::Serializer>(l: &Limits, s: S) -> Result<S::Ok, S::Error
         "max_http_response_bytes": l.max_http_response_bytes,
         "max_host_bytes": l.max_host_bytes,
         "max_resources": l.max_resources,
+        "max_written_bytes": l.max_written_bytes,
+        "max_file_bytes": l.max_file_bytes,
+        "max_args_bytes": l.max_args_bytes,
+        "max_audit_bytes": l.max_audit_bytes,
     })
     .serialize(s)
 }
@@ -367,6 +371,19 @@ fn limits(
     }
     if let Some(v) = check(&raw.max_resources, "max_resources", 65_536)? {
         l.max_resources = bytes(v);
+    }
+    const TIB: u64 = 1 << 40;
+    if let Some(v) = check(&raw.max_written_bytes, "max_written_bytes", TIB)? {
+        l.max_written_bytes = v;
+    }
+    if let Some(v) = check(&raw.max_file_bytes, "max_file_bytes", TIB)? {
+        l.max_file_bytes = v;
+    }
+    if let Some(v) = check(&raw.max_args_bytes, "max_args_bytes", GIB)? {
+        l.max_args_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_audit_bytes, "max_audit_bytes", GIB)? {
+        l.max_audit_bytes = bytes(v);
     }
     let rate = check(&raw.max_calls_per_minute, "max_calls_per_minute", 1_000_000)?
         .map(|v| u32::try_from(v).unwrap_or(u32::MAX));

@@ -118,5 +118,9 @@ pub(crate) struct RawLimits {
     pub max_http_response_bytes: Option<Spanned<u64>>,
     pub max_host_bytes: Option<Spanned<u64>>,
     pub max_resources: Option<Spanned<u64>>,
+    pub max_written_bytes: Option<Spanned<u64>>,
+    pub max_file_bytes: Option<Spanned<u64>>,
+    pub max_args_bytes: Option<Spanned<u64>>,
+    pub max_audit_bytes: Option<Spanned<u64>>,
     pub max_calls_per_minute: Option<Spanned<u64>>,
 }

@@ -3,10 +3,18 @@
 //!
 //! Events never carry secret values: an environment grant is recorded by name only, and a
 //! file event names the guest path, not the data.
+//!
+//! The log cannot be flooded away ([`AuditLog`]): every decision that changes or refuses
+//! something is kept, repeated allowed reads collapse into counts, every value is cut to a
+//! bounded length, and a call whose audit budget is spent is ended rather than let go on
+//! unaudited.
 
-use std::sync::{Arc, Mutex};
+mod bound;
+mod log;
 
 use serde::Serialize;
+
+pub use self::log::{AuditLog, AuditSpent, MAX_ROUTINE_EVENTS};
 
 /// Whether the sandbox let an action through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,12 +70,19 @@ pub enum AuditEvent {
         decision: Decision,
         reason: String,
     },
-    /// A limit ended the call: `fuel`, `timeout`, `memory`, `output`, or capped output:
-    /// `stdout`, `stderr`, `log` (the call went on; the excess was dropped).
+    /// A limit ended the call: `fuel`, `timeout`, `memory`, `output`, `arguments`,
+    /// `written` (bytes written or file size), `audit` (the audit budget); or capped
+    /// output: `stdio`, `log` (the call went on; the excess was dropped).
     Limit { limit: String, detail: String },
     /// The guest trapped: `panic`, `stack_overflow`, `trap`, `instantiate`. The host
     /// contained it; nothing outside the call's instance was affected.
     Trap { kind: String, detail: String },
+    /// Allowed reads (`open-read`, `stat`, `read-dir`, `readlink`) beyond the first
+    /// [`MAX_ROUTINE_EVENTS`] of a call, counted per action instead of kept one by one.
+    /// Decisions that change or refuse something never collapse.
+    Repeated { action: String, count: u64 },
+    /// The bytes the call wrote to files in all (recorded at its end, if any).
+    Written { bytes: u64 },
 }
 
 impl AuditEvent {
@@ -79,38 +94,10 @@ impl AuditEvent {
             | AuditEvent::Socket { decision, .. }
             | AuditEvent::NameLookup { decision, .. }
             | AuditEvent::Call { decision, .. } => *decision == Decision::Denied,
-            AuditEvent::EnvRead { .. } => false,
+            AuditEvent::EnvRead { .. }
+            | AuditEvent::Repeated { .. }
+            | AuditEvent::Written { .. } => false,
             AuditEvent::Limit { .. } | AuditEvent::Trap { .. } => true,
         }
-    }
-}
-
-/// The events of one call; cheap to clone, shared by the hooks that record them.
-#[derive(Debug, Clone, Default)]
-pub struct AuditLog {
-    events: Arc<Mutex<Vec<AuditEvent>>>,
-}
-
-/// At most this many events are kept per call, so a tool probing in a loop cannot grow
-/// host memory; the excess is counted in the last kept event's place.
-pub const MAX_EVENTS_PER_CALL: usize = 1024;
-
-impl AuditLog {
-    /// Records `event` and emits it through `tracing`.
-    pub fn record(&self, event: AuditEvent) {
-        if event.is_denial() {
-            tracing::info!(target: "toolhost::audit", ?event, "denied");
-        } else {
-            tracing::debug!(target: "toolhost::audit", ?event, "allowed");
-        }
-        let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
-        if events.len() < MAX_EVENTS_PER_CALL {
-            events.push(event);
-        }
-    }
-
-    /// Takes the recorded events, leaving the log empty.
-    pub fn take(&self) -> Vec<AuditEvent> {
-        std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }

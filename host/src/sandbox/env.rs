@@ -21,6 +21,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         "get-environment",
         |mut store: StoreContextMut<'_, HostState>, (): ()| {
             let s = store.data_mut();
+            s.audit.check()?;
             let env = environment::Host::get_environment(&mut s.cli())?;
             s.audit.record(AuditEvent::EnvRead {
                 names: env.iter().map(|(name, _)| name.clone()).collect(),

@@ -43,6 +43,8 @@ fn resolve_addresses(
 ) -> wasmtime::Result<(Resolved,)> {
     let state = store.data_mut();
     let audit = state.audit.clone();
+    // Fail closed: with the audit budget spent, nothing more may happen.
+    audit.check()?;
     state
         .meter
         .owe(u64::try_from(name.len()).unwrap_or(u64::MAX));

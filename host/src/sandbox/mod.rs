@@ -16,7 +16,8 @@
 //! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP; no socket at
 //!   all without a TCP grant).
 //! - `lookup`: the `wasi:sockets/ip-name-lookup` audit.
-//! - `fs_gate`: the gate below `wasi:filesystem`: file events, single-file grants.
+//! - `fs_gate`: the gate below `wasi:filesystem`: file events, single-file grants, symlink
+//!   targets, the write budget.
 //! - `env`: the `wasi:cli/environment` audit (names read, never values).
 
 pub mod audit;
@@ -35,8 +36,9 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-pub use self::audit::{AuditEvent, AuditLog, Decision};
+pub use self::audit::{AuditEvent, AuditLog, AuditSpent, Decision};
 pub use self::egress::EgressHooks;
+pub use self::fs_gate::WriteLimitExceeded;
 pub use self::limiter::{InstanceLimiter, MemoryLimitExceeded};
 pub use self::log::{LogRecord, LogSink};
 use self::meter::Meter;
@@ -77,6 +79,8 @@ pub struct HostState {
     pub(crate) audit: AuditLog,
     /// Guest paths of descriptors and the single-file grants' directories.
     pub(crate) fs: fs_gate::FsScopes,
+    /// Bytes written to files so far, against the call's caps.
+    pub(crate) writes: std::sync::Arc<fs_gate::WriteBudget>,
 }
 
 impl HostState {
@@ -142,6 +146,7 @@ impl HostState {
             stderr,
             audit,
             fs,
+            writes: fs_gate::WriteBudget::new(limits.max_written_bytes, limits.max_file_bytes),
         })
     }
 }

@@ -100,7 +100,8 @@ pub(crate) fn socket_check(
 + 'static {
     let grants: Arc<[SocketGrant]> = grants.into();
     move |addr, use_| {
-        let ok = allowed(&grants, addr, use_);
+        // Fail closed: with the audit budget spent, nothing more connects.
+        let ok = allowed(&grants, addr, use_) && !audit.is_spent();
         // The implicit wildcard bind is bookkeeping, not a decision worth a record.
         if !(ok && matches!(use_, SocketAddrUse::TcpBind)) {
             audit.record(AuditEvent::Socket {

@@ -50,19 +50,19 @@ fn misbehave(op: &str, args: Value, caps: &Capabilities) -> CallOutcome {
     attack("misbehave", op, args, caps, &Limits::default())
 }
 
-/// Asserts the call failed with the tool's error naming WASI error `code`, and that
-/// `SECRET` appears nowhere in the outcome.
+/// Asserts the call was denied (the sandbox refused a file, then the tool failed) with the
+/// tool's error naming WASI error `code`, and that `SECRET` appears nowhere in the outcome.
 #[track_caller]
 fn assert_refused(out: &CallOutcome, code: &str) {
     match &out.result {
-        Err(CallError::ToolError { value }) => {
-            let text = value.as_str().unwrap_or_default();
+        Err(CallError::Denied { reason }) => {
             assert!(
-                text.ends_with(&format!(": {code}")),
-                "expected `{code}`, got {text}"
+                reason.starts_with("the sandbox refused `")
+                    && reason.ends_with(&format!(": {code}")),
+                "expected `{code}`, got {reason}"
             );
         }
-        other => panic!("expected a tool error naming `{code}`, got {other:?}"),
+        other => panic!("expected a denial naming `{code}`, got {other:?}"),
     }
     assert_no_secret(out);
 }
@@ -179,7 +179,7 @@ fn symlink_planted_inside_pointing_out() {
         let path = format!("/data/{link}");
         let out = misbehave("read-file", json!({ "path": path }), &t.grant(false));
         assert!(
-            matches!(out.result, Err(CallError::ToolError { .. })),
+            matches!(out.result, Err(CallError::Denied { .. })),
             "{out:?}"
         );
         assert_no_secret(&out);
@@ -298,13 +298,9 @@ fn read_only_mkdir() {
 
 #[test]
 fn read_only_symlink() {
-    let args = json!({"target": "../secret.txt", "link": "link"});
-    read_only(
-        "raw-symlink",
-        args,
-        "symlink",
-        "/data/link -> ../secret.txt",
-    );
+    // A target that stays inside: what refuses it is the grant being read-only.
+    let args = json!({"target": "note.txt", "link": "link"});
+    read_only("raw-symlink", args, "symlink", "/data/link -> note.txt");
 }
 
 /// `root/etc/` holds `app.conf` (granted as `/config/app.conf`) and `sibling.txt` (the
@@ -371,7 +367,7 @@ fn file_grant_hides_its_siblings() {
         &t.grant(true),
     );
     assert!(
-        matches!(out.result, Err(CallError::ToolError { .. })),
+        matches!(out.result, Err(CallError::Denied { .. })),
         "{out:?}"
     );
     assert_no_secret(&out);
@@ -484,5 +480,314 @@ fn file_grant_does_not_follow_a_swapped_in_symlink() {
     std::fs::remove_file(t.conf()).unwrap();
     symlink(&t.tree.secret(), &t.conf());
     let out = misbehave("raw-read", json!({"path": "app.conf"}), &caps);
-    assert_refused(&out, "loop");
+    // Not a refusal but the filesystem's own answer to a final symlink: the tool's error.
+    match &out.result {
+        Err(CallError::ToolError { value }) => {
+            assert_eq!(value, &json!("open-at app.conf: loop"));
+        }
+        other => panic!("expected the tool's error, got {other:?}"),
+    }
+    assert_no_secret(&out);
+}
+
+/// A guest-made symlink whose target leaves the grant is refused, relative or absolute;
+/// one that stays below its directory is made.
+#[test]
+fn symlink_made_inside_a_grant_cannot_point_out() {
+    let t = Tree::new();
+    for target in [
+        "../secret.txt",
+        "sub/../../secret.txt",
+        "/etc/passwd",
+        &t.secret().display().to_string(),
+    ] {
+        let out = misbehave(
+            "raw-symlink",
+            json!({"target": target, "link": "out"}),
+            &t.grant(true),
+        );
+        assert_refused(&out, "access");
+        assert_file_denied(
+            &out,
+            "symlink",
+            &format!("/data/out -> {target}"),
+            "access: a symlink's target must be a relative path below",
+        );
+        assert!(
+            std::fs::symlink_metadata(t.inside().join("out")).is_err(),
+            "{target}: a link was made"
+        );
+    }
+    let out = misbehave(
+        "raw-symlink",
+        json!({"target": "sub/../note.txt", "link": "odd"}),
+        &t.grant(true),
+    );
+    assert_refused(&out, "access");
+    // Benign: a link below its own directory.
+    let out = misbehave(
+        "raw-symlink",
+        json!({"target": "note.txt", "link": "alias"}),
+        &t.grant(true),
+    );
+    assert_eq!(out.result, Ok(Value::Null));
+    assert_event(&out, |e| {
+        matches!(e, AuditEvent::File { action, path, decision: Decision::Allowed, .. }
+            if action == "symlink" && path == "/data/alias -> note.txt")
+    });
+    assert_eq!(
+        std::fs::read_to_string(t.inside().join("alias")).unwrap(),
+        "hello"
+    );
+}
+
+/// Path-less questions about a file grant's directory never reach the host directory.
+#[test]
+fn file_grant_directory_gives_away_no_metadata() {
+    let t = FileTree::new();
+    let out = misbehave("dir-metadata", json!({}), &t.grant(false));
+    assert_eq!(
+        out.result,
+        Ok(json!([
+            "stat: access",
+            "hash: access",
+            "same-as-itself: true"
+        ]))
+    );
+    assert_file_denied(
+        &out,
+        "stat",
+        "/config",
+        "access: a file grant's directory has no metadata",
+    );
+    assert_event(&out, |e| {
+        matches!(e, AuditEvent::File { action, path, decision: Decision::Denied, .. }
+            if action == "is-same-object" && path == "/config")
+    });
+    let stats = out
+        .report
+        .events
+        .iter()
+        .filter(|e| matches!(e, AuditEvent::File { action, decision: Decision::Denied, .. } if action == "stat"))
+        .count();
+    assert_eq!(stats, 2, "stat and metadata-hash");
+    // Benign: the same questions on a directory grant are answered by the host.
+    let out = misbehave("dir-metadata", json!({}), &t.tree.grant(false));
+    let answers = out.result.unwrap();
+    assert!(
+        answers[0].as_str().unwrap().starts_with("stat: links "),
+        "{answers}"
+    );
+    assert!(
+        answers[1].as_str().unwrap().starts_with("hash: ") && answers[1] != "hash: access",
+        "{answers}"
+    );
+}
+
+fn written_limit(out: &CallOutcome) -> String {
+    match &out.result {
+        Err(CallError::WriteLimit { detail }) => {
+            assert_event(
+                out,
+                |e| matches!(e, AuditEvent::Limit { limit, .. } if limit == "written"),
+            );
+            detail.clone()
+        }
+        other => panic!("expected a write limit, got {other:?}"),
+    }
+}
+
+#[test]
+fn bulk_writes_stop_at_the_write_budget() {
+    let t = Tree::new();
+    let out = misbehave(
+        "write-bulk",
+        json!({"path": "bulk.bin", "mib": 300}),
+        &t.grant(true),
+    );
+    let detail = written_limit(&out);
+    assert!(
+        detail.contains("over the limit of 67108864 bytes (`max_written_bytes`)")
+            || detail.contains("(`max_file_bytes`)"),
+        "{detail}"
+    );
+    let size = std::fs::metadata(t.inside().join("bulk.bin"))
+        .unwrap()
+        .len();
+    assert!(size <= 64 << 20, "{size}");
+    // Benign: a small write goes through and its volume is recorded.
+    let out = misbehave(
+        "write-bulk",
+        json!({"path": "small.bin", "mib": 2}),
+        &t.grant(true),
+    );
+    assert_eq!(out.result, Ok(json!(2 << 20)));
+    assert_event(&out, |e| *e == AuditEvent::Written { bytes: 2 << 20 });
+    // A tighter policy cap stops it.
+    let tight = Limits {
+        max_written_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let out = attack(
+        "misbehave",
+        "write-bulk",
+        json!({"path": "small.bin", "mib": 2}),
+        &t.grant(true),
+        &tight,
+    );
+    assert!(written_limit(&out).contains("1048576 bytes"));
+}
+
+#[test]
+fn sparse_files_stop_at_the_file_size_cap() {
+    let t = Tree::new();
+    for how in ["set-size", "write-at"] {
+        let out = misbehave(
+            "sparse",
+            json!({"path": "sparse.bin", "size": 1u64 << 40, "how": how}),
+            &t.grant(true),
+        );
+        let detail = written_limit(&out);
+        assert!(
+            detail.contains("`/data/sparse.bin` would reach 1099511627776 bytes")
+                && detail.contains("(`max_file_bytes`)"),
+            "{how}: {detail}"
+        );
+        let size = std::fs::metadata(t.inside().join("sparse.bin"))
+            .unwrap()
+            .len();
+        assert_eq!(size, 0, "{how}");
+    }
+    // Benign: a file within the cap.
+    let out = misbehave(
+        "sparse",
+        json!({"path": "fine.bin", "size": 4096, "how": "write-at"}),
+        &t.grant(true),
+    );
+    assert_eq!(out.result, Ok(Value::Null));
+    assert_eq!(
+        std::fs::metadata(t.inside().join("fine.bin"))
+            .unwrap()
+            .len(),
+        4096
+    );
+}
+
+/// The shipped `fs` tool reading outside every grant is a denial (recorded, `denied`,
+/// CLI exit 5), not the tool's own error.
+#[test]
+fn fs_tool_reading_outside_its_grant_is_denied() {
+    let t = Tree::new();
+    let secret = t.secret().display().to_string();
+    let out = attack(
+        "fs",
+        "read-file",
+        json!({ "path": secret }),
+        &t.grant(false),
+        &Limits::default(),
+    );
+    match &out.result {
+        Err(CallError::Denied { reason }) => assert!(
+            reason.contains("not inside any directory the host granted"),
+            "{reason}"
+        ),
+        other => panic!("expected a denial, got {other:?}"),
+    }
+    assert_no_secret(&out);
+    assert_file_denied(
+        &out,
+        "open-read",
+        &format!("/data/{secret}"),
+        "not-permitted",
+    );
+    // Benign: inside the grant.
+    let out = attack(
+        "fs",
+        "read-file",
+        json!({"path": "/data/note.txt"}),
+        &t.grant(false),
+        &Limits::default(),
+    );
+    assert_eq!(out.result, Ok(json!("hello")));
+    // The real binary exits 5 (denied).
+    let grant = format!("{}:/data", t.inside().display());
+    let args = json!({ "path": secret }).to_string();
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost-test-cli"))
+        .args([
+            "--no-cache",
+            "tool",
+            "call",
+            toolhost_tests::path("fs"),
+            "read-file",
+            "--args",
+            &args,
+            "--allow-read",
+            &grant,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert_eq!(cli.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("[denied]"), "{stderr}");
+}
+
+/// In a run, the denied read counts in the report's "capabilities denied".
+#[test]
+fn fs_tool_denial_counts_in_the_run_report() {
+    let t = Tree::new();
+    let dir = t.root.path();
+    std::fs::write(
+        dir.join("policy.toml"),
+        r#"version = 1
+[tools.fs]
+operations = ["read-file"]
+files = [{ host = "inside", guest = "/data", access = "read" }]
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("task.toml"),
+        r#"goal = "read outside the grant"
+policy = "policy.toml"
+tools = ["fs"]
+
+[planner.plan]
+goal = "read outside the grant"
+steps = [
+  { id = "peek", tool = "fs", operation = "read-file", args = { path = "/secret.txt" } },
+]
+[budgets]
+max_replans = 0
+"#,
+    )
+    .unwrap();
+    let state = dir.join("state");
+    let tools = toolhost_tests::tools_dir();
+    let out = toolhost_tests::cli([
+        "--state-dir",
+        state.to_str().unwrap(),
+        "run",
+        dir.join("task.toml").to_str().unwrap(),
+        "--tools-dir",
+        &tools,
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let journal = doc["journal"]["path"].as_str().expect("a journal path");
+    let html = dir.join("report.html");
+    let report = toolhost_tests::cli([
+        "--state-dir",
+        state.to_str().unwrap(),
+        "report",
+        journal,
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(report.code, 0, "{report:?}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(r#"<div class="k">capabilities denied</div><div class="v">1</div>"#),
+        "the report does not count the denial"
+    );
+    assert!(page.contains(r#"<span class="badge denied">1 denied</span>"#));
 }

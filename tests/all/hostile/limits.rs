@@ -232,6 +232,8 @@ fn deeply_nested_arguments_are_refused_before_the_guest_runs() {
 fn huge_arguments_hit_the_memory_cap() {
     let l = Limits {
         memory_mib: 16,
+        // Past the argument cap, which would refuse them before the guest runs.
+        max_args_bytes: 128 << 20,
         ..limits()
     };
     let huge = "x".repeat(64 << 20);

@@ -7,6 +7,8 @@
 //!   arguments, operations the policy does not allow, rate limits.
 //! - `files`: escapes from file grants (`..`, absolute paths, symlinks, `/proc`, `/etc`)
 //!   and writes to read-only grants.
+//! - `audit`: floods before the decisions that matter, denial floods, a spent audit
+//!   budget, long values, oversized arguments, `exit`, shadow-stack overflow.
 //! - `net`: HTTP to unlisted hosts, redirects, private and loopback addresses, raw TCP,
 //!   name lookups; environment and arguments.
 //! - `bounds`: host calls that cost the host time, memory or descriptors (floods of logs,
@@ -16,6 +18,7 @@
 //!   over many seeds: the same bounds hold and the host stays alive.
 
 mod bounds;
+mod audit;
 mod files;
 mod fuzz;
 mod limits;

@@ -176,7 +176,8 @@ fn the_report_of_a_replanned_run_has_a_dag_per_revision_and_every_step() {
     }
     for expected in [
         r#"<div class="v">completed</div>"#,
-        r#"class="bar st-failed" data-step="notes""#,
+        // Its read outside the grant was denied: the bar says so.
+        r#"class="bar st-failed has-denied" data-step="notes""#,
         r#"class="bar st-skipped" data-step="counts""#,
         // `headline` depends on `summary` and refers to `readme`.
         "Revision 2",

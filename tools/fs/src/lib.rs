@@ -3,12 +3,20 @@
 //! Access control is entirely the host's: the component sees only pre-opened directories,
 //! so this crate uses plain `std::fs` and turns its errors into the WIT `fs-error`.
 //!
+//! A path outside every pre-opened directory never reaches the host through `std::fs`
+//! (wasi-libc finds no directory to resolve it in and fails at once), so the host could
+//! not record the refusal. For such a path the tool repeats the attempt as a raw
+//! `wasi:filesystem` call on a granted directory, with the path made absolute: the host
+//! refuses it without touching anything, records the denial, and reports the call as
+//! `denied` rather than as the tool's own error (`probe`).
+//!
 //! The operations are `read-file`, `list-dir`, `stat-path` and `write-file` rather than
 //! `read`, `list`, `stat` and `write`: wit-bindgen exports a world's functions under their
 //! bare names, and `read`, `write` and `stat` would collide with libc's symbols (a link
 //! error for wasm32-wasip2, a crashing native test binary).
 
 pub mod ops;
+mod probe;
 
 toolhost_sdk::tool!();
 
@@ -16,11 +24,12 @@ struct Fs;
 
 impl Guest for Fs {
     fn read_file(path: String, max_bytes: Option<u64>) -> Result<String, FsError> {
-        ops::read(&path, max_bytes).map_err(FsError::from)
+        ops::read(&path, max_bytes).map_err(|e| probe::refused(e, &path, probe::Intent::Read))
     }
 
     fn list_dir(path: String) -> Result<Vec<Entry>, FsError> {
-        let entries = ops::list(&path)?;
+        let entries =
+            ops::list(&path).map_err(|e| probe::refused(e, &path, probe::Intent::List))?;
         Ok(entries
             .into_iter()
             .map(|e| Entry {
@@ -32,7 +41,7 @@ impl Guest for Fs {
     }
 
     fn stat_path(path: String) -> Result<Metadata, FsError> {
-        let m = ops::stat(&path)?;
+        let m = ops::stat(&path).map_err(|e| probe::refused(e, &path, probe::Intent::Stat))?;
         Ok(Metadata {
             kind: m.kind.into(),
             size: m.size,
@@ -47,7 +56,8 @@ impl Guest for Fs {
             WriteMode::Overwrite => ops::WriteMode::Overwrite,
             WriteMode::Append => ops::WriteMode::Append,
         };
-        Ok(ops::write(&path, &content, mode)?)
+        ops::write(&path, &content, mode)
+            .map_err(|e| probe::refused(e, &path, probe::Intent::Write))
     }
 }
 
@@ -55,7 +65,9 @@ impl From<ops::Error> for FsError {
     fn from(e: ops::Error) -> FsError {
         match e {
             ops::Error::NotFound(m) => FsError::NotFound(m),
-            ops::Error::PermissionDenied(m) => FsError::PermissionDenied(m),
+            ops::Error::PermissionDenied(m) | ops::Error::OutsideGrants(m) => {
+                FsError::PermissionDenied(m)
+            }
             ops::Error::NotUtf8(m) => FsError::NotUtf8(m),
             ops::Error::TooLarge(m) => FsError::TooLarge(m),
             ops::Error::Other(m) => FsError::Other(m),

@@ -48,6 +48,8 @@ pub enum WriteMode {
 pub enum Error {
     NotFound(String),
     PermissionDenied(String),
+    /// The path is outside every granted directory (a `permission-denied` to the caller).
+    OutsideGrants(String),
     NotUtf8(String),
     TooLarge(String),
     Other(String),
@@ -57,6 +59,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (Error::NotFound(m)
         | Error::PermissionDenied(m)
+        | Error::OutsideGrants(m)
         | Error::NotUtf8(m)
         | Error::TooLarge(m)
         | Error::Other(m)) = self;
@@ -72,7 +75,7 @@ fn io_error(action: &str, path: &str, e: &io::Error) -> Error {
 fn classify(action: &str, path: &str, e: &io::Error, exists: impl Fn(&Path) -> bool) -> Error {
     match e.kind() {
         io::ErrorKind::NotFound if !path.is_empty() && outside_grants(path, exists) => {
-            Error::PermissionDenied(format!(
+            Error::OutsideGrants(format!(
                 "cannot {action} `{path}`: it is not inside any directory the host granted ({e})"
             ))
         }

@@ -76,6 +76,11 @@ impl WasiHttpHooks for EgressHooks {
         // Would carry errors of the guest's handling of the response; the gate needs none.
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = wasmtime_wasi_http::Result<Sent>> + Send> {
+        // Fail closed: with the audit budget spent, nothing more leaves (the call is
+        // ending with `audit_limit`).
+        if self.audit.is_spent() {
+            return Box::new(async { Err(Error::HttpRequestDenied) });
+        }
         let record = Record {
             audit: self.audit.clone(),
             method: request.method().to_string(),

@@ -29,6 +29,8 @@ pub(super) const NO_CHANGES: &str =
     "a file grant's directory cannot be changed (create, rename, link, remove)";
 pub(super) const NO_LINKS: &str = "a file grant's directory has no links to read";
 pub(super) const SEALED: &str = "no path can be resolved from a granted file";
+pub(super) const NO_METADATA: &str =
+    "a file grant's directory has no metadata (stat, hash, identity) of its own";
 
 /// A guest directory holding single-file grants.
 pub(super) struct FileDir {

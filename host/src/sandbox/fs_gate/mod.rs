@@ -17,11 +17,23 @@
 //! Writes through an already open descriptor are recorded only when refused: the
 //! `open-write` or `create` that produced the descriptor was recorded already.
 //!
+//! Besides recording, the gate enforces what wasmtime-wasi does not: single-file grants
+//! (and that a file grant's directory gives away no host metadata), symlink targets that
+//! stay inside the grant, the call's write budget, and the audit budget (every gated call
+//! traps once it is spent).
+//!
 //! - `files`: the guest directories that hold single-file grants and their rules.
+//! - `links`: which symlink targets a guest may create.
+//! - `budget`: the write budget (bytes written, file sizes) and the metered file stream.
 //! - `wrap`: the shadowing functions themselves.
 
+mod budget;
 mod files;
+mod links;
 mod wrap;
+
+pub(crate) use self::budget::WriteBudget;
+pub use self::budget::WriteLimitExceeded;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,19 +1,21 @@
-//! The shadowing `wasi:filesystem` functions: each resolves the guest path, applies the
-//! scope's rules, calls wasmtime-wasi's own implementation, and records the decision.
+//! The shadowing `wasi:filesystem` functions: each refuses to act once the call's audit
+//! budget is spent, resolves the guest path, applies the scope's rules and the write
+//! budget, calls wasmtime-wasi's own implementation, and records the decision.
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::ReaddirIterator;
 use wasmtime_wasi::p2::bindings::filesystem::preopens;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, DescriptorStat, ErrorCode, Filesize, HostDescriptor, MetadataHashValue,
     NewTimestamp, OpenFlags, PathFlags,
 };
+use wasmtime_wasi::p2::{DynOutputStream, ReaddirIterator};
 
-use super::files::{self, NO_CHANGES, NO_LINKS, NO_LISTING, SEALED};
+use super::budget::Metered;
+use super::files::{self, NO_CHANGES, NO_LINKS, NO_LISTING, NO_METADATA, SEALED};
 use super::{Failure, Scope, finish};
-use crate::sandbox::HostState;
+use crate::sandbox::{AuditEvent, Decision, HostState};
 
 /// The interfaces wasmtime-wasi 48 registers (its WIT is `wasi:filesystem@0.2.12`); guests
 /// importing any other 0.2.x reach them through the linker's semver matching. Upgrading
@@ -25,13 +27,17 @@ const PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 type Fd = Resource<Descriptor>;
 type R<T> = wasmtime::Result<Result<T, ErrorCode>>;
 
-/// Registers an async shadow `$f(state, args…) -> R<T>` as `$name`.
+/// Registers an async shadow `$f(state, args…) -> wasmtime::Result<T>` as `$name`; it
+/// traps instead once the audit budget is spent (fail closed: nothing goes unaudited).
 macro_rules! gate {
     ($inst:ident, $name:literal, $f:ident($($arg:ident: $ty:ty),*)) => {
         $inst.func_wrap_async(
             $name,
             |mut store: StoreContextMut<'_, HostState>, ($($arg,)*): ($($ty,)*)| {
-                Box::new(async move { Ok(($f(store.data_mut(), $($arg),*).await?,)) })
+                Box::new(async move {
+                    store.data().audit.check()?;
+                    Ok(($f(store.data_mut(), $($arg),*).await?,))
+                })
             },
         )?;
     };
@@ -65,37 +71,46 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     gate!(i, "[method]descriptor.set-times", set_times(fd: Fd, a: NewTimestamp, m: NewTimestamp));
     gate!(i, "[method]descriptor.set-size", set_size(fd: Fd, size: Filesize));
     gate!(i, "[method]descriptor.write", write(fd: Fd, buf: Vec<u8>, offset: Filesize));
+    gate!(i, "[method]descriptor.stat", stat(fd: Fd));
+    gate!(i, "[method]descriptor.metadata-hash", metadata_hash(fd: Fd));
+    gate!(i, "[method]descriptor.is-same-object", is_same_object(a: Fd, b: Fd));
     i.func_wrap(
         "[method]descriptor.write-via-stream",
         |mut store: StoreContextMut<'_, HostState>, (fd, offset): (Fd, Filesize)| {
-            let s = store.data_mut();
-            let rep = fd.rep();
-            let r = s.filesystem().write_via_stream(fd, offset);
-            Ok((finish(
-                s,
-                "write",
-                || s.fs.path(rep),
-                r.map_err(Into::into),
-                true,
-            )?,))
+            store.data().audit.check()?;
+            Ok((stream(store.data_mut(), fd, Some(offset))?,))
         },
     )?;
     i.func_wrap(
         "[method]descriptor.append-via-stream",
         |mut store: StoreContextMut<'_, HostState>, (fd,): (Fd,)| {
-            let s = store.data_mut();
-            let rep = fd.rep();
-            let r = s.filesystem().append_via_stream(fd);
-            Ok((finish(
-                s,
-                "write",
-                || s.fs.path(rep),
-                r.map_err(Into::into),
-                true,
-            )?,))
+            store.data().audit.check()?;
+            Ok((stream(store.data_mut(), fd, None)?,))
         },
     )?;
     Ok(())
+}
+
+/// A write stream on `fd` (at `offset`, or appending), metered by the write budget.
+fn stream(s: &mut HostState, fd: Fd, offset: Option<Filesize>) -> R<Resource<DynOutputStream>> {
+    let rep = fd.rep();
+    let r = match offset {
+        Some(offset) => s.filesystem().write_via_stream(fd, offset),
+        None => s.filesystem().append_via_stream(fd),
+    };
+    let r = match r {
+        Ok(raw) => {
+            // Swapped for a metered stream under a fresh handle: the guest has not seen
+            // the first one yet.
+            let inner = s.table.delete(raw)?;
+            let path = s.fs.path(rep);
+            let metered: DynOutputStream =
+                Box::new(Metered::new(inner, s.writes.clone(), path, offset));
+            Ok(s.table.push(metered)?)
+        }
+        Err(e) => Err(e.into()),
+    };
+    finish(s, "write", || s.fs.path(rep), r, true)
 }
 
 /// wasmtime-wasi's preopens (the directory grants), then one per file directory.
@@ -250,6 +265,7 @@ async fn symlink_at(s: &mut HostState, fd: Fd, target: String, link: String) -> 
     let event_path = format!("{full} -> {target}");
     let r = async {
         tree_only(scope, NO_CHANGES)?;
+        super::links::check_target(&target)?;
         Ok(s.filesystem().symlink_at(fd, target, link).await?)
     }
     .await;
@@ -317,6 +333,7 @@ async fn set_times(s: &mut HostState, fd: Fd, a: NewTimestamp, m: NewTimestamp) 
 
 async fn set_size(s: &mut HostState, fd: Fd, size: Filesize) -> R<()> {
     let rep = fd.rep();
+    s.writes.size(&s.fs.path(rep), size)?;
     let r = s.filesystem().set_size(fd, size).await;
     finish(
         s,
@@ -329,8 +346,63 @@ async fn set_size(s: &mut HostState, fd: Fd, size: Filesize) -> R<()> {
 
 async fn write(s: &mut HostState, fd: Fd, buf: Vec<u8>, offset: Filesize) -> R<Filesize> {
     let rep = fd.rep();
+    s.writes
+        .charge(&s.fs.path(rep), Some(offset), buf.len() as u64)?;
     let r = s.filesystem().write(fd, buf, offset).await;
     finish(s, "write", || s.fs.path(rep), r.map_err(Into::into), true)
+}
+
+/// A file grant's directory has no metadata to give: its descriptor stands for the granted
+/// files, not for the host directory they happen to sit in. Refused and recorded.
+async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
+    let rep = fd.rep();
+    if let Scope::Files(_) = s.fs.scope(rep) {
+        return finish(
+            s,
+            "stat",
+            || s.fs.path(rep),
+            Err(Failure::Rule(NO_METADATA)),
+            false,
+        );
+    }
+    let r = s.filesystem().stat(fd).await;
+    finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
+}
+
+async fn metadata_hash(s: &mut HostState, fd: Fd) -> R<MetadataHashValue> {
+    let rep = fd.rep();
+    if let Scope::Files(_) = s.fs.scope(rep) {
+        return finish(
+            s,
+            "stat",
+            || s.fs.path(rep),
+            Err(Failure::Rule(NO_METADATA)),
+            false,
+        );
+    }
+    let r = s.filesystem().metadata_hash(fd).await;
+    finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
+}
+
+/// Whether `a` and `b` are one object. With a file grant's directory on either side the
+/// host is not asked (its answer would tell which host directory holds the grants): only a
+/// descriptor is the same object as itself. Recorded as refused.
+async fn is_same_object(s: &mut HostState, a: Fd, b: Fd) -> wasmtime::Result<bool> {
+    let files = [a.rep(), b.rep()]
+        .into_iter()
+        .find(|&rep| matches!(s.fs.scope(rep), Scope::Files(_)));
+    match files {
+        None => s.filesystem().is_same_object(a, b).await,
+        Some(rep) => {
+            s.audit.record(AuditEvent::File {
+                action: "is-same-object".into(),
+                path: s.fs.path(rep),
+                decision: Decision::Denied,
+                reason: Some(format!("access: {NO_METADATA}")),
+            });
+            Ok(a.rep() == b.rep())
+        }
+    }
 }
 
 #[cfg(test)]

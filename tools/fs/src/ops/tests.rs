@@ -175,14 +175,14 @@ fn missing_paths_outside_every_grant_are_permission_denied() {
     assert!(matches!(classify("/data/sub/x"), Error::NotFound(_)));
     assert_eq!(
         classify("/etc/passwd"),
-        Error::PermissionDenied(
+        Error::OutsideGrants(
             "cannot read `/etc/passwd`: it is not inside any directory the host granted \
              (entity not found)"
                 .into()
         )
     );
-    assert!(matches!(classify("notes.txt"), Error::PermissionDenied(_)));
-    assert!(matches!(classify("/"), Error::PermissionDenied(_)));
+    assert!(matches!(classify("notes.txt"), Error::OutsideGrants(_)));
+    assert!(matches!(classify("/"), Error::OutsideGrants(_)));
     assert!(matches!(classify(""), Error::NotFound(_)));
     // Natively `/` and `.` exist, so a missing path is simply not found.
     let dir = tmp();
