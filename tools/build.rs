@@ -9,7 +9,7 @@
 //! README's quickstart and `toolhost run --tools-dir` use. (When the outer target directory
 //! cannot be found, everything stays under `OUT_DIR` and no copy is made.)
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 #[path = "publish.rs"]
