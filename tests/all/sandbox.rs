@@ -57,7 +57,8 @@ fn read_grant_reads_inside_and_nothing_outside() {
     )
     .result
     .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ToolError, "{err}");
+    // The read-only grant refused the create: a denial.
+    assert_eq!(err.kind(), ErrorKind::Denied, "{err}");
     assert!(!inside.join("new.txt").exists());
 }
 

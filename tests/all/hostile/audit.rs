@@ -26,10 +26,7 @@ fn flood_caps(dir: &Path, server: &Server) -> Capabilities {
 fn flood_args(server: &Server) -> Value {
     json!({
         "stats": FLOOD,
-        "write-path": "after.txt",
-        "denied-path": "../secret.txt",
-        "post-url": server.url("/echo"),
-        "env-name": "TOKEN",
+        "then": ["after.txt", "../secret.txt", server.url("/echo"), "TOKEN"],
     })
 }
 
