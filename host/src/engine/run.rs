@@ -108,6 +108,17 @@ pub trait Observer {
     fn step_finished(&mut self, _record: &StepRecord) {}
     /// The run ended: why, what it spent, and its answer.
     fn stopped(&mut self, _reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {}
+    /// A job that makes everything observed so far durable. The engine runs it off the
+    /// async workers and waits for it before a step that is not idempotent starts (once for
+    /// the steps that start together) and after the stop.
+    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
+        None
+    }
+    /// Why the observer can record nothing more (its journal failed), if it cannot: the
+    /// engine then starts no further step and stops `journal_failed`.
+    fn failed(&self) -> Option<String> {
+        None
+    }
     /// The id the run is known by (the journal's), for its trace.
     fn run_id(&self) -> Option<String> {
         None
@@ -147,6 +158,9 @@ pub(crate) struct State {
     /// Steps of the revision about to run that finished before a resume, taken by
     /// `execute`.
     pub prior: BTreeMap<StepId, StepStatus>,
+    /// A planner answer received (and journaled, and paid for) before a resume, not yet
+    /// acted on: served to the first question it answers instead of asking again.
+    pub pending: Option<PlannerCall>,
 }
 
 impl State {
@@ -162,6 +176,7 @@ impl State {
             calls: Vec::new(),
             resume: None,
             prior: BTreeMap::new(),
+            pending: None,
         }
     }
 
@@ -243,11 +258,11 @@ impl Engine<'_> {
         };
         st.tick();
         trace::record_stop(&span, &stop, &st.spent);
-        self.finish(goal, st, stop, answer)
+        self.finish(goal, st, stop, answer).await
     }
 
-    /// Records the stop and builds the report.
-    pub(super) fn finish(
+    /// Records the stop, makes it durable, and builds the report.
+    pub(super) async fn finish(
         &mut self,
         goal: &str,
         mut st: State,
@@ -256,6 +271,8 @@ impl Engine<'_> {
     ) -> RunReport {
         st.tick();
         self.observer.stopped(&stop, &st.spent, answer.as_ref());
+        // A failed journal cannot record the stop; the report still says why it came.
+        let _ = self.make_durable().await;
         RunReport {
             goal: goal.to_string(),
             mode: self.config.mode,
@@ -265,6 +282,28 @@ impl Engine<'_> {
             steps: st.records,
             planner_calls: st.calls,
             spent: st.spent,
+        }
+    }
+
+    /// Makes what the observer recorded durable, off the async workers; the journal's
+    /// failure, if it failed.
+    pub(super) async fn make_durable(&mut self) -> Result<(), StopReason> {
+        if let Some(job) = self.observer.durable() {
+            // An fsync can take milliseconds: it must not hold up a worker's other tasks.
+            if let Err(e) = tokio::task::spawn_blocking(job).await {
+                return Err(StopReason::JournalFailed {
+                    why: format!("the journal's sync did not finish: {e}"),
+                });
+            }
+        }
+        self.journal_ok()
+    }
+
+    /// `journal_failed` when the observer can record nothing more.
+    pub(super) fn journal_ok(&self) -> Result<(), StopReason> {
+        match self.observer.failed() {
+            Some(why) => Err(StopReason::JournalFailed { why }),
+            None => Ok(()),
         }
     }
 
@@ -292,6 +331,15 @@ impl Engine<'_> {
         st.tick();
         if st.cancel.is_cancelled() {
             return Err(StopReason::Cancelled);
+        }
+        // A run whose journal failed spends nothing more.
+        self.journal_ok()?;
+        match st.pending.take() {
+            // Received, paid for and journaled before the resume: served as it is, neither
+            // asked for nor journaled a second time (a replay of the run sees each answer
+            // once).
+            Some(call) if call.ask == Ask::of(&req) => return Ok(call.response),
+            _ => {}
         }
         let estimate = planner.estimate(&req);
         let price = self.config.prices.get(&estimate.model);
@@ -439,6 +487,9 @@ impl Engine<'_> {
                     Err(stop) => return (stop, None),
                 },
             };
+            if let Err(stop) = self.journal_ok() {
+                return (stop, None);
+            }
             let decision = if approved {
                 PlanDecision::Approve
             } else {

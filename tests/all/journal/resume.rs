@@ -29,6 +29,7 @@ fn killed_after(state: &Path, task: &str, n: usize) -> PathBuf {
     let runs: Vec<PathBuf> = std::fs::read_dir(state.join("runs"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     assert_eq!(runs.len(), 1);
     runs[0].clone()
