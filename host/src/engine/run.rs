@@ -14,13 +14,14 @@ use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
 use super::cancel::Cancel;
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
-use super::plan::{Plan, Step, StepId};
+pub use super::observe::{Observer, Quiet};
+use super::plan::{Plan, StepId};
 use super::planner::{
     Ask, Mode, OperationSummary, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage,
 };
 use super::record::{StepRecord, StepStatus};
 use super::resume::ResumePoint;
-use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
+use super::validate::{Catalog, ProblemKind, ValidPlan, validate};
 use crate::Runtime;
 use crate::policy::Gate;
 use crate::trace;
@@ -98,38 +99,6 @@ pub struct RunReport {
     pub planner_calls: Vec<PlannerCall>,
     pub spent: Spent,
 }
-
-/// Live progress of a run. Every method has an empty default.
-pub trait Observer {
-    fn plan_accepted(&mut self, _plan: &ValidPlan) {}
-    fn plan_rejected(&mut self, _problems: &[Problem]) {}
-    fn planner_called(&mut self, _call: &PlannerCall) {}
-    fn step_started(&mut self, _step: &Step, _revision: u32) {}
-    fn step_finished(&mut self, _record: &StepRecord) {}
-    /// The run ended: why, what it spent, and its answer.
-    fn stopped(&mut self, _reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {}
-    /// A job that makes everything observed so far durable. The engine runs it off the
-    /// async workers and waits for it before a step that is not idempotent starts (once for
-    /// the steps that start together) and after the stop.
-    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
-        None
-    }
-    /// Why the observer can record nothing more (its journal failed), if it cannot: the
-    /// engine then starts no further step and stops `journal_failed`.
-    fn failed(&self) -> Option<String> {
-        None
-    }
-    /// The id the run is known by (the journal's), for its trace.
-    fn run_id(&self) -> Option<String> {
-        None
-    }
-}
-
-/// An observer that ignores everything.
-#[derive(Debug, Default)]
-pub struct Quiet;
-
-impl Observer for Quiet {}
 
 /// Everything a run needs besides its planner.
 pub struct Engine<'a> {

@@ -92,15 +92,9 @@ impl RunLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                let holder = serde_json::from_str::<Holder>(&text).map_or_else(
-                    |_| "a process that has not yet written who it is".to_string(),
-                    |h| h.to_string(),
-                );
                 return Err(LockError::Held {
                     run: super::run_id(journal),
-                    holder,
+                    holder: holder_of(&mut file),
                 });
             }
             Err(TryLockError::Error(e)) => return Err(io_err(&path, &e)),
@@ -128,6 +122,22 @@ impl RunLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Who holds the lock `file` is open on, as the holder wrote it. It writes that right
+/// after taking the lock: a reader that comes in between waits a little for it.
+fn holder_of(file: &mut File) -> String {
+    for _ in 0..50 {
+        let mut text = String::new();
+        let read = file.rewind().and_then(|()| file.read_to_string(&mut text));
+        if read.is_ok()
+            && let Ok(h) = serde_json::from_str::<Holder>(&text)
+        {
+            return h.to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    "a process that has not said who it is".to_string()
 }
 
 fn hostname() -> String {

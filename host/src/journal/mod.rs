@@ -12,8 +12,9 @@
 //! that `toolhost run` prints at the end (`journal verify --head`).
 //!
 //! - [`writer`]: [`Journal`], the observer that appends records and makes them durable
-//!   (one fsync for the steps that start together, off the async workers); [`Tee`] to
-//!   feed it and another observer.
+//!   (one fsync for the steps that start together, off the async workers).
+//! - [`tee`]: [`Tee`] to feed it and another observer; [`Approvals`], decisions journaled
+//!   before they take effect.
 //! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
 //!   holder; [`store::FileStore`], the local file (a lease with a fencing token fits the
 //!   same trait for writers on several machines).
@@ -40,6 +41,7 @@ pub mod report;
 pub mod resume;
 pub mod show;
 pub mod store;
+pub mod tee;
 mod time;
 pub mod verify;
 pub mod writer;
@@ -53,8 +55,9 @@ pub use self::lock::{LockError, RunLock};
 pub use self::prune::{Age, AgeError, prune};
 pub use self::redact::{PatternError, Redactor};
 pub use self::resume::{Resumable, ResumeError, checkpoint};
+pub use self::tee::{Approvals, Tee};
 pub use self::verify::{ChainProblem, Verified, verify};
-pub use self::writer::{Approvals, Journal, RunStart, Tee};
+pub use self::writer::{Journal, RunStart};
 
 /// `prev` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

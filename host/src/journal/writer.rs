@@ -14,16 +14,17 @@ use serde_json::{Value, json};
 use super::lock::{RunLock, lock_path};
 use super::redact::Redactor;
 use super::store::{FileStore, Store};
+use super::tee::Approvals;
 use super::verify::Verified;
 use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
 use crate::cache::sha256_hex;
-use crate::engine::approval::{Approver, PlanDecision, StepDecision};
+use crate::engine::approval::Approver;
 use crate::engine::budget::{Budgets, Spent, StopReason};
 use crate::engine::plan::Step;
 use crate::engine::planner::Mode;
 use crate::engine::record::StepRecord;
 use crate::engine::run::{Observer, PlannerCall};
-use crate::engine::validate::{Catalog, Problem, ValidPlan};
+use crate::engine::validate::{Problem, ValidPlan};
 
 /// A file a run depends on, by content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -242,7 +243,11 @@ impl Journal {
             id,
             path: path.clone(),
         };
-        journal.append(Kind::RunStarted, &data, true);
+        // Redacted field by field above: the digests must stay as they are.
+        journal.writer().append(Kind::RunStarted, data);
+        if journal.error().is_none() {
+            journal.syncer()();
+        }
         let failed = journal.writer().error.take();
         if let Some(e) = failed {
             // The lock goes with the journal: drop it before its file.
@@ -380,7 +385,7 @@ impl Journal {
 
     /// Appends a record whose `data` is redacted whole; with `sync`, makes it durable
     /// before returning (for records made outside the engine's async loop).
-    fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
+    pub(super) fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
         {
             let mut w = self.writer();
             let data = w.redactor.json(data);
@@ -395,10 +400,7 @@ impl Journal {
     /// Wraps `inner` so each decision it makes is journaled (synced) before it takes
     /// effect.
     pub fn approvals<'a>(&self, inner: &'a mut dyn Approver) -> Approvals<'a> {
-        Approvals {
-            journal: self.clone(),
-            inner,
-        }
+        Approvals::new(self.clone(), inner)
     }
 }
 
@@ -482,101 +484,5 @@ impl Observer for Journal {
 
     fn run_id(&self) -> Option<String> {
         Some(self.id.clone())
-    }
-}
-
-/// An [`Approver`] that journals each decision of the approver it wraps.
-pub struct Approvals<'a> {
-    journal: Journal,
-    inner: &'a mut dyn Approver,
-}
-
-impl Approver for Approvals<'_> {
-    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
-        let decision = self.inner.review_plan(plan, catalog);
-        let data = match &decision {
-            PlanDecision::Approve => json!({"decision": "approve"}),
-            PlanDecision::Edit(edited) => json!({"decision": "edit", "edited": edited}),
-            PlanDecision::Reject(why) => json!({"decision": "reject", "reason": why}),
-        };
-        let mut data = data;
-        data["subject"] = "plan".into();
-        data["revision"] = plan.plan.revision.into();
-        self.journal.append(Kind::Approval, &data, true);
-        decision
-    }
-
-    fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
-        let decision = self.inner.approve_step(step, why, catalog);
-        let (name, reason) = match &decision {
-            StepDecision::Approve => ("approve", None),
-            StepDecision::Reject(r) => ("reject", Some(r.as_str())),
-            StepDecision::NoApprover => ("no_approver", None),
-        };
-        let data = json!({
-            "subject": "step",
-            "step": step.id,
-            "tool": step.tool,
-            "operation": step.operation,
-            "why": why,
-            "decision": name,
-            "reason": reason,
-        });
-        self.journal.append(Kind::Approval, &data, true);
-        decision
-    }
-}
-
-/// Feeds every event to two observers, `0` first (put the journal there, so a record is
-/// on disk before it is shown).
-pub struct Tee<'a>(pub &'a mut dyn Observer, pub &'a mut dyn Observer);
-
-impl Observer for Tee<'_> {
-    fn plan_accepted(&mut self, plan: &ValidPlan) {
-        self.0.plan_accepted(plan);
-        self.1.plan_accepted(plan);
-    }
-
-    fn plan_rejected(&mut self, problems: &[Problem]) {
-        self.0.plan_rejected(problems);
-        self.1.plan_rejected(problems);
-    }
-
-    fn planner_called(&mut self, call: &PlannerCall) {
-        self.0.planner_called(call);
-        self.1.planner_called(call);
-    }
-
-    fn step_started(&mut self, step: &Step, revision: u32) {
-        self.0.step_started(step, revision);
-        self.1.step_started(step, revision);
-    }
-
-    fn step_finished(&mut self, record: &StepRecord) {
-        self.0.step_finished(record);
-        self.1.step_finished(record);
-    }
-
-    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
-        self.0.stopped(reason, spent, answer);
-        self.1.stopped(reason, spent, answer);
-    }
-
-    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
-        match (self.0.durable(), self.1.durable()) {
-            (Some(a), Some(b)) => Some(Box::new(move || {
-                a();
-                b();
-            })),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn failed(&self) -> Option<String> {
-        self.0.failed().or_else(|| self.1.failed())
-    }
-
-    fn run_id(&self) -> Option<String> {
-        self.0.run_id().or_else(|| self.1.run_id())
     }
 }

@@ -188,13 +188,13 @@ fn a_torn_last_line_is_reported_as_torn() {
     assert!(err.contains("torn record (no newline at its end)"), "{err}");
 
     // A newline after a partial record is not what a crash leaves (the writer puts the
-    // newline last): it is tampering.
-    let mut partial = original.clone();
+    // newline last): it is tampering. (Here it also follows the run's end.)
+    let mut partial = original[..original.len() - 1].to_vec();
     partial.extend_from_slice(b"{\"seq\":99,\"ts\":\n");
     let (code, err) = verify(state.path(), &file("partial.jsonl", &partial), &[]);
     assert_eq!(code, 8);
     assert!(
-        err.contains(&format!("is broken: line {}: not a journal record", n + 1)),
+        err.contains(&format!("is broken: line {n}: not a journal record")),
         "{err}"
     );
 
@@ -268,7 +268,7 @@ fn a_complete_garbage_last_line_is_tampering_not_a_crash() {
 }
 
 #[test]
-fn a_line_after_a_completed_run_is_refused_and_kept() {
+fn a_line_after_a_finished_run_is_refused_and_kept() {
     let state = tempfile::tempdir().unwrap();
     let (_, _, path) = run_in(state.path(), &example("seed.toml"), &[]);
     let n = lines(&path).len();
@@ -280,7 +280,7 @@ fn a_line_after_a_completed_run_is_refused_and_kept() {
     assert_eq!(code, 8);
     assert!(
         err.contains(&format!(
-            "is broken: line {}: written after the run ended `completed` (line {n})",
+            "is broken: line {}: written after the run ended `planner_stopped` (line {n})",
             n + 1
         )),
         "{err}"
