@@ -19,7 +19,9 @@ use crate::journal::{self, Journal};
 /// it, and otherwise the run stops for a decision.
 ///
 /// The task, policy and tools must be the ones the run started with (their digests are in
-/// the journal). Exit codes as for `toolhost run`.
+/// the journal). A run has one writer: while another process writes it (its `run`, or
+/// another `resume`), this one writes nothing and exits 10. Other exit codes as for
+/// `toolhost run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// A run id (as printed by `toolhost run`) or a journal file.

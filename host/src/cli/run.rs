@@ -23,8 +23,10 @@ use crate::telemetry::{OtlpConfig, Telemetry};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///
-/// Prints a line per plan and step and a summary table. Exit code 0 when the run
-/// completed (or the planner stopped), 7 when it stopped for any other reason.
+/// Prints a line per plan and step and a summary table, and the journal's head hash (keep
+/// it for `resume --head` and `journal verify --head`). Exit code 0 when the run completed
+/// (or the planner stopped), 8 when its journal could not be written (no step starts after
+/// that), 7 when it stopped for any other reason.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The task file (TOML).

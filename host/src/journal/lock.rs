@@ -122,6 +122,14 @@ impl RunLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether a process holds the lock of the journal at `journal` now (creates nothing).
+    pub fn is_held(journal: &Path) -> bool {
+        match File::open(lock_path(journal)) {
+            Ok(f) => matches!(f.try_lock(), Err(TryLockError::WouldBlock)),
+            Err(_) => false,
+        }
+    }
 }
 
 /// Who holds the lock `file` is open on, as the holder wrote it. It writes that right
@@ -179,7 +187,9 @@ mod tests {
             RunLock::acquire(&journal, "run", true).is_err(),
             "a fresh run's lock must be new"
         );
+        assert!(RunLock::is_held(&journal));
         drop(first);
+        assert!(!RunLock::is_held(&journal));
         RunLock::acquire(&journal, "resume", false).unwrap();
     }
 }

@@ -102,7 +102,8 @@ pub fn prune(
             continue;
         }
         let modified = meta.modified().map_err(|e| read_err(&path, e))?;
-        if modified < cutoff {
+        // A run being carried on right now is left alone, however old its journal.
+        if modified < cutoff && !super::RunLock::is_held(&path) {
             old.push((modified, path));
         }
     }
@@ -110,8 +111,8 @@ pub fn prune(
     let mut pruned = Vec::new();
     for (_, path) in old {
         if !dry_run {
-            // A run being carried on right now (its lock held) is left alone; its lock
-            // file goes with the journal, deleted while held.
+            // Its lock file goes with the journal, deleted while held (a writer that
+            // took it since the check above keeps its run).
             let lock = match super::RunLock::acquire(&path, "prune", false) {
                 Ok(lock) => lock,
                 Err(super::LockError::Held { .. }) => continue,

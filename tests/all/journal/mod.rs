@@ -3,6 +3,7 @@
 //! the disk, and `show` / `prune` do what they say.
 
 mod crash;
+mod durable;
 mod failure;
 mod moved;
 mod redaction;

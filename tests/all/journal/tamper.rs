@@ -313,7 +313,7 @@ fn resume_with_the_head_refuses_a_journal_whose_end_was_cut() {
     assert_eq!(out.code, 8, "{out:?}");
     assert!(
         out.stderr
-            .contains(&format!("the journal's end was cut off or changed"))
+            .contains("the journal's end was cut off or changed")
             && out.stderr.contains(&head),
         "{}",
         out.stderr
