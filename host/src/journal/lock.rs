@@ -133,19 +133,40 @@ impl RunLock {
 }
 
 /// Who holds the lock `file` is open on, as the holder wrote it. It writes that right
-/// after taking the lock: a reader that comes in between waits a little for it.
+/// after taking the lock: a reader that comes in between (and may still see the previous,
+/// dead holder's words) waits a little for it.
 fn holder_of(file: &mut File) -> String {
+    let here = hostname();
     for _ in 0..50 {
         let mut text = String::new();
         let read = file.rewind().and_then(|()| file.read_to_string(&mut text));
         if read.is_ok()
             && let Ok(h) = serde_json::from_str::<Holder>(&text)
+            && (h.host != here || alive(h.pid))
         {
             return h.to_string();
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     "a process that has not said who it is".to_string()
+}
+
+/// Whether process `pid` of this host exists.
+fn alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill(2) with signal 0 only checks that the process exists.
+        let rc = unsafe { libc::kill(pid, 0) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 fn hostname() -> String {

@@ -102,7 +102,11 @@ fn run(server: &Arc<Server>, tag: &str, idempotent: bool) -> Seen {
             .count(),
         4
     );
-    Arc::try_unwrap(seen).ok().unwrap().into_inner().unwrap()
+    let seen = seen.lock().unwrap();
+    Seen {
+        syncs: seen.syncs,
+        early: seen.early.clone(),
+    }
 }
 
 #[test]
