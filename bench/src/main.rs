@@ -17,9 +17,11 @@
 //! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.
 //! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
 //! - `planning`: planner round trips, plan-then-execute vs step-wise.
+//! - `journal`: steps per second through the engine, journaled vs not.
 
 mod dag;
 mod isolation;
+mod journal;
 mod memory;
 mod metering;
 mod planning;
@@ -104,7 +106,7 @@ fn main() {
         cpu_model()
     );
     // `--only NAME` runs one group: isolation, startup, python, metering, dag, memory,
-    // planning.
+    // planning, journal.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -129,6 +131,9 @@ fn main() {
     }
     if wanted("planning") {
         figures.extend(planning::run());
+    }
+    if wanted("journal") {
+        figures.push(journal::run(scale));
     }
     // Last: compiling the Python tool takes hundreds of MiB, which would otherwise show in
     // the memory figure's process-wide peak.

@@ -39,7 +39,9 @@
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`journal`]: the run journal: engine events → redaction → hash-chained JSONL per run
-//!   (`STATE_DIR/runs/RUN.jsonl`); verify, show, prune, the self-contained HTML report
+//!   (`STATE_DIR/runs/RUN.jsonl`), written by one process at a time ([`journal::RunLock`])
+//!   through a [`journal::store::Store`], durable before the effects it announces; verify,
+//!   show, prune, the self-contained HTML report
 //!   ([`journal::report`]: verdict, budgets, step lanes, a DAG per plan revision), the
 //!   checkpoint a resume carries on from ([`journal::resume`]), and replay
 //!   ([`journal::replay`]: the recorded planner answers, divergences).

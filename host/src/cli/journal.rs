@@ -78,7 +78,20 @@ pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
 fn load(state: &Path, run: &str, head: Option<&str>) -> Result<journal::Verified, Failure> {
     let path =
         journal::resolve(state, run).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    journal::verify(&path, head).map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+    let v = journal::verify(&path, head).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    not_a_journal(&v)?;
+    Ok(v)
+}
+
+/// Refuses a file that is not a journal at all, naming it.
+fn not_a_journal(v: &journal::Verified) -> Result<(), Failure> {
+    match &v.problem {
+        Some(p) if p.not_a_journal() => Err(Failure::new(
+            exit::USAGE,
+            format!("`{}`: {p}", v.path.display()),
+        )),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Write) -> CmdResult {
@@ -137,20 +150,40 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
     }
 }
 
-/// The journal of `run` for `toolhost resume` / `replay`: its path, run id and verified
-/// records. A broken chain refuses ("so run R cannot be {doing}"); a torn last line is
-/// accepted when `torn_ok` (what a crash leaves, cut off by the resume).
+/// The journal file of `run` (a run id or a path) and its run id.
+pub(crate) fn find(state: Option<PathBuf>, run: &str) -> Result<(PathBuf, String), Failure> {
+    let state = state_dir(state)?;
+    let path =
+        journal::resolve(&state, run).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let run_id = journal::run_id(&path);
+    Ok((path, run_id))
+}
+
+/// Takes the lock of the journal at `path` for `command`: a second writer is refused with
+/// [`exit::LOCKED`], naming the holder.
+pub(crate) fn claim(path: &Path, command: &str) -> Result<journal::RunLock, Failure> {
+    journal::RunLock::acquire(path, command, false).map_err(|e| {
+        let code = match e {
+            journal::LockError::Held { .. } => exit::LOCKED,
+            journal::LockError::Io { .. } => exit::JOURNAL,
+        };
+        Failure::new(code, e.to_string())
+    })
+}
+
+/// The verified records of the journal at `path` for `toolhost resume` / `replay`; with
+/// `head`, its last whole record must hash to it. A broken chain refuses ("so run R cannot
+/// be {doing}"); a torn last line is accepted when `torn_ok` (what a crash leaves, cut off
+/// by the resume).
 pub(crate) fn recorded(
-    state: Option<PathBuf>,
-    run: &str,
+    path: &Path,
+    run_id: &str,
+    head: Option<&str>,
     torn_ok: bool,
     doing: &str,
-) -> Result<(PathBuf, String, journal::Verified), Failure> {
-    let usage = |m: String| Failure::new(exit::USAGE, m);
-    let state = state_dir(state)?;
-    let path = journal::resolve(&state, run).map_err(|e| usage(e.to_string()))?;
-    let run_id = journal::run_id(&path);
-    let v = journal::verify(&path, None).map_err(|e| usage(e.to_string()))?;
+) -> Result<journal::Verified, Failure> {
+    let v = journal::verify(path, head).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    not_a_journal(&v)?;
     if let Some(p) = v.problem.as_ref().filter(|p| !(torn_ok && p.is_torn())) {
         return Err(Failure::new(
             exit::JOURNAL,
@@ -160,7 +193,16 @@ pub(crate) fn recorded(
             ),
         ));
     }
-    Ok((path, run_id, v))
+    if v.records.is_empty() {
+        return Err(Failure::new(
+            exit::JOURNAL,
+            format!(
+                "journal `{}` holds no whole record, so run {run_id} cannot be {doing}",
+                path.display()
+            ),
+        ));
+    }
+    Ok(v)
 }
 
 /// The redactor of a run: the policy's granted env values, the built-in patterns and
@@ -187,11 +229,13 @@ pub(crate) fn open(
         tools,
     } = loaded;
     let redactor = redactor(opts, policy)?;
+    // Absolute, so `resume` and `replay` find the task from any working directory.
+    let task_file = std::path::absolute(task_file).unwrap_or_else(|_| task_file.to_path_buf());
     let start = RunStart {
         goal: task.goal.clone(),
         mode: task.config.mode,
-        task: Some(digest(task_file)?),
-        policy: digest(&task.policy)?,
+        task: Some(digest(&task_file)?),
+        policy: digest(&std::path::absolute(&task.policy).unwrap_or_else(|_| task.policy.clone()))?,
         tools: tools
             .iter()
             .map(|(name, e)| {

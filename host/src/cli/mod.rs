@@ -44,10 +44,12 @@ pub mod exit {
     /// evaluator, escalation, rejection).
     pub const STOPPED: i32 = 7;
     /// A journal is broken or torn (`toolhost journal verify`/`show`, `toolhost report`), or `toolhost run`
-    /// could not write its journal.
+    /// could not write its journal (the run stopped `journal_failed`).
     pub const JOURNAL: i32 = 8;
     /// `toolhost replay`: the replay diverged from the recorded run.
     pub const DIVERGED: i32 = 9;
+    /// `toolhost resume`: another process is writing the run (its `run` or a `resume`).
+    pub const LOCKED: i32 = 10;
 }
 
 const EXIT_CODES: &str = "\
@@ -62,8 +64,9 @@ Exit codes:
   6  the component could not be loaded
   7  `toolhost run` stopped before completing (budget_exhausted, replan_limit,
      evaluator_failed, escalated, rejected_by_human, cancelled)
-  8  a run journal is broken or torn, or could not be written
-  9  `toolhost replay` diverged from the recorded run";
+  8  a run journal is broken or torn, or could not be written (journal_failed)
+  9  `toolhost replay` diverged from the recorded run
+ 10  `toolhost resume`: another process is writing the run";
 
 #[derive(Debug, Parser)]
 #[command(name = "toolhost", version, about = "Run WebAssembly components as sandboxed agent tools", after_help = EXIT_CODES)]

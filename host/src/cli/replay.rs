@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::run::{Outputs, Start, View, drive, load, report};
+use super::run::{Outputs, Start, View, drive, load, report, telemetry};
 use super::{CmdResult, Failure, exit};
 use crate::Runtime;
 use crate::engine::{Fault, FaultKind};
-use crate::journal::replay;
+use crate::journal::{Kind, Record, replay};
 
 /// Replay a run: the planner's journaled answers in order, the tools run afresh; prints
 /// every divergence of step status, output, error kind, stop reason and planner calls.
@@ -55,13 +55,11 @@ pub(crate) fn run(
     {
         faults.push(Fault::parse(given, kind).map_err(|e| usage(e.to_string()))?);
     }
-    let (_, run_id, recorded) =
-        super::journal::recorded(args.journal.state_dir.clone(), &args.run, false, "replayed")?;
+    let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
+    let recorded = super::journal::recorded(&path, &run_id, None, false, "replayed")?;
+    no_such_step(&faults, &recorded.records, &run_id)?;
     let start = &recorded.records[0].data;
-    let task_file = args
-        .task
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(start["task"]["path"].as_str().unwrap_or_default()));
+    let task_file = super::resume::task_file(start, args.task.as_deref(), &run_id)?;
     let mut loaded = load(&rt, &task_file, &args.view, &Default::default())?;
     let now = super::journal::digest(&task_file)?;
     let then = start["task"]["sha256"].as_str().unwrap_or_default();
@@ -70,6 +68,7 @@ pub(crate) fn run(
     let mut planner = replay::Recorded::from_records(&recorded.records)
         .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
     let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
+    let telemetry = telemetry(&args.view)?;
     let journal = super::journal::open(&args.journal, &task_file, &loaded, Some(&run_id))?;
     if !args.view.json {
         let _ = writeln!(
@@ -89,13 +88,15 @@ pub(crate) fn run(
         &mut planner,
         Start::Fresh,
         &args.view,
+        telemetry,
         Outputs {
             out: &mut *out,
             err: &mut *err,
         },
     )?;
-    // A fault that matched no step is likely a slip (a typo, a revision the replay never
-    // reached): say so rather than report a clean replay as if it had been injected.
+    // A fault on a step the recording ran that the replay never reached (an earlier fault
+    // took it elsewhere): say so rather than report a clean replay as if it had been
+    // injected.
     for f in &faults {
         let hit = r
             .steps
@@ -153,4 +154,48 @@ pub(crate) fn run(
     } else {
         exit::DIVERGED
     })
+}
+
+/// Refuses a fault naming a step (in a revision) that the recorded run never started: a
+/// typo would otherwise replay cleanly as if the fault had been injected.
+fn no_such_step(faults: &[Fault], records: &[Record], run_id: &str) -> Result<(), Failure> {
+    let started: Vec<(String, u64)> = records
+        .iter()
+        .filter(|r| r.kind == Kind::StepStarted)
+        .map(|r| {
+            let d = &r.data;
+            (
+                d["id"].as_str().unwrap_or_default().to_string(),
+                d["revision"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    for f in faults {
+        let hit = started.iter().any(|(id, rev)| {
+            id == f.step.as_str() && f.revision.is_none_or(|want| u64::from(want) == *rev)
+        });
+        if !hit {
+            let mut ran: Vec<String> = started
+                .iter()
+                .map(|(id, rev)| format!("{id}@{rev}"))
+                .collect();
+            ran.dedup();
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "fault {f}: run {run_id} never started a step `{}`{} (steps: {})",
+                    f.step,
+                    f.revision
+                        .map(|rev| format!(" in revision {rev}"))
+                        .unwrap_or_default(),
+                    if ran.is_empty() {
+                        "none".to_string()
+                    } else {
+                        ran.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::run::{Outputs, Start, View, drive, load, report};
+use super::run::{Outputs, Start, View, drive, load, report, telemetry};
 use super::{CmdResult, Failure, exit};
 use crate::Runtime;
 use crate::engine::{Budgets, StepId, Unfinished};
@@ -19,7 +19,9 @@ use crate::journal::{self, Journal};
 /// it, and otherwise the run stops for a decision.
 ///
 /// The task, policy and tools must be the ones the run started with (their digests are in
-/// the journal). Exit codes as for `toolhost run`.
+/// the journal). A run has one writer: while another process writes it (its `run`, or
+/// another `resume`), this one writes nothing and exits 10. Other exit codes as for
+/// `toolhost run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// A run id (as printed by `toolhost run`) or a journal file.
@@ -27,6 +29,11 @@ pub(crate) struct Args {
     /// The task file, if it moved since the run started.
     #[arg(long, value_name = "FILE")]
     task: Option<PathBuf>,
+    /// The head hash printed when the run (or its last resume) ended: the journal's last
+    /// record must hash to it, so records cut off its end are refused, not mistaken for a
+    /// crash.
+    #[arg(long, value_name = "SHA256", value_parser = head_hash)]
+    head: Option<String>,
     /// Run this unfinished step again (repeatable).
     #[arg(long, value_name = "STEP", value_parser = step_id)]
     rerun: Vec<StepId>,
@@ -87,6 +94,41 @@ fn step_id(s: &str) -> Result<StepId, String> {
     StepId::try_from(s.to_string())
 }
 
+/// A head hash as `toolhost run` prints it: 64 hex digits, `sha256:` in front or not.
+pub(crate) fn head_hash(s: &str) -> Result<String, String> {
+    let hex = s.strip_prefix("sha256:").unwrap_or(s);
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "`{s}` is not a head hash: expected the 64 hex digits of the `head sha256:…` that `toolhost run` printed"
+        ))
+    }
+}
+
+/// The task file of a journaled run: `given` (`--task`), else the path its first record
+/// holds (absolute since journals record it so; a relative one is taken from here).
+pub(crate) fn task_file(
+    start: &Value,
+    given: Option<&Path>,
+    run: &str,
+) -> Result<PathBuf, Failure> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    let recorded = start["task"]["path"].as_str().unwrap_or_default();
+    let path = PathBuf::from(recorded);
+    if recorded.is_empty() || !path.is_file() {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "the task file of run {run}, `{recorded}`, is not there (moved or deleted): pass --task FILE to say where it is now"
+            ),
+        ));
+    }
+    Ok(path)
+}
+
 fn recorded<'a>(start: &'a Value, what: &str) -> (&'a str, &'a str) {
     let f = &start[what];
     (
@@ -122,29 +164,16 @@ pub(crate) fn run(
 ) -> CmdResult {
     args.view.check()?;
     let usage = |m: String| Failure::new(exit::USAGE, m);
+    let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
+    // One writer per run: taken before the journal is read, held until this process ends
+    // (the kernel drops it on a crash).
+    let lock = super::journal::claim(&path, "resume")?;
     // A torn last line is what a crash leaves, and is cut off below; anything else is
     // tampering or damage, and nothing is carried on from it.
-    let (path, run_id, first) = super::journal::recorded(
-        args.journal.state_dir.clone(),
-        &args.run,
-        true,
-        "carried on",
-    )?;
-    let start = first
-        .records
-        .first()
-        .map(|r| r.data.clone())
-        .ok_or_else(|| {
-            usage(format!(
-                "journal `{}` has no readable first record",
-                path.display()
-            ))
-        })?;
-    let (task_path, task_sha) = recorded(&start, "task");
-    let task_file = args
-        .task
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(task_path));
+    let first = super::journal::recorded(&path, &run_id, args.head.as_deref(), true, "carried on")?;
+    let start = first.records[0].data.clone();
+    let (_, task_sha) = recorded(&start, "task");
+    let task_file = task_file(&start, args.task.as_deref(), &run_id)?;
     let mut loaded = load(&rt, &task_file, &args.view, &args.planner.overrides())?;
     let now = super::journal::digest(&task_file)?;
     same("task file", &now.path, &now.sha256, task_sha, &run_id)?;
@@ -179,10 +208,10 @@ pub(crate) fn run(
         )));
     }
     args.budgets.apply(&mut loaded.task.config.budgets);
-    let (journal, reopened) =
-        Journal::reopen(&path, redactor).map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
+    // A finished run is refused here, before its journal is touched (a torn line after its
+    // end is tampering, and stays for `journal verify` to show).
     let resumable = journal::checkpoint(
-        &reopened.records,
+        &first.records,
         &loaded.task.goal,
         &loaded.task.config.prices,
     )
@@ -215,6 +244,11 @@ pub(crate) fn run(
             );
         }
     }
+    // The configuration is checked before the journal is written to.
+    let mut planner = super::planner::build(&loaded.task, &args.planner, None)?;
+    let telemetry = telemetry(&args.view)?;
+    let (journal, reopened) = Journal::reopen(lock, first, redactor)
+        .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
     let after = reopened.records.len();
     journal.resumed(&json!({
         "after_record": after,
@@ -225,6 +259,12 @@ pub(crate) fn run(
         "abandon": unfinished.abandon,
         "budgets": loaded.task.config.budgets,
     }));
+    if let Some(e) = journal.error() {
+        return Err(Failure::new(
+            exit::JOURNAL,
+            format!("{e}: nothing of run {run_id} was carried on"),
+        ));
+    }
     if !args.view.json {
         let _ = writeln!(
             out,
@@ -237,7 +277,6 @@ pub(crate) fn run(
             path.display()
         );
     }
-    let mut planner = super::planner::build(&loaded.task, &args.planner, None)?;
     let view = args.view;
     let r = drive(
         rt,
@@ -246,6 +285,7 @@ pub(crate) fn run(
         planner.as_mut(),
         Start::Resume(Box::new(resumable.checkpoint), unfinished),
         &view,
+        telemetry,
         Outputs {
             out: &mut *out,
             err,

@@ -23,8 +23,10 @@ use crate::telemetry::{OtlpConfig, Telemetry};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///
-/// Prints a line per plan and step and a summary table. Exit code 0 when the run
-/// completed (or the planner stopped), 7 when it stopped for any other reason.
+/// Prints a line per plan and step and a summary table, and the journal's head hash (keep
+/// it for `resume --head` and `journal verify --head`). Exit code 0 when the run completed
+/// (or the planner stopped), 8 when its journal could not be written (no step starts after
+/// that), 7 when it stopped for any other reason.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The task file (TOML).
@@ -134,8 +136,19 @@ pub(crate) struct Outputs<'o> {
     pub err: &'o mut dyn Write,
 }
 
+/// Starts the trace export `view` asks for; call before the journal is opened, so a
+/// failure leaves no journal behind.
+pub(crate) fn telemetry(view: &View) -> Result<Option<Telemetry>, Failure> {
+    view.otlp
+        .as_ref()
+        .map(Telemetry::start)
+        .transpose()
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+}
+
 /// Runs `loaded` with `planner` from `start` to a stop, journaling to `journal`, printing
-/// progress lines unless `view.json`, and exporting its trace when OTLP is configured.
+/// progress lines unless `view.json`, and exporting its trace to `telemetry`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn drive(
     rt: Runtime,
     loaded: Loaded,
@@ -143,15 +156,10 @@ pub(crate) fn drive(
     planner: &mut dyn Planner,
     start: Start,
     view: &View,
+    telemetry: Option<Telemetry>,
     io: Outputs<'_>,
 ) -> Result<RunReport, Failure> {
     let Outputs { out, err } = io;
-    let telemetry = view
-        .otlp
-        .as_ref()
-        .map(Telemetry::start)
-        .transpose()
-        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let Loaded {
         task,
         policy,
@@ -273,15 +281,8 @@ pub(crate) fn run(
 ) -> CmdResult {
     args.view.check()?;
     let loaded = load(&rt, &args.task, &args.view, &args.planner.overrides())?;
-    let journal = super::journal::open(&args.journal, &args.task, &loaded, None)?;
-    if !args.view.json {
-        let _ = writeln!(
-            out,
-            "run {}  journal {}",
-            journal.id(),
-            journal.path().display()
-        );
-    }
+    // The whole configuration (planner, API key, cassette, URLs, trace export) is checked
+    // before the journal is opened: a run that cannot start leaves no journal behind.
     let catalog = Catalog {
         tools: loaded.tools.clone(),
     };
@@ -294,6 +295,16 @@ pub(crate) fn run(
         }
     });
     let mut planner = super::planner::build(&loaded.task, &args.planner, recalled)?;
+    let telemetry = telemetry(&args.view)?;
+    let journal = super::journal::open(&args.journal, &args.task, &loaded, None)?;
+    if !args.view.json {
+        let _ = writeln!(
+            out,
+            "run {}  journal {}",
+            journal.id(),
+            journal.path().display()
+        );
+    }
     let max_plan_steps = loaded.task.config.max_plan_steps;
     let r = drive(
         rt,
@@ -302,6 +313,7 @@ pub(crate) fn run(
         planner.as_mut(),
         Start::Fresh,
         &args.view,
+        telemetry,
         Outputs {
             out: &mut *out,
             err: &mut *err,

@@ -122,6 +122,11 @@ pub enum StopReason {
         what: String,
     },
     Cancelled,
+    /// A journal record could not be written (a full disk, an I/O error): the journal is
+    /// the run's write-ahead log, so no further step starts.
+    JournalFailed {
+        why: String,
+    },
 }
 
 impl std::fmt::Display for StopReason {
@@ -135,6 +140,7 @@ impl std::fmt::Display for StopReason {
             StopReason::Escalated { why } => write!(f, "escalated: {why}"),
             StopReason::RejectedByHuman { what } => write!(f, "rejected_by_human: {what}"),
             StopReason::Cancelled => f.write_str("cancelled"),
+            StopReason::JournalFailed { why } => write!(f, "journal_failed: {why}"),
         }
     }
 }

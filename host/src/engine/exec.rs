@@ -92,8 +92,11 @@ impl Engine<'_> {
                     status.insert(id.clone(), StepStatus::Skipped);
                 }
             }
-            // Launch what is ready.
-            while stop.is_none() && running.len() < self.config.max_parallel.max(1) {
+            // Launch what is ready: the steps that start together form a batch, whose
+            // `step_started` records are made durable by one sync before any of them runs.
+            let mut batch = Vec::new();
+            let mut needs_sync = false;
+            while stop.is_none() && running.len() + batch.len() < self.config.max_parallel.max(1) {
                 let Some(id) = plan.order.iter().find(|id| {
                     !launched.contains(*id)
                         && !status.contains_key(*id)
@@ -170,6 +173,7 @@ impl Engine<'_> {
                 st.spent.steps += 1;
                 launched.insert(id.clone());
                 self.observer.step_started(step, revision);
+                needs_sync |= !step.idempotent;
                 let args = reference::substitute(&step.args, &mut |r| {
                     let out = st
                         .outputs
@@ -241,7 +245,34 @@ impl Engine<'_> {
                         span,
                     }
                 };
-                running.spawn(task.instrument(step_span));
+                batch.push((id.clone(), task.instrument(step_span)));
+                if self.observer.failed().is_some() {
+                    break;
+                }
+            }
+            if !batch.is_empty() {
+                // A step that is not idempotent may have effects a resume must not repeat
+                // unasked: its start is on disk before it runs (an idempotent step may be
+                // run again, so its record need not be). Nothing starts once the journal
+                // has failed.
+                let ready = if needs_sync {
+                    self.make_durable().await
+                } else {
+                    self.journal_ok()
+                };
+                match ready {
+                    Ok(()) => {
+                        for (_, task) in batch {
+                            running.spawn(task);
+                        }
+                    }
+                    Err(reason) => {
+                        for (id, _) in &batch {
+                            in_flight.remove(id);
+                        }
+                        stop = Some(reason);
+                    }
+                }
             }
             let cancel = st.cancel.clone();
             let joined = tokio::select! {
@@ -255,47 +286,56 @@ impl Engine<'_> {
             let Some(joined) = joined else {
                 break;
             };
-            let Done {
-                id,
-                mut record,
-                reserved_fuel,
-                span,
-            } = match joined {
-                Ok(done) => done,
-                Err(e) => {
-                    // A panic in the host's own call path: stop rather than guess.
-                    return Err(StopReason::Escalated {
-                        why: format!("a step's task failed in the host: {e}"),
-                    });
+            // Every step that has finished by now is taken in, so the steps they free up
+            // start together: one batch, one sync.
+            let mut finished = vec![joined];
+            while let Some(j) = running.try_join_next() {
+                finished.push(j);
+            }
+            for joined in finished {
+                let Done {
+                    id,
+                    mut record,
+                    reserved_fuel,
+                    span,
+                } = match joined {
+                    Ok(done) => done,
+                    Err(e) => {
+                        // A panic in the host's own call path: stop rather than guess.
+                        return Err(StopReason::Escalated {
+                            why: format!("a step's task failed in the host: {e}"),
+                        });
+                    }
+                };
+                in_flight.remove(&id);
+                reserved -= reserved_fuel;
+                st.spent.fuel += record.fuel;
+                st.tick();
+                if record.status == StepStatus::Succeeded
+                    && let Err(reason) = self
+                        .evaluate(steps[&id], &mut record, st, reserved)
+                        .instrument(span.clone())
+                        .await
+                {
+                    stop.get_or_insert(reason);
                 }
-            };
-            in_flight.remove(&id);
-            reserved -= reserved_fuel;
-            st.spent.fuel += record.fuel;
-            st.tick();
-            if record.status == StepStatus::Succeeded
-                && let Err(reason) = self
-                    .evaluate(steps[&id], &mut record, st, reserved)
-                    .instrument(span.clone())
-                    .await
-            {
-                stop.get_or_insert(reason);
+                if let Some(out) = &record.output
+                    && record.status == StepStatus::Succeeded
+                {
+                    st.outputs.insert(id.clone(), out.clone());
+                    st.done
+                        .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
+                }
+                status.insert(id.clone(), record.status);
+                trace::record_step(&span, &record);
+                self.observer.step_finished(&record);
+                st.records.push(record);
             }
-            if let Some(out) = &record.output
-                && record.status == StepStatus::Succeeded
-            {
-                st.outputs.insert(id.clone(), out.clone());
-                st.done
-                    .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
-            }
-            status.insert(id.clone(), record.status);
-            trace::record_step(&span, &record);
-            self.observer.step_finished(&record);
-            st.records.push(record);
         }
         match stop {
             Some(reason) => Err(reason),
-            None => Ok(()),
+            // A step's end that could not be recorded: the revision did not complete.
+            None => self.journal_ok(),
         }
     }
 

@@ -17,7 +17,9 @@
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
-//!   one plan revision's DAG.
+//!   one plan revision's DAG (the steps that start together made durable by one sync);
+//!   `observe`: the [`Observer`] a run reports to (journal, progress), which tells the
+//!   engine when a record failed.
 //! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
 //!   journal by [`crate::journal::checkpoint`]); [`fault`]: faults injected by replay.
 //! - [`task`]: task files (`toolhost run TASK`).
@@ -30,6 +32,7 @@ pub mod evaluate;
 mod exec;
 pub mod fault;
 pub mod memory;
+mod observe;
 pub mod plan;
 pub mod planner;
 pub mod record;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::budget::{Spent, StopReason};
 use super::cancel::Cancel;
 use super::plan::{Plan, StepId};
-use super::planner::{Ask, PlanFuture, PlanRequest, Planner, Usage};
+use super::planner::Planner;
 use super::record::{StepRecord, StepStatus};
 use super::run::{Engine, PlannerCall, RunReport, State};
 use super::validate::{ValidPlan, validate};
@@ -78,12 +78,8 @@ impl Engine<'_> {
         let goal = checkpoint.goal.clone();
         let asked: Vec<_> = checkpoint.calls.iter().map(|c| c.ask.clone()).collect();
         planner.fast_forward(&asked);
-        let mut pending = Pending {
-            call: checkpoint.pending.clone(),
-            inner: planner,
-        };
-        let planner: &mut dyn Planner = &mut pending;
         let mut st = State::new(cancel);
+        st.pending = checkpoint.pending;
         // Wall time spent before the stop still counts against the budget.
         st.started = Instant::now()
             .checked_sub(checkpoint.spent.wall)
@@ -117,7 +113,9 @@ impl Engine<'_> {
                     current.plan.revision,
                     listed.join("; ")
                 );
-                return self.finish(&goal, st, StopReason::Escalated { why }, None);
+                return self
+                    .finish(&goal, st, StopReason::Escalated { why }, None)
+                    .await;
             }
         };
         let cut_off: BTreeSet<&StepId> = current.unfinished.iter().collect();
@@ -161,7 +159,9 @@ impl Engine<'_> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            return self.finish(&goal, st, StopReason::Escalated { why }, None);
+            return self
+                .finish(&goal, st, StopReason::Escalated { why }, None)
+                .await;
         }
         st.resume = Some(ResumePoint {
             plan,
@@ -179,45 +179,4 @@ fn remember(st: &mut State, r: &StepRecord) {
     }
     st.done
         .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
-}
-
-/// Serves a received answer the run had not acted on, once, if the resumed run asks the
-/// same question; then asks `inner`. Its tokens were charged before the stop, so it is
-/// served free.
-struct Pending<'p> {
-    call: Option<PlannerCall>,
-    inner: &'p mut dyn Planner,
-}
-
-impl Planner for Pending<'_> {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-
-    fn estimate(&self, req: &PlanRequest) -> Usage {
-        match &self.call {
-            Some(c) if c.ask == Ask::of(req) => Usage {
-                model: c.model.clone(),
-                ..Usage::default()
-            },
-            _ => self.inner.estimate(req),
-        }
-    }
-
-    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
-        match self.call.take() {
-            Some(c) if c.ask == Ask::of(req) => {
-                let usage = Usage {
-                    model: c.model,
-                    ..Usage::default()
-                };
-                Box::pin(async move { Ok((c.response, usage)) })
-            }
-            _ => self.inner.plan(req),
-        }
-    }
-
-    fn fast_forward(&mut self, asked: &[Ask]) {
-        self.inner.fast_forward(asked);
-    }
 }

@@ -14,13 +14,14 @@ use super::budget::{Budget, Budgets, Prices, Spent, StopReason, cost};
 use super::cancel::Cancel;
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
-use super::plan::{Plan, Step, StepId};
+pub use super::observe::{Observer, Quiet};
+use super::plan::{Plan, StepId};
 use super::planner::{
     Ask, Mode, OperationSummary, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage,
 };
 use super::record::{StepRecord, StepStatus};
 use super::resume::ResumePoint;
-use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
+use super::validate::{Catalog, ProblemKind, ValidPlan, validate};
 use crate::Runtime;
 use crate::policy::Gate;
 use crate::trace;
@@ -99,27 +100,6 @@ pub struct RunReport {
     pub spent: Spent,
 }
 
-/// Live progress of a run. Every method has an empty default.
-pub trait Observer {
-    fn plan_accepted(&mut self, _plan: &ValidPlan) {}
-    fn plan_rejected(&mut self, _problems: &[Problem]) {}
-    fn planner_called(&mut self, _call: &PlannerCall) {}
-    fn step_started(&mut self, _step: &Step, _revision: u32) {}
-    fn step_finished(&mut self, _record: &StepRecord) {}
-    /// The run ended: why, what it spent, and its answer.
-    fn stopped(&mut self, _reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {}
-    /// The id the run is known by (the journal's), for its trace.
-    fn run_id(&self) -> Option<String> {
-        None
-    }
-}
-
-/// An observer that ignores everything.
-#[derive(Debug, Default)]
-pub struct Quiet;
-
-impl Observer for Quiet {}
-
 /// Everything a run needs besides its planner.
 pub struct Engine<'a> {
     pub rt: Arc<Runtime>,
@@ -147,6 +127,9 @@ pub(crate) struct State {
     /// Steps of the revision about to run that finished before a resume, taken by
     /// `execute`.
     pub prior: BTreeMap<StepId, StepStatus>,
+    /// A planner answer received (and journaled, and paid for) before a resume, not yet
+    /// acted on: served to the first question it answers instead of asking again.
+    pub pending: Option<PlannerCall>,
 }
 
 impl State {
@@ -162,6 +145,7 @@ impl State {
             calls: Vec::new(),
             resume: None,
             prior: BTreeMap::new(),
+            pending: None,
         }
     }
 
@@ -243,11 +227,11 @@ impl Engine<'_> {
         };
         st.tick();
         trace::record_stop(&span, &stop, &st.spent);
-        self.finish(goal, st, stop, answer)
+        self.finish(goal, st, stop, answer).await
     }
 
-    /// Records the stop and builds the report.
-    pub(super) fn finish(
+    /// Records the stop, makes it durable, and builds the report.
+    pub(super) async fn finish(
         &mut self,
         goal: &str,
         mut st: State,
@@ -256,6 +240,8 @@ impl Engine<'_> {
     ) -> RunReport {
         st.tick();
         self.observer.stopped(&stop, &st.spent, answer.as_ref());
+        // A failed journal cannot record the stop; the report still says why it came.
+        let _ = self.make_durable().await;
         RunReport {
             goal: goal.to_string(),
             mode: self.config.mode,
@@ -265,6 +251,28 @@ impl Engine<'_> {
             steps: st.records,
             planner_calls: st.calls,
             spent: st.spent,
+        }
+    }
+
+    /// Makes what the observer recorded durable, off the async workers; the journal's
+    /// failure, if it failed.
+    pub(super) async fn make_durable(&mut self) -> Result<(), StopReason> {
+        if let Some(job) = self.observer.durable() {
+            // An fsync can take milliseconds: it must not hold up a worker's other tasks.
+            if let Err(e) = tokio::task::spawn_blocking(job).await {
+                return Err(StopReason::JournalFailed {
+                    why: format!("the journal's sync did not finish: {e}"),
+                });
+            }
+        }
+        self.journal_ok()
+    }
+
+    /// `journal_failed` when the observer can record nothing more.
+    pub(super) fn journal_ok(&self) -> Result<(), StopReason> {
+        match self.observer.failed() {
+            Some(why) => Err(StopReason::JournalFailed { why }),
+            None => Ok(()),
         }
     }
 
@@ -292,6 +300,15 @@ impl Engine<'_> {
         st.tick();
         if st.cancel.is_cancelled() {
             return Err(StopReason::Cancelled);
+        }
+        // A run whose journal failed spends nothing more.
+        self.journal_ok()?;
+        match st.pending.take() {
+            // Received, paid for and journaled before the resume: served as it is, neither
+            // asked for nor journaled a second time (a replay of the run sees each answer
+            // once).
+            Some(call) if call.ask == Ask::of(&req) => return Ok(call.response),
+            _ => {}
         }
         let estimate = planner.estimate(&req);
         let price = self.config.prices.get(&estimate.model);
@@ -439,6 +456,9 @@ impl Engine<'_> {
                     Err(stop) => return (stop, None),
                 },
             };
+            if let Err(stop) = self.journal_ok() {
+                return (stop, None);
+            }
             let decision = if approved {
                 PlanDecision::Approve
             } else {

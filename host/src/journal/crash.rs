@@ -1,23 +1,30 @@
-//! The crash test's kill points: with `TOOLHOST_CRASH_AFTER_RECORD=N` in its environment,
-//! the process kills itself with SIGKILL right after journal record N is written — no
-//! destructors, no flush, exactly what `kill -9` does, at a chosen point of the run.
+//! The test hooks of the journal, read from the environment once, and only ever set by
+//! the test suite:
+//! - `TOOLHOST_CRASH_AFTER_RECORD=N`: the process kills itself with SIGKILL right after
+//!   journal record N is written — no destructors, no flush, exactly what `kill -9` does,
+//!   at a chosen point of the run (the crash test);
+//! - `TOOLHOST_JOURNAL_FAIL_AT_RECORD=N`: writing record N fails as on a full disk, half
+//!   the line written and then `ENOSPC` (the journal-failure test).
 
 use std::sync::OnceLock;
 
-fn kill_point() -> Option<u64> {
-    static POINT: OnceLock<Option<u64>> = OnceLock::new();
-    *POINT.get_or_init(|| {
-        std::env::var("TOOLHOST_CRASH_AFTER_RECORD")
-            .ok()
-            .and_then(|v| v.parse().ok())
-    })
+fn point(var: &str, cell: &'static OnceLock<Option<u64>>) -> Option<u64> {
+    *cell.get_or_init(|| std::env::var(var).ok().and_then(|v| v.parse().ok()))
 }
 
 /// Called after record `seq` is written.
 pub(super) fn after_record(seq: u64) {
-    if kill_point() == Some(seq) {
+    static POINT: OnceLock<Option<u64>> = OnceLock::new();
+    if point("TOOLHOST_CRASH_AFTER_RECORD", &POINT) == Some(seq) {
         kill_self();
     }
+}
+
+/// The error writing record `seq` meets, if the test hook makes it fail.
+pub(super) fn write_fault(seq: u64) -> Option<std::io::Error> {
+    static POINT: OnceLock<Option<u64>> = OnceLock::new();
+    (point("TOOLHOST_JOURNAL_FAIL_AT_RECORD", &POINT) == Some(seq))
+        .then(|| std::io::Error::from(std::io::ErrorKind::StorageFull))
 }
 
 #[cfg(unix)]

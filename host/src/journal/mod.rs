@@ -1,5 +1,5 @@
-//! The run journal: one append-only JSONL file per run, hash-chained, redacted, fsync'd at
-//! every step boundary.
+//! The run journal: one append-only JSONL file per run, hash-chained, redacted, written by
+//! exactly one process at a time, and made durable before any effect it announces.
 //!
 //! Data flows: engine [`Observer`](crate::engine::Observer) callbacks (and the approver's
 //! decisions) → [`Journal`] → [`Redactor`] → one [`Record`] per line in
@@ -11,8 +11,15 @@
 //! last breaks the chain at the next line. The last record is covered by the head hash
 //! that `toolhost run` prints at the end (`journal verify --head`).
 //!
-//! - [`writer`]: [`Journal`], the observer that appends records; [`Tee`] to feed it and
-//!   another observer.
+//! - [`writer`]: [`Journal`], the observer that appends records and makes them durable
+//!   (one fsync for the steps that start together, off the async workers).
+//! - [`tee`]: [`Tee`] to feed it and another observer; [`Approvals`], decisions journaled
+//!   before they take effect.
+//! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
+//!   holder; [`store::FileStore`], the local file (a lease with a fencing token fits the
+//!   same trait for writers on several machines).
+//! - [`lock`]: [`RunLock`], the `flock` on `RUN.jsonl.lock` that `run` and `resume` hold
+//!   for the life of the process; a second writer is told who holds it.
 //! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
@@ -20,18 +27,21 @@
 //! - [`prune`]: retention by age.
 //! - [`resume`](mod@resume): the [`Checkpoint`](crate::engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
-//!   line). `crash`: the crash test's kill hook.
+//!   line). `crash`: the test hooks (a kill after record N, a full disk at record N).
 //! - [`replay`]: the journaled planner answers served back ([`replay::Recorded`]) and the
 //!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.
 
 mod crash;
+pub mod lock;
 pub mod prune;
 pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod resume;
 pub mod show;
+pub mod store;
+pub mod tee;
 mod time;
 pub mod verify;
 pub mod writer;
@@ -41,11 +51,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use self::lock::{LockError, RunLock};
 pub use self::prune::{Age, AgeError, prune};
 pub use self::redact::{PatternError, Redactor};
 pub use self::resume::{Resumable, ResumeError, checkpoint};
+pub use self::tee::{Approvals, Tee};
 pub use self::verify::{ChainProblem, Verified, verify};
-pub use self::writer::{Approvals, Journal, RunStart, Tee};
+pub use self::writer::{Journal, RunStart};
 
 /// `prev` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -119,6 +131,8 @@ pub enum JournalError {
     NoSuchRun { run: String, dir: String },
     #[error("journal `{path}` is broken, so the run cannot be carried on: {problem}")]
     Broken { path: String, problem: ChainProblem },
+    #[error(transparent)]
+    Lock(#[from] LockError),
 }
 
 /// The state directory from the environment: `TOOLHOST_STATE_DIR`, else

@@ -68,7 +68,8 @@ impl fmt::Display for Age {
 }
 
 /// Deletes (unless `dry_run`) every `*.jsonl` journal in `state_dir`'s runs directory last
-/// modified more than `age` before `now`; returns their paths, oldest first. A missing
+/// modified more than `age` before `now`, with its lock file, unless a process holds the
+/// run's lock; returns their paths, oldest first. A missing
 /// runs directory holds nothing to prune.
 pub fn prune(
     state_dir: &Path,
@@ -101,7 +102,8 @@ pub fn prune(
             continue;
         }
         let modified = meta.modified().map_err(|e| read_err(&path, e))?;
-        if modified < cutoff {
+        // A run being carried on right now is left alone, however old its journal.
+        if modified < cutoff && !super::RunLock::is_held(&path) {
             old.push((modified, path));
         }
     }
@@ -109,10 +111,18 @@ pub fn prune(
     let mut pruned = Vec::new();
     for (_, path) in old {
         if !dry_run {
+            // Its lock file goes with the journal, deleted while held (a writer that
+            // took it since the check above keeps its run).
+            let lock = match super::RunLock::acquire(&path, "prune", false) {
+                Ok(lock) => lock,
+                Err(super::LockError::Held { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
             std::fs::remove_file(&path).map_err(|e| JournalError::Write {
                 path: path.display().to_string(),
                 reason: e.to_string(),
             })?;
+            let _ = std::fs::remove_file(lock.path());
         }
         pruned.push(path);
     }

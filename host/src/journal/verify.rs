@@ -1,6 +1,12 @@
 //! Checking a journal: every line a record, `seq` counting from 1 with the line number,
-//! each `prev` the hash of the line before, the first record a `run_started`, and no torn
-//! last line. The first problem is reported with its line number.
+//! each `prev` the hash of the line before, the first record a `run_started`, nothing
+//! after a `stopped` that ended the run for good, and no torn last line. The first
+//! problem is reported with its line number.
+//!
+//! Torn or tampered: the writer appends each record as one line ending in its newline, so
+//! a crash (or a full disk) can leave only a last line *without* its newline. A complete,
+//! newline-terminated line that is not a record was put there by something else, and is
+//! tampering wherever it is.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +18,9 @@ use crate::cache::sha256_hex;
 pub enum ChainProblem {
     #[error("the journal is empty: the run stopped before its first record was written")]
     Empty,
+    /// The file's first line is not a journal record, nor the start of one.
+    #[error("this is not a toolhost journal: its first line is not a journal record ({reason})")]
+    NotAJournal { reason: String },
     /// The last line is incomplete: the writer stopped mid-record (a crash or a full disk).
     #[error(
         "line {line}: torn record ({why}): the run stopped while writing it; the {line_before} record(s) before it are intact",
@@ -53,6 +62,16 @@ pub enum ChainProblem {
     BadStart { found: String },
     #[error("line 1: the first record is `{kind}`, not `run_started`")]
     NoStart { kind: &'static str },
+    /// A run that ended for good (completed, or the planner stopped) is never appended to:
+    /// `toolhost resume` refuses it before writing anything.
+    #[error(
+        "line {line}: written after the run ended `{reason}` (line {stop}): nothing is appended to a finished run"
+    )]
+    AfterEnd {
+        line: usize,
+        stop: usize,
+        reason: String,
+    },
     #[error(
         "the last record (line {line}) hashes to {actual}, not the expected head {expected}: the journal's end was cut off or changed"
     )]
@@ -67,6 +86,11 @@ impl ChainProblem {
     /// Whether the problem is a torn last line (an interrupted write) rather than tampering.
     pub fn is_torn(&self) -> bool {
         matches!(self, ChainProblem::Torn { .. } | ChainProblem::Empty)
+    }
+
+    /// Whether the file is not a journal at all.
+    pub fn not_a_journal(&self) -> bool {
+        matches!(self, ChainProblem::NotAJournal { .. })
     }
 }
 
@@ -117,13 +141,17 @@ pub fn verify(path: &Path, head: Option<&str>) -> Result<Verified, JournalError>
     })
 }
 
-fn check(
-    lines: &[&[u8]],
-    unterminated: bool,
-    head: Option<&str>,
-) -> (Vec<Record>, Option<String>, Option<ChainProblem>) {
-    let mut records = Vec::new();
-    let mut head_hash = None;
+/// The `stopped` reasons after which a run is never carried on.
+const FINAL: [&str; 2] = ["completed", "planner_stopped"];
+
+/// The start of every journal's first line, as [`Record`] serialises it.
+const FIRST_LINE: &[u8] = br#"{"seq":1,"#;
+
+type Checked = (Vec<Record>, Option<String>, Option<ChainProblem>);
+
+fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
+    let mut records: Vec<Record> = Vec::new();
+    let mut head_hash: Option<String> = None;
     if lines.is_empty() {
         return (records, head_hash, Some(ChainProblem::Empty));
     }
@@ -131,24 +159,45 @@ fn check(
         .iter()
         .map(|l| serde_json::from_slice::<Record>(l).map_err(|e| e.to_string()))
         .collect();
+    if let Err(reason) = &parsed[0] {
+        // A crash during the very first write leaves the start of a record; anything
+        // else on line 1 means this file was never a journal.
+        let torn_start = unterminated && lines.len() == 1 && lines[0].starts_with(FIRST_LINE);
+        if !torn_start {
+            let reason = reason.clone();
+            return (
+                records,
+                head_hash,
+                Some(ChainProblem::NotAJournal { reason }),
+            );
+        }
+    }
     let first_line_of = |seq: u64| {
         parsed
             .iter()
             .position(|r| r.as_ref().is_ok_and(|r| r.seq == seq))
     };
+    // The line of a `stopped` record that ended the run for good, and its reason.
+    let mut ended: Option<(usize, String)> = None;
     for (i, line_bytes) in lines.iter().enumerate() {
         let line = i + 1;
         let last = line == lines.len();
+        if let Some((stop, reason)) = &ended {
+            let problem = ChainProblem::AfterEnd {
+                line,
+                stop: *stop,
+                reason: reason.clone(),
+            };
+            return (records, head_hash, Some(problem));
+        }
         if last && unterminated {
             let why = "no newline at its end".to_string();
-            return (records, head_hash, Some(ChainProblem::Torn { line, why }));
+            let problem = head_mismatch(head, &head_hash, line - 1)
+                .unwrap_or(ChainProblem::Torn { line, why });
+            return (records, head_hash, Some(problem));
         }
         let rec = match &parsed[i] {
             Ok(r) => r.clone(),
-            Err(reason) if last => {
-                let why = format!("not valid JSON: {reason}");
-                return (records, head_hash, Some(ChainProblem::Torn { line, why }));
-            }
             Err(reason) => {
                 let reason = reason.clone();
                 return (
@@ -205,19 +254,27 @@ fn check(
             let kind = rec.kind.as_str();
             return (records, head_hash, Some(ChainProblem::NoStart { kind }));
         }
+        if rec.kind == Kind::Stopped
+            && let Some(reason) = rec.data.get("reason").and_then(|r| r.as_str())
+            && FINAL.contains(&reason)
+        {
+            ended = Some((line, reason.to_string()));
+        }
         head_hash = Some(sha256_hex(line_bytes));
         records.push(rec);
     }
-    if let (Some(expected), Some(actual)) = (head, &head_hash) {
-        let expected = expected.strip_prefix("sha256:").unwrap_or(expected);
-        if !expected.eq_ignore_ascii_case(actual) {
-            let problem = ChainProblem::HeadMismatch {
-                line: lines.len(),
-                expected: expected.to_string(),
-                actual: actual.clone(),
-            };
-            return (records, head_hash, Some(problem));
-        }
-    }
-    (records, head_hash, None)
+    let problem = head_mismatch(head, &head_hash, lines.len());
+    (records, head_hash, problem)
+}
+
+/// The problem when the last whole record (line `line`) does not hash to `head`.
+fn head_mismatch(head: Option<&str>, actual: &Option<String>, line: usize) -> Option<ChainProblem> {
+    let expected = head?;
+    let expected = expected.strip_prefix("sha256:").unwrap_or(expected);
+    let actual = actual.clone().unwrap_or_else(|| GENESIS.to_string());
+    (!expected.eq_ignore_ascii_case(&actual)).then(|| ChainProblem::HeadMismatch {
+        line,
+        expected: expected.to_string(),
+        actual,
+    })
 }

@@ -1,9 +1,8 @@
-//! [`Journal`]: appends one redacted, hash-chained record per engine event, and syncs it to
-//! disk at every step boundary.
+//! [`Journal`]: appends one redacted, hash-chained record per engine event to its
+//! [`Store`], and makes records durable before anything they announce takes effect.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,16 +11,20 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::lock::{RunLock, lock_path};
 use super::redact::Redactor;
+use super::store::{FileStore, Store};
+use super::tee::Approvals;
+use super::verify::Verified;
 use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
 use crate::cache::sha256_hex;
-use crate::engine::approval::{Approver, PlanDecision, StepDecision};
+use crate::engine::approval::Approver;
 use crate::engine::budget::{Budgets, Spent, StopReason};
 use crate::engine::plan::Step;
 use crate::engine::planner::Mode;
 use crate::engine::record::StepRecord;
 use crate::engine::run::{Observer, PlannerCall};
-use crate::engine::validate::{Catalog, Problem, ValidPlan};
+use crate::engine::validate::{Problem, ValidPlan};
 
 /// A file a run depends on, by content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,11 +74,18 @@ pub struct Torn {
     pub why: String,
 }
 
-/// Appends a run's records. Cheap to clone: clones write to the same file, in order.
+/// Appends a run's records. Cheap to clone: clones write to the same store, in order.
 ///
 /// Writing never fails a callback (the engine's [`Observer`] cannot be told): the first
 /// write error is kept, nothing more is written (a gap would break the chain), and
-/// [`Journal::error`] reports it when the run ends.
+/// [`Observer::failed`] tells the engine, which starts no further step.
+///
+/// Records are written as they happen and made durable (fsync) in batches: before a step
+/// that is not idempotent starts ([`Observer::durable`], one sync for the steps that start
+/// together, run off the async workers), at the stop, and inline for `run_started`,
+/// `resumed` and approvals. What a power loss can take is therefore only records a resume
+/// reads conservatively: a lost `step_finished` leaves a step unfinished (run again only if
+/// idempotent or a person says so), a lost planner answer is asked for again.
 #[derive(Debug, Clone)]
 pub struct Journal {
     inner: Arc<Mutex<Writer>>,
@@ -85,8 +95,7 @@ pub struct Journal {
 
 #[derive(Debug)]
 struct Writer {
-    file: File,
-    path: PathBuf,
+    store: Box<dyn Store>,
     seq: u64,
     prev: String,
     redactor: Redactor,
@@ -94,7 +103,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn append(&mut self, kind: Kind, data: Value, sync: bool) {
+    fn append(&mut self, kind: Kind, data: Value) {
         if self.error.is_some() {
             return;
         }
@@ -110,24 +119,25 @@ impl Writer {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        let written = self
-            .file
-            .write_all(&bytes)
-            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
-        match written {
+        match self.store.append(record.seq, &bytes) {
             Ok(()) => {
                 self.seq += 1;
                 self.prev = sha256_hex(line.as_bytes());
-                super::crash::after_record(self.seq);
             }
-            Err(e) => {
-                tracing::error!(journal = %self.path.display(), error = %e, "journal write failed; no further records are written");
-                self.error = Some(JournalError::Write {
-                    path: self.path.display().to_string(),
-                    reason: e.to_string(),
-                });
-            }
+            Err(e) => self.fail(&e),
         }
+    }
+
+    fn fail(&mut self, e: &std::io::Error) {
+        if self.error.is_some() {
+            return;
+        }
+        let path = self.store.location();
+        tracing::error!(journal = %path, error = %e, "journal write failed; no further records are written");
+        self.error = Some(JournalError::Write {
+            path,
+            reason: e.to_string(),
+        });
     }
 }
 
@@ -167,9 +177,14 @@ fn open_new(path: &Path) -> std::io::Result<File> {
     o.open(path)
 }
 
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
+}
+
 impl Journal {
-    /// Creates a new journal under `state_dir` and writes (and syncs) its `run_started`
-    /// record.
+    /// Creates a new journal under `state_dir`, locked for this process (see [`RunLock`]),
+    /// and writes (and syncs) its `run_started` record. When that fails (a full disk), the
+    /// new files are removed again: no empty journal is left behind.
     pub fn create(
         state_dir: &Path,
         start: &RunStart,
@@ -181,19 +196,24 @@ impl Journal {
             path: path.display().to_string(),
             reason: e.to_string(),
         };
-        let (id, path, file) = loop {
+        let (id, path) = loop {
             let id = new_id();
             let path = dir.join(format!("{id}.jsonl"));
-            match open_new(&path) {
-                Ok(f) => break (id, path, f),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(write_err(&path, e)),
+            if !path.exists() && !lock_path(&path).exists() {
+                break (id, path);
             }
         };
+        let lock = RunLock::acquire(&path, "run", true)?;
+        let lock_file = lock.path().to_path_buf();
+        let undo = |e: JournalError| {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(&lock_file);
+            let _ = sync_dir(&dir);
+            e
+        };
+        let file = open_new(&path).map_err(|e| undo(write_err(&path, e)))?;
         // The new directory entry must survive a crash as well as the file's contents.
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| write_err(&dir, e))?;
+        sync_dir(&dir).map_err(|e| undo(write_err(&dir, e)))?;
         let red = |s: &str| redactor.text(s).into_owned();
         let file_json = |f: &FileDigest| json!({"path": red(&f.path), "sha256": f.sha256});
         let data = json!({
@@ -212,36 +232,46 @@ impl Journal {
                 "custom_patterns": redactor.custom_patterns(),
             },
         });
-        let mut writer = Writer {
-            file,
-            path: path.clone(),
-            seq: 0,
-            prev: GENESIS.to_string(),
-            redactor,
-            error: None,
-        };
-        writer.append(Kind::RunStarted, data, true);
-        if let Some(e) = writer.error.take() {
-            return Err(e);
-        }
-        Ok(Journal {
-            inner: Arc::new(Mutex::new(writer)),
+        let journal = Journal {
+            inner: Arc::new(Mutex::new(Writer {
+                store: Box::new(FileStore::new(file, &path, 0, lock)),
+                seq: 0,
+                prev: GENESIS.to_string(),
+                redactor,
+                error: None,
+            })),
             id,
-            path,
-        })
+            path: path.clone(),
+        };
+        // Redacted field by field above: the digests must stay as they are.
+        journal.writer().append(Kind::RunStarted, data);
+        if journal.error().is_none() {
+            journal.syncer()();
+        }
+        let failed = journal.writer().error.take();
+        if let Some(e) = failed {
+            // The lock goes with the journal: drop it before its file.
+            drop(journal);
+            return Err(undo(e));
+        }
+        Ok(journal)
     }
 
-    /// Opens the journal at `path` to carry its run on: the chain must verify, except for a
-    /// torn last line (the run was killed mid-write), which is cut off and returned so the
-    /// caller can record it.
-    pub fn reopen(path: &Path, redactor: Redactor) -> Result<(Journal, Reopened), JournalError> {
+    /// Opens the journal `v` (verified by the caller under `lock`, which it keeps) to carry
+    /// its run on: the chain must verify, except for a torn last line (the run was killed
+    /// mid-write), which is cut off and returned so the caller can record it.
+    pub fn reopen(
+        lock: RunLock,
+        v: Verified,
+        redactor: Redactor,
+    ) -> Result<(Journal, Reopened), JournalError> {
+        let path = v.path.clone();
         let shown = || path.display().to_string();
-        let v = super::verify(path, None)?;
         let mut torn = None;
         match v.problem {
             None => {}
             Some(ChainProblem::Torn { line, why }) if line > 1 => {
-                let bytes = std::fs::read(path).map_err(|e| JournalError::Read {
+                let bytes = std::fs::read(&path).map_err(|e| JournalError::Read {
                     path: shown(),
                     reason: e.to_string(),
                 })?;
@@ -255,7 +285,7 @@ impl Journal {
                 let cut = bytes.len() - keep;
                 std::fs::OpenOptions::new()
                     .write(true)
-                    .open(path)
+                    .open(&path)
                     .and_then(|f| {
                         f.set_len(keep as u64)?;
                         f.sync_all()
@@ -279,14 +309,15 @@ impl Journal {
         }
         let file = std::fs::OpenOptions::new()
             .append(true)
-            .open(path)
+            .open(&path)
+            .and_then(|f| Ok((f.metadata()?.len(), f)))
             .map_err(|e| JournalError::Write {
                 path: shown(),
                 reason: e.to_string(),
-            })?;
+            });
+        let (len, file) = file?;
         let writer = Writer {
-            file,
-            path: path.to_path_buf(),
+            store: Box::new(FileStore::new(file, &path, len, lock)),
             seq: v.records.len() as u64,
             prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
             redactor,
@@ -294,8 +325,8 @@ impl Journal {
         };
         let journal = Journal {
             inner: Arc::new(Mutex::new(writer)),
-            id: super::run_id(path),
-            path: path.to_path_buf(),
+            id: super::run_id(&path),
+            path: path.clone(),
         };
         Ok((
             journal,
@@ -325,7 +356,7 @@ impl Journal {
     }
 
     /// Hex SHA-256 of the last record written: keep it to detect a cut or edited tail
-    /// (`toolhost journal verify --head`).
+    /// (`toolhost journal verify --head`, `toolhost resume --head`).
     pub fn head(&self) -> String {
         self.writer().prev.clone()
     }
@@ -340,20 +371,36 @@ impl Journal {
         self.writer().error.as_ref().map(ToString::to_string)
     }
 
-    /// Appends a record whose `data` is redacted whole.
-    fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
-        let mut w = self.writer();
-        let data = w.redactor.json(data);
-        w.append(kind, data, sync);
+    /// A job that makes every record written so far durable and, when that fails, marks
+    /// the journal failed.
+    pub fn syncer(&self) -> Box<dyn FnOnce() + Send> {
+        let sync = self.writer().store.syncer();
+        let inner = self.inner.clone();
+        Box::new(move || {
+            if let Err(e) = sync() {
+                inner.lock().unwrap_or_else(|p| p.into_inner()).fail(&e);
+            }
+        })
+    }
+
+    /// Appends a record whose `data` is redacted whole; with `sync`, makes it durable
+    /// before returning (for records made outside the engine's async loop).
+    pub(super) fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
+        {
+            let mut w = self.writer();
+            let data = w.redactor.json(data);
+            w.append(kind, data);
+            if !sync || w.error.is_some() {
+                return;
+            }
+        }
+        self.syncer()();
     }
 
     /// Wraps `inner` so each decision it makes is journaled (synced) before it takes
     /// effect.
     pub fn approvals<'a>(&self, inner: &'a mut dyn Approver) -> Approvals<'a> {
-        Approvals {
-            journal: self.clone(),
-            inner,
-        }
+        Approvals::new(self.clone(), inner)
     }
 }
 
@@ -365,7 +412,7 @@ impl Observer for Journal {
             "steps": plan.plan.steps,
             "order": plan.order,
         });
-        self.append(Kind::PlanAccepted, &data, true);
+        self.append(Kind::PlanAccepted, &data, false);
     }
 
     fn plan_rejected(&mut self, problems: &[Problem]) {
@@ -386,9 +433,9 @@ impl Observer for Journal {
     }
 
     fn step_started(&mut self, step: &Step, revision: u32) {
-        // Written (so it survives the process being killed) but not synced: an fsync here
-        // would hold up the launch of the next parallel step. The step's finish, or the
-        // next step boundary, syncs it.
+        // Written (so it survives the process being killed); the engine makes it durable
+        // through `durable` before a step that is not idempotent runs, one sync for the
+        // steps that start together.
         let data = json!({
             "revision": revision,
             "id": step.id,
@@ -416,99 +463,26 @@ impl Observer for Journal {
                 record.finished_us.saturating_sub(record.started_us).into(),
             );
         }
-        w.append(Kind::StepFinished, data, true);
+        w.append(Kind::StepFinished, data);
     }
 
     fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
         let mut data = json!(reason);
         data["spent"] = json!(spent);
         data["answer"] = json!(answer);
-        self.append(Kind::Stopped, &data, true);
+        // The engine makes it durable (`durable`) before it reports the stop.
+        self.append(Kind::Stopped, &data, false);
+    }
+
+    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
+        Some(self.syncer())
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.error()
     }
 
     fn run_id(&self) -> Option<String> {
         Some(self.id.clone())
-    }
-}
-
-/// An [`Approver`] that journals each decision of the approver it wraps.
-pub struct Approvals<'a> {
-    journal: Journal,
-    inner: &'a mut dyn Approver,
-}
-
-impl Approver for Approvals<'_> {
-    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
-        let decision = self.inner.review_plan(plan, catalog);
-        let data = match &decision {
-            PlanDecision::Approve => json!({"decision": "approve"}),
-            PlanDecision::Edit(edited) => json!({"decision": "edit", "edited": edited}),
-            PlanDecision::Reject(why) => json!({"decision": "reject", "reason": why}),
-        };
-        let mut data = data;
-        data["subject"] = "plan".into();
-        data["revision"] = plan.plan.revision.into();
-        self.journal.append(Kind::Approval, &data, true);
-        decision
-    }
-
-    fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
-        let decision = self.inner.approve_step(step, why, catalog);
-        let (name, reason) = match &decision {
-            StepDecision::Approve => ("approve", None),
-            StepDecision::Reject(r) => ("reject", Some(r.as_str())),
-            StepDecision::NoApprover => ("no_approver", None),
-        };
-        let data = json!({
-            "subject": "step",
-            "step": step.id,
-            "tool": step.tool,
-            "operation": step.operation,
-            "why": why,
-            "decision": name,
-            "reason": reason,
-        });
-        self.journal.append(Kind::Approval, &data, true);
-        decision
-    }
-}
-
-/// Feeds every event to two observers, `0` first (put the journal there, so a record is
-/// on disk before it is shown).
-pub struct Tee<'a>(pub &'a mut dyn Observer, pub &'a mut dyn Observer);
-
-impl Observer for Tee<'_> {
-    fn plan_accepted(&mut self, plan: &ValidPlan) {
-        self.0.plan_accepted(plan);
-        self.1.plan_accepted(plan);
-    }
-
-    fn plan_rejected(&mut self, problems: &[Problem]) {
-        self.0.plan_rejected(problems);
-        self.1.plan_rejected(problems);
-    }
-
-    fn planner_called(&mut self, call: &PlannerCall) {
-        self.0.planner_called(call);
-        self.1.planner_called(call);
-    }
-
-    fn step_started(&mut self, step: &Step, revision: u32) {
-        self.0.step_started(step, revision);
-        self.1.step_started(step, revision);
-    }
-
-    fn step_finished(&mut self, record: &StepRecord) {
-        self.0.step_finished(record);
-        self.1.step_finished(record);
-    }
-
-    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
-        self.0.stopped(reason, spent, answer);
-        self.1.stopped(reason, spent, answer);
-    }
-
-    fn run_id(&self) -> Option<String> {
-        self.0.run_id().or_else(|| self.1.run_id())
     }
 }

@@ -46,6 +46,12 @@ pub enum LlmError {
     MissingKey { var: String, provider: &'static str },
     #[error("`{provider}` needs `base_url` (the server's `/v1` URL)")]
     MissingBaseUrl { provider: &'static str },
+    #[error("`{provider}`'s base_url `{url}` is not an http(s) URL: {reason}")]
+    BadBaseUrl {
+        provider: &'static str,
+        url: String,
+        reason: String,
+    },
     #[error("`{provider}` needs `model`")]
     MissingModel { provider: &'static str },
     #[error("HTTP client: {0}")]

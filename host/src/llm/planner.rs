@@ -37,6 +37,17 @@ impl LlmPlanner {
         let base_url = config.base_url.clone().ok_or(LlmError::MissingBaseUrl {
             provider: provider_name,
         })?;
+        // Checked here, before a run opens its journal, not at the first request.
+        let bad = |reason: String| LlmError::BadBaseUrl {
+            provider: provider_name,
+            url: base_url.clone(),
+            reason,
+        };
+        match reqwest::Url::parse(&base_url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            Ok(u) => return Err(bad(format!("scheme `{}` or no host", u.scheme()))),
+            Err(e) => return Err(bad(e.to_string())),
+        }
         let http = Http::new(RetryPolicy::of(&config), key)?;
         let openai = |official| OpenAi {
             http: http.clone(),

@@ -2,7 +2,8 @@
 //! (the journal's `TOOLHOST_CRASH_AFTER_RECORD` kill points: step boundaries, a step
 //! started and not yet finished, a planner answer not yet acted on, an approval) and
 //! while a tool is mid-request (killed from outside); `toolhost resume` must finish the
-//! run with no lost record, no finished step run again, and a chain that verifies.
+//! run with no lost record, no finished step run again, and a chain that verifies, and
+//! `toolhost replay` of the resumed run must not diverge from it.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -21,7 +22,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 /// A task whose steps fetch `/text?STEP-TAG` (so the server counts each step's calls),
 /// with parallel steps, an idempotent one, a failing one (404) that triggers a replan, and
 /// a second revision that references the first.
-fn write_task(dir: &Path, server: &Server, tag: &str, slow: Option<&str>) -> PathBuf {
+pub(super) fn write_task(dir: &Path, server: &Server, tag: &str, slow: Option<&str>) -> PathBuf {
     let url = |step: &str| match slow {
         Some(s) if s == step => server.url(&format!("/slow?1500&{step}-{tag}")),
         _ => server.url(&format!("/text?{step}-{tag}")),
@@ -66,7 +67,7 @@ plan = {{ goal = "fetch again and combine", steps = [
 }
 
 /// The task's answer: the words of what `f` and `a` fetched (`/slow` answers one word).
-fn expected_answer(slow: Option<&str>) -> Value {
+pub(super) fn expected_answer(slow: Option<&str>) -> Value {
     let words = |step: &str| match slow {
         Some(s) if s == step => 1,
         _ => toolhost_tests::server::TEXT.split_whitespace().count(),
@@ -75,22 +76,36 @@ fn expected_answer(slow: Option<&str>) -> Value {
 }
 
 fn spawn(state: &Path, task: &Path, kill_after: Option<usize>) -> Child {
+    let hook = kill_after.map(|n| ("TOOLHOST_CRASH_AFTER_RECORD", n));
+    spawn_with(state, task, hook, Stdio::null())
+}
+
+/// `toolhost run TASK --json` as a child process, with a journal test hook (`VAR`, record)
+/// in its environment and its stdout to `stdout`.
+pub(super) fn spawn_with(
+    state: &Path,
+    task: &Path,
+    hook: Option<(&str, usize)>,
+    stdout: Stdio,
+) -> Child {
     let mut cmd = Command::new(BIN);
     cmd.args(["--state-dir", state.to_str().unwrap(), "run"])
         .arg(task)
         .args(["--tools-dir", &tools_dir(), "--json"])
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::null());
-    if let Some(n) = kill_after {
-        cmd.env("TOOLHOST_CRASH_AFTER_RECORD", n.to_string());
+    if let Some((var, n)) = hook {
+        cmd.env(var, n.to_string());
     }
     cmd.spawn().expect("spawn the CLI")
 }
 
-fn journal_of(state: &Path) -> PathBuf {
+/// The one journal in `state`.
+pub(super) fn journal_of(state: &Path) -> PathBuf {
     let runs: Vec<PathBuf> = std::fs::read_dir(state.join("runs"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
     runs[0].clone()
@@ -108,7 +123,7 @@ fn named_steps(why: &str) -> Vec<String> {
 
 /// Resumes until the run completes, answering an escalation about unfinished
 /// non-idempotent steps with `--rerun`; returns the steps rerun that way.
-fn resume_to_the_end(state: &Path, journal: &Path, answer: &Value) -> Vec<String> {
+pub(super) fn resume_to_the_end(state: &Path, journal: &Path, answer: &Value) -> Vec<String> {
     let mut rerun: Vec<String> = Vec::new();
     for _ in 0..3 {
         let args: Vec<&str> = rerun.iter().flat_map(|s| ["--rerun", s.as_str()]).collect();
@@ -151,7 +166,7 @@ fn steps_in(records: &[Value]) -> (StepKeys, StepKeys) {
 }
 
 /// Requests per `STEP-TAG` query.
-fn calls(server: &Server, tag: &str) -> BTreeMap<String, usize> {
+pub(super) fn calls(server: &Server, tag: &str) -> BTreeMap<String, usize> {
     let mut n = BTreeMap::new();
     for r in server.received() {
         let Some(q) = r.target.split_once('?').map(|(_, q)| q) else {
@@ -165,8 +180,9 @@ fn calls(server: &Server, tag: &str) -> BTreeMap<String, usize> {
     n
 }
 
-/// The checks every kill point shares, given the journal's bytes at the kill.
-fn check_after_resume(
+/// The checks every kill point shares, given the journal's bytes at the kill; then a
+/// replay of the finished run, which must not diverge from it.
+pub(super) fn check_after_resume(
     journal: &Path,
     at_kill: &[u8],
     server: &Server,
@@ -223,6 +239,21 @@ fn check_after_resume(
             );
         }
     }
+    let (out, doc) = on_run(state_of(journal), "replay", journal, &[]);
+    assert_eq!(
+        doc["replay"]["divergences"],
+        serde_json::json!([]),
+        "{tag}: {out:?}"
+    );
+    assert_eq!(out.code, 0, "{tag}: {out:?}");
+}
+
+/// The state directory a journal lives in (`STATE/runs/RUN.jsonl`).
+fn state_of(journal: &Path) -> &Path {
+    journal
+        .parent()
+        .and_then(Path::parent)
+        .expect("STATE/runs/RUN.jsonl")
 }
 
 #[test]

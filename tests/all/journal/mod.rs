@@ -3,11 +3,15 @@
 //! the disk, and `show` / `prune` do what they say.
 
 mod crash;
+mod durable;
+mod failure;
+mod moved;
 mod redaction;
 mod replay;
 mod resume;
 mod tamper;
 mod timeline;
+mod writers;
 
 use std::path::{Path, PathBuf};
 

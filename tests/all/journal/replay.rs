@@ -118,26 +118,26 @@ fn an_injected_fault_escalates_instead_of_looping() {
 }
 
 #[test]
-fn a_fault_that_matches_no_step_is_reported_not_silently_dropped() {
+fn a_fault_on_a_step_the_run_never_started_is_an_error() {
     let state = tempfile::tempdir().unwrap();
     let (_, _, journal) = run_in(state.path(), &example("seed.toml"), &[]);
-    let (out, doc) = replay(
-        state.path(),
-        &journal,
-        &["--fail", "t9", "--timeout", "t1@7"],
-    );
-    // Nothing was injected, so the replay matches the recording; the slips are named.
-    assert_eq!(out.code, 0, "{}", doc["replay"]);
-    assert!(
-        out.stderr.contains(
-            "warning: fault fail t9 was not injected: no step `t9` ran in the replay (steps: t1@1"
+    let runs = || {
+        std::fs::read_dir(state.path().join("runs"))
+            .unwrap()
+            .count()
+    };
+    let before = runs();
+    for (flags, said) in [
+        (["--fail", "t9"], "fault fail t9: run "),
+        (
+            ["--timeout", "t1@7"],
+            "never started a step `t1` in revision 7 (steps: t1@1)",
         ),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains("no step `t1` ran in revision 7"),
-        "{}",
-        out.stderr
-    );
+    ] {
+        let (out, _) = on_run(state.path(), "replay", &journal, &flags);
+        // A slip is refused before anything runs, not replayed as if it had been injected.
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.stderr.contains(said), "{}", out.stderr);
+        assert_eq!(runs(), before, "the refused replay left a journal");
+    }
 }

@@ -1,11 +1,11 @@
 //! `journal verify`: a clean journal passes; each kind of tampering is caught at the right
 //! line; a torn last line is reported as torn, never accepted.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{example, journal, lines, run_in};
+use super::{example, journal, lines, on_run, run_in};
 
 /// Writes `lines` (each with its newline) to `name` in `dir`.
 fn write(dir: &Path, name: &str, lines: &[String]) -> String {
@@ -187,13 +187,14 @@ fn a_torn_last_line_is_reported_as_torn() {
     assert_eq!(code, 8);
     assert!(err.contains("torn record (no newline at its end)"), "{err}");
 
-    // A newline after a partial record (bytes of the next write landed first).
-    let mut partial = original.clone();
+    // A newline after a partial record is not what a crash leaves (the writer puts the
+    // newline last): it is tampering. (Here it also follows the run's end.)
+    let mut partial = original[..original.len() - 1].to_vec();
     partial.extend_from_slice(b"{\"seq\":99,\"ts\":\n");
     let (code, err) = verify(state.path(), &file("partial.jsonl", &partial), &[]);
     assert_eq!(code, 8);
     assert!(
-        err.contains(&format!("line {}: torn record (not valid JSON:", n + 1)),
+        err.contains(&format!("is broken: line {n}: not a journal record")),
         "{err}"
     );
 
@@ -221,4 +222,127 @@ fn the_checked_in_fixture_verifies_against_its_head() {
         out.stdout,
         format!("chain: valid, 7 records, head sha256:{head}\n")
     );
+}
+
+/// A run of `parallel.toml` stopped by its step budget (it can be carried on): the state
+/// directory, the journal and the head the run printed.
+fn budget_stop(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let text = std::fs::read_to_string(example("parallel.toml"))
+        .unwrap()
+        .replace(
+            "policy = \"policy.toml\"",
+            &format!("policy = {:?}", example("policy.toml")),
+        );
+    let task = dir.join("task.toml");
+    std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 3\n")).unwrap();
+    let state = dir.join("state");
+    let (code, doc, journal) = run_in(&state, task.to_str().unwrap(), &[]);
+    assert_eq!(code, 7, "{doc}");
+    let head = doc["journal"]["head"].as_str().unwrap().to_string();
+    (state, journal, head)
+}
+
+#[test]
+fn a_complete_garbage_last_line_is_tampering_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, path, _) = budget_stop(dir.path());
+    let n = lines(&path).len();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"{\"seq\":1000,\"note\":\"not from the writer\"}\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let (code, err) = verify(&state, path.to_str().unwrap(), &[]);
+    assert_eq!(code, 8);
+    assert!(
+        err.contains(&format!("is broken: line {}: not a journal record", n + 1)),
+        "{err}"
+    );
+    // `resume` refuses it and leaves it where it is.
+    let (out, _) = on_run(&state, "resume", &path, &["--max-steps", "10"]);
+    assert_eq!(out.code, 8, "{out:?}");
+    assert!(
+        out.stderr.contains("cannot be carried on"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
+fn a_line_after_a_finished_run_is_refused_and_kept() {
+    let state = tempfile::tempdir().unwrap();
+    let (_, _, path) = run_in(state.path(), &example("seed.toml"), &[]);
+    let n = lines(&path).len();
+    // An unterminated line, as a crash would leave: but nothing writes after the end.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"seq":99,"ts":"2026-"#);
+    std::fs::write(&path, &bytes).unwrap();
+    let (code, err) = verify(state.path(), path.to_str().unwrap(), &[]);
+    assert_eq!(code, 8);
+    assert!(
+        err.contains(&format!(
+            "is broken: line {}: written after the run ended `planner_stopped` (line {n})",
+            n + 1
+        )),
+        "{err}"
+    );
+    let (out, _) = on_run(state.path(), "resume", &path, &[]);
+    assert_eq!(out.code, 8, "{out:?}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "resume changed the journal"
+    );
+}
+
+#[test]
+fn resume_with_the_head_refuses_a_journal_whose_end_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, path, head) = budget_stop(dir.path());
+    let original = std::fs::read(&path).unwrap();
+    let all = lines(&path);
+    // The last record (the stop) removed: a crash could leave the same.
+    let mut cut = all[..all.len() - 1].join("\n");
+    cut.push('\n');
+    std::fs::write(&path, &cut).unwrap();
+    let (out, _) = on_run(
+        &state,
+        "resume",
+        &path,
+        &["--head", &head, "--max-steps", "10"],
+    );
+    assert_eq!(out.code, 8, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("the journal's end was cut off or changed")
+            && out.stderr.contains(&head),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), cut);
+    // Not a hash at all.
+    let (out, _) = on_run(&state, "resume", &path, &["--head", "abc"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("`abc` is not a head hash"),
+        "{}",
+        out.stderr
+    );
+    // The journal as the run left it carries on, with the head it printed.
+    std::fs::write(&path, &original).unwrap();
+    let with_prefix = format!("sha256:{head}");
+    let (out, doc) = on_run(
+        &state,
+        "resume",
+        &path,
+        &["--head", &with_prefix, "--max-steps", "10"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(doc["stop"]["reason"], "completed");
+    // The resume's own head is the new end.
+    let new_head = doc["journal"]["head"].as_str().unwrap();
+    let out = journal(
+        &state,
+        &["verify", path.to_str().unwrap(), "--head", new_head],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
 }

@@ -145,6 +145,8 @@ fn prune_deletes_only_journals_older_than_the_age() {
     let day = Duration::from_secs(86_400);
     for (name, age) in [
         ("old.jsonl", 40 * day),
+        ("old.jsonl.lock", 40 * day),
+        ("held.jsonl", 50 * day),
         ("recent.jsonl", 2 * day),
         ("fresh.jsonl", Duration::ZERO),
         ("notes.txt", 90 * day),
@@ -162,17 +164,38 @@ fn prune_deletes_only_journals_older_than_the_age() {
         v
     };
 
+    // A run some process is carrying on (its lock held) is never pruned.
+    let held =
+        toolhost::journal::RunLock::acquire(&runs.join("held.jsonl"), "resume", false).unwrap();
+
     let out = journal(state.path(), &["prune", "--older-than", "30d", "--dry-run"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.stdout,
         "would delete old\nwould delete 1 run(s) older than 30d\n"
     );
-    assert_eq!(present().len(), 4);
+    assert_eq!(present().len(), 7);
 
     let out = journal(state.path(), &["prune", "--older-than", "30d"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout, "deleted old\ndeleted 1 run(s) older than 30d\n");
+    // The pruned run's lock file went with it.
+    assert_eq!(
+        present(),
+        [
+            "fresh.jsonl",
+            "held.jsonl",
+            "held.jsonl.lock",
+            "notes.txt",
+            "recent.jsonl"
+        ]
+    );
+    drop(held);
+    let out = journal(state.path(), &["prune", "--older-than", "30d"]);
+    assert_eq!(
+        out.stdout,
+        "deleted held\ndeleted 1 run(s) older than 30d\n"
+    );
     assert_eq!(present(), ["fresh.jsonl", "notes.txt", "recent.jsonl"]);
 
     let out = journal(state.path(), &["prune", "--older-than", "24h"]);
