@@ -17,8 +17,8 @@
 //! - `fuzz`: the `hog` tool calling host functions in random order with random sizes,
 //!   over many seeds: the same bounds hold and the host stays alive.
 
-mod bounds;
 mod audit;
+mod bounds;
 mod files;
 mod fuzz;
 mod limits;
