@@ -10,6 +10,7 @@
 //! unaudited.
 
 mod bound;
+pub(crate) use self::bound::cut_to;
 mod log;
 
 use serde::Serialize;

@@ -73,13 +73,9 @@ fn resolve_addresses(
     Ok((result,))
 }
 
-/// The first bytes of an over-long name and its length, for the audit.
+/// The first 64 bytes of an over-long name, its length and a digest, for the audit.
 fn cut(name: &str) -> String {
-    let mut end = 64.min(name.len());
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &name[..end], name.len())
+    super::audit::cut_to(name, 64)
 }
 
 /// wasmtime-wasi refuses a lookup without the grant with `permanent-resolver-failure`,
@@ -101,7 +97,7 @@ mod tests {
         let name = "é".repeat(100);
         let shown = cut(&name);
         assert!(shown.starts_with(&"é".repeat(32)), "{shown}");
-        assert!(shown.ends_with("… (200 bytes)"), "{shown}");
+        assert!(shown.contains("…[200 bytes, sha256 "), "{shown}");
     }
 
     #[test]

@@ -10,17 +10,32 @@ pub const MAX_VALUE_BYTES: usize = 512;
 /// `s` if short enough, else its first bytes (on a character boundary) followed by
 /// `…[N bytes, sha256 PREFIX]`.
 pub fn cut(s: &mut String) {
-    if s.len() <= MAX_VALUE_BYTES {
-        return;
+    if s.len() > MAX_VALUE_BYTES {
+        *s = cut_str(s);
+    }
+}
+
+/// [`cut`] of a borrowed value, without copying the whole of a long one first.
+pub fn cut_str(s: &str) -> String {
+    cut_to(s, MAX_VALUE_BYTES)
+}
+
+/// `s` if at most `max` bytes, else its first bytes, its length and a digest prefix.
+pub fn cut_to(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
     }
     let digest = crate::cache::sha256_hex(s.as_bytes());
-    let mut end = MAX_VALUE_BYTES;
+    let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    let len = s.len();
-    s.truncate(end);
-    s.push_str(&format!("…[{len} bytes, sha256 {}]", &digest[..16]));
+    format!(
+        "{}…[{} bytes, sha256 {}]",
+        &s[..end],
+        s.len(),
+        &digest[..16]
+    )
 }
 
 /// `event` with every value cut to [`MAX_VALUE_BYTES`].
