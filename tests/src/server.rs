@@ -10,6 +10,8 @@
 //! - `/slow?MS[&TAG]`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
 //! - `/huge?BYTES`: 200 with a body of BYTES `x`s;
 //! - `/never`: reads the request and answers nothing for [`MAX_WAIT`], then hangs up;
+//! - `/early`: answers 200 `early` as soon as the request head is in, without reading the
+//!   body, and hangs up (a client still sending a body sees its connection reset);
 //! - `/v1/traces`: 200, `application/x-protobuf`, empty (an OTLP/HTTP collector's
 //!   success; the export is in [`Server::received`]);
 //! - `/unavailable…` (any path under it): 503 `unavailable` (a collector that is down);
@@ -117,9 +119,20 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
         );
         return;
     }
-    let Some(request) = read_request(&mut reader) else {
+    let Some(mut request) = read_head(&mut reader) else {
         return;
     };
+    if request.target.starts_with("/early") {
+        log.lock().expect("lock").push(request);
+        let _ = reply(&mut out, 200, "text/plain", &[], b"early");
+        // Unread body bytes make the close a reset, which the sender sees.
+        let _ = out.shutdown(std::net::Shutdown::Both);
+        return;
+    }
+    let Some(body) = read_body(&mut reader, &request) else {
+        return;
+    };
+    request.body = body;
     log.lock().expect("lock").push(request.clone());
     let (path, query) = match request.target.split_once('?') {
         Some((p, q)) => (p, q),
@@ -171,7 +184,8 @@ fn echo(r: &Received) -> Value {
     })
 }
 
-fn read_request(reader: &mut impl BufRead) -> Option<Received> {
+/// The request line and headers; the body is left unread (empty).
+fn read_head(reader: &mut impl BufRead) -> Option<Received> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let mut parts = line.split_whitespace();
@@ -188,27 +202,28 @@ fn read_request(reader: &mut impl BufRead) -> Option<Received> {
         let (name, value) = line.split_once(':')?;
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
     }
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
-    let body = if let Some(len) = header("content-length") {
-        let mut body = vec![0; len.parse().ok()?];
-        reader.read_exact(&mut body).ok()?;
-        body
-    } else if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
-        read_chunked(reader)?
-    } else {
-        Vec::new()
-    };
     Some(Received {
         method,
         target,
         headers,
-        body,
+        body: Vec::new(),
     })
+}
+
+/// The body `head` announces: by length, chunked, or none.
+fn read_body(reader: &mut impl BufRead, head: &Received) -> Option<Vec<u8>> {
+    if let Some(len) = head.header("content-length") {
+        let mut body = vec![0; len.parse().ok()?];
+        reader.read_exact(&mut body).ok()?;
+        Some(body)
+    } else if head
+        .header("transfer-encoding")
+        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
+    {
+        read_chunked(reader)
+    } else {
+        Some(Vec::new())
+    }
 }
 
 fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
