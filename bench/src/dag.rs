@@ -6,11 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::engine::{
-    ApprovalMode, Catalog, Engine, Entry, Quiet, RunConfig, Script, ScriptedPlanner, StopReason,
-    Unattended,
-};
-use toolhost::{Gate, Policy, Runtime, RuntimeConfig};
+use toolhost_engine::{ApprovalMode, Catalog, Engine, Entry, Quiet, RunConfig, Script, ScriptedPlanner, StopReason, Unattended};
+use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
 use toolhost_tests::server::Server;
 
 use super::{Figure, Scale, median};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{Capabilities, Limits, Runtime, RuntimeConfig};
+use toolhost_runtime::{Capabilities, Limits, Runtime, RuntimeConfig};
 
 use super::{Figure, Scale, median, us};
 

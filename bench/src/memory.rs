@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost::{Capabilities, Limits, Runtime, RuntimeConfig};
+use toolhost_runtime::{Capabilities, Limits, Runtime, RuntimeConfig};
 
 use super::{Figure, Scale};
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::{Capabilities, Limits, Metering, Runtime, RuntimeConfig, Tool};
+use toolhost_runtime::{Capabilities, Limits, Metering, Runtime, RuntimeConfig, Tool};
 
 use super::{Figure, Scale, median};
 

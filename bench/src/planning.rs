@@ -7,13 +7,10 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost::engine::planner::PlanFuture;
-use toolhost::engine::{
-    ApprovalMode, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig, Script,
-    ScriptedPlanner, Spent, StopReason, Unattended, Usage,
-};
-use toolhost::llm::{LlmConfig, ProviderKind, prompt};
-use toolhost::{Gate, Policy, Runtime, RuntimeConfig};
+use toolhost_engine::planner::PlanFuture;
+use toolhost_engine::{ApprovalMode, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig, Script, ScriptedPlanner, Spent, StopReason, Unattended, Usage};
+use toolhost_llm::{LlmConfig, ProviderKind, prompt};
+use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
 
 use super::Figure;
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use toolhost::{Runtime, RuntimeConfig};
+use toolhost_runtime::{Runtime, RuntimeConfig};
 use toolhost_lang_tools::path;
 
 use super::{Figure, Scale, median};

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use toolhost::{Runtime, RuntimeConfig};
+use toolhost_runtime::{Runtime, RuntimeConfig};
 
 use super::{Figure, Scale, median};
 

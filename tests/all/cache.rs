@@ -1,8 +1,8 @@
 //! The compiled cache: a second start loads instead of compiling; bad entries are rebuilt.
 
 use serde_json::Value;
-use toolhost::tool::Compiled;
-use toolhost::{Runtime, RuntimeConfig};
+use toolhost_runtime::tool::Compiled;
+use toolhost_runtime::{Runtime, RuntimeConfig};
 use toolhost_tests::{cli, path};
 
 fn runtime(dir: &std::path::Path) -> Runtime {
@@ -122,7 +122,7 @@ fn a_wrong_digest_hint_never_loads_another_tool() {
     let loaded = runtime(dir.path()).load(path("calc").as_ref()).unwrap();
     assert_eq!(loaded.digest, calc.digest);
     assert_eq!(loaded.compiled, Compiled::FromCache);
-    let ops = |t: &toolhost::tool::Tool| {
+    let ops = |t: &toolhost_runtime::tool::Tool| {
         t.operations
             .iter()
             .map(|o| o.name.clone())

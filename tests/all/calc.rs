@@ -1,5 +1,5 @@
 use serde_json::json;
-use toolhost::ErrorKind;
+use toolhost_runtime::ErrorKind;
 use toolhost_tests::{call, cli, path};
 
 #[test]

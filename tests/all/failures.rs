@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::{CallError, Capabilities, ErrorKind, Limits};
+use toolhost_runtime::{CallError, Capabilities, ErrorKind, Limits};
 use toolhost_tests::{call, call_with, runtime, tool};
 
 fn limits() -> Limits {
@@ -14,7 +14,7 @@ fn limits() -> Limits {
     }
 }
 
-fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost::CallOutcome {
+fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost_runtime::CallOutcome {
     call_with("misbehave", op, args, &Capabilities::none(), limits)
 }
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, Limits};
+use toolhost_runtime::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, Limits};
 use toolhost_tests::server::{Server, TEXT};
 use toolhost_tests::{call_with, cli, path};
 

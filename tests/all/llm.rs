@@ -19,11 +19,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost::engine::{
-    ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
-};
-use toolhost::llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
-use toolhost::{Gate, Runtime};
+use toolhost_engine::{ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended};
+use toolhost_llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
+use toolhost_runtime::{Gate, Runtime};
 
 use self::mock::Mock;
 

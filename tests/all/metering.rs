@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{CallError, Capabilities, Limits, Metering, Runtime, RuntimeConfig};
+use toolhost_runtime::{CallError, Capabilities, Limits, Metering, Runtime, RuntimeConfig};
 use toolhost_tests::{block_on, path};
 
 fn runtime(metering: Metering) -> Runtime {

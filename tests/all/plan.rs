@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::engine::{Catalog, Plan, ProblemKind, plan_schema, validate};
+use toolhost_engine::{Catalog, Plan, ProblemKind, plan_schema, validate};
 use toolhost_tests::{cli, path};
 
 fn catalog(policy: &str) -> Catalog {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallError, Decision, ErrorKind, Gate, Policy};
+use toolhost_runtime::{AuditEvent, CallError, Decision, ErrorKind, Gate, Policy};
 use toolhost_tests::{block_on, cli, path, runtime, tool};
 
 /// Writes `text` as `policy.toml` in a fresh temp dir; returns the dir (keep it alive).

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{CallError, Capabilities, Limits, Runtime, RuntimeConfig, Tool};
+use toolhost_runtime::{CallError, Capabilities, Limits, Runtime, RuntimeConfig, Tool};
 use toolhost_tests::{block_on, path, runtime};
 
 /// Reports what it finds of an earlier call (a word of memory, a global, grown memory and
@@ -48,7 +48,7 @@ fn pool_of(n: u32) -> Runtime {
 fn the_default_runtime_pools_instances() {
     assert_eq!(
         RuntimeConfig::default().pooling,
-        Some(toolhost::runtime::DEFAULT_POOL)
+        Some(toolhost_runtime::runtime::DEFAULT_POOL)
     );
 }
 
@@ -71,14 +71,14 @@ fn a_recycled_slot_holds_nothing_of_the_previous_call() {
 }
 
 /// Calls `sleep` (150 ms) once per entry of `limits`, all at once, in that order.
-fn sleepers(rt: &Runtime, tool: &Tool, limits: &[Limits]) -> Vec<toolhost::CallOutcome> {
+fn sleepers(rt: &Runtime, tool: &Tool, limits: &[Limits]) -> Vec<toolhost_runtime::CallOutcome> {
     let args = json!({"ms": 150});
     let caps = Capabilities::none();
     let mut calls: Vec<_> = limits
         .iter()
         .map(|l| Box::pin(rt.call(tool, "sleep", &args, &caps, l)))
         .collect();
-    let mut done: Vec<Option<toolhost::CallOutcome>> = calls.iter().map(|_| None).collect();
+    let mut done: Vec<Option<toolhost_runtime::CallOutcome>> = calls.iter().map(|_| None).collect();
     block_on(std::future::poll_fn(|cx| {
         for (call, out) in calls.iter_mut().zip(done.iter_mut()) {
             if out.is_none()

@@ -2,7 +2,7 @@
 //! recorded when they are used.
 
 use serde_json::json;
-use toolhost::{AuditEvent, Capabilities, Decision, ErrorKind, Limits};
+use toolhost_runtime::{AuditEvent, Capabilities, Decision, ErrorKind, Limits};
 use toolhost_tests::{call, call_with, cli, path};
 
 #[test]
@@ -219,7 +219,7 @@ fn two_file_grants(root: &std::path::Path) -> Capabilities {
         let host = root.join(dir).join(name);
         std::fs::write(&host, name).unwrap();
         let guest = format!("/config/{guest}.conf");
-        files.push(toolhost::policy::file_grant(&host, &guest, false).unwrap());
+        files.push(toolhost_runtime::policy::file_grant(&host, &guest, false).unwrap());
     }
     Capabilities {
         files,
@@ -253,7 +253,7 @@ fn a_guest_directory_cannot_be_a_file_grant_and_a_directory_grant() {
     let root = tempfile::tempdir().unwrap();
     let mut caps = two_file_grants(root.path());
     caps.files
-        .push(toolhost::FileGrant::dir(root.path(), "/config", false));
+        .push(toolhost_runtime::FileGrant::dir(root.path(), "/config", false));
     let err = call_with("misbehave", "args", json!({}), &caps, &Limits::default())
         .result
         .unwrap_err();

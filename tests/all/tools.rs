@@ -1,7 +1,7 @@
 //! The text, json and fs tools, called through the host.
 
 use serde_json::json;
-use toolhost::{CallError, ErrorKind, Limits};
+use toolhost_runtime::{CallError, ErrorKind, Limits};
 use toolhost_tests::{call, call_with};
 
 #[test]

@@ -1,7 +1,7 @@
 //! JSON → component values → guest → values → JSON, end to end through typesink.
 
 use serde_json::json;
-use toolhost::ErrorKind;
+use toolhost_runtime::ErrorKind;
 use toolhost_tests::{call, tool};
 
 fn ticket() -> serde_json::Value {
@@ -90,7 +90,7 @@ fn err_values_are_tool_errors_with_their_value() {
     assert_eq!(err.kind(), ErrorKind::ToolError);
     assert_eq!(
         err,
-        toolhost::CallError::ToolError {
+        toolhost_runtime::CallError::ToolError {
             value: json!("urgent")
         }
     );

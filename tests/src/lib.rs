@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use toolhost::{CallOutcome, Capabilities, FileGrant, Limits, Runtime, RuntimeConfig, Tool};
+use toolhost_runtime::{CallOutcome, Capabilities, FileGrant, Limits, Runtime, RuntimeConfig, Tool};
 
 /// The runtime shared by tests that do not test the cache (no disk cache).
 pub fn runtime() -> &'static Runtime {
@@ -32,20 +32,20 @@ pub fn tools_dir() -> String {
 
 /// The tools of `policy`, one per section and named after it (from [`tool`]); relative
 /// grants are under `base`.
-pub fn catalog_in(policy: &str, base: &std::path::Path) -> toolhost::engine::Catalog {
-    let p = toolhost::Policy::parse("test.toml", policy, base).expect("a valid policy");
+pub fn catalog_in(policy: &str, base: &std::path::Path) -> toolhost_engine::Catalog {
+    let p = toolhost_runtime::Policy::parse("test.toml", policy, base).expect("a valid policy");
     let tools = p
         .tools
         .into_values()
         .map(|section| {
-            let entry = toolhost::engine::Entry {
+            let entry = toolhost_engine::Entry {
                 tool: tool(&section.name),
                 policy: section.clone(),
             };
             (section.name, entry)
         })
         .collect();
-    toolhost::engine::Catalog { tools }
+    toolhost_engine::Catalog { tools }
 }
 
 /// Path of a built component (`calc`, `misbehave`, …, or the Python and JavaScript

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::engine::{Budget, Mode, Price, RunConfig, StepStatus, StopReason};
+use toolhost_engine::{Budget, Mode, Price, RunConfig, StepStatus, StopReason};
 
 use super::{Recording, catalog, error_kind, ids, record, run};
 
@@ -122,7 +122,7 @@ fn the_wall_time_budget_cuts_a_step_short_and_stops_the_run() {
 
 /// Step-wise turns, each charged `usage` tokens; returns the report and the number of
 /// planner calls actually made.
-fn token_run(usage: Value, config: RunConfig) -> (toolhost::engine::RunReport, usize) {
+fn token_run(usage: Value, config: RunConfig) -> (toolhost_engine::RunReport, usize) {
     let turn = json!({"tool": "calc", "operation": "eval", "arguments": {"expression": "1 + 1"}});
     let mut planner = Recording::new(json!({
         "turns": [turn, turn, turn, turn, {"stop": true}],

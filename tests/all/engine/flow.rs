@@ -2,7 +2,7 @@
 //! evaluator's checks, and rate limits that hold across the run.
 
 use serde_json::{Value, json};
-use toolhost::engine::{RunConfig, RunReport, StepRecord, StepStatus, StopReason, Verdict};
+use toolhost_engine::{RunConfig, RunReport, StepRecord, StepStatus, StopReason, Verdict};
 
 use super::{Recording, catalog, catalog_in, error_kind, ids, record, run};
 
@@ -194,7 +194,7 @@ fn the_rate_limit_holds_across_the_steps_of_a_run() {
 
 #[test]
 fn an_evaluator_tool_judges_each_output() {
-    use toolhost::engine::{EvaluatorConfig, Reaction, StopReason, Verdict};
+    use toolhost_engine::{EvaluatorConfig, Reaction, StopReason, Verdict};
 
     let config = RunConfig {
         evaluator: EvaluatorConfig {
@@ -248,7 +248,7 @@ fn a_step_wise_planner_can_hand_the_rest_to_a_plan() {
         {"stop": true, "answer": "never asked"}
     ]}));
     let config = RunConfig {
-        mode: toolhost::engine::Mode::StepWise,
+        mode: toolhost_engine::Mode::StepWise,
         ..RunConfig::default()
     };
     let report = run(

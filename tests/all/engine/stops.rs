@@ -3,9 +3,7 @@
 //! `cancelled`.
 
 use serde_json::json;
-use toolhost::engine::{
-    EvaluatorConfig, Mode, ProblemKind, Reaction, RunConfig, StepStatus, StopReason, Verdict,
-};
+use toolhost_engine::{EvaluatorConfig, Mode, ProblemKind, Reaction, RunConfig, StepStatus, StopReason, Verdict};
 
 use super::{Recording, catalog, catalog_in, error_kind, ids, record, run};
 
@@ -268,8 +266,8 @@ fn a_turn_below_the_confidence_threshold_escalates_unattended() {
 fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
     use std::sync::Arc;
 
-    use toolhost::Gate;
-    use toolhost::engine::{ApprovalMode, Cancel, Engine, Quiet, Unattended};
+    use toolhost_runtime::Gate;
+    use toolhost_engine::{ApprovalMode, Cancel, Engine, Quiet, Unattended};
 
     let mut planner = Recording::new(json!({"plan": {"goal": "wait", "steps": [
         {"id": "long", "tool": "misbehave", "operation": "sleep", "args": {"ms": 30000}},
@@ -283,7 +281,7 @@ fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
         rt: super::rt(),
         catalog,
         config: RunConfig {
-            budgets: toolhost::engine::Budgets {
+            budgets: toolhost_engine::Budgets {
                 max_wall_ms: 120_000,
                 ..Default::default()
             },

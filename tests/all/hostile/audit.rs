@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallError, Capabilities, Decision, ErrorKind, Limits};
+use toolhost_runtime::{AuditEvent, CallError, Capabilities, Decision, ErrorKind, Limits};
 use toolhost_tests::server::Server;
 
 use super::{assert_event, attack};
@@ -217,7 +217,7 @@ fn event_of(v: &Value) -> AuditEvent {
     }
 }
 
-fn denied_opens(out: &toolhost::CallOutcome) -> usize {
+fn denied_opens(out: &toolhost_runtime::CallOutcome) -> usize {
     out.report
         .events
         .iter()
@@ -423,7 +423,7 @@ fn denials_are_logged_at_the_default_level() {
 
 #[test]
 fn policy_limits_set_the_write_argument_and_audit_caps() {
-    let p = toolhost::Policy::parse(
+    let p = toolhost_runtime::Policy::parse(
         "p.toml",
         "version = 1\n[defaults.limits]\nmax_audit_bytes = 65536\n[tools.misbehave]\n\
          limits = { max_written_bytes = 1048576, max_file_bytes = 2048, max_args_bytes = 100 }\n",

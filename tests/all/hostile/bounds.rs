@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::limits::{DEADLINE_SLACK, MAX_RANDOM_DRAW};
-use toolhost::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, ErrorKind, Limits};
+use toolhost_runtime::limits::{DEADLINE_SLACK, MAX_RANDOM_DRAW};
+use toolhost_runtime::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, ErrorKind, Limits};
 use toolhost_tests::{grant_dir, runtime, tool};
 
 use super::{assert_event, attack};
@@ -437,11 +437,11 @@ fn a_scheme_other_than_http_is_refused_and_recorded() {
 fn a_policy_sets_the_host_budget_and_the_resource_cap() {
     let text =
         "version = 1\n[tools.hog]\nlimits = { max_host_bytes = 1048576, max_resources = 32 }\n";
-    let p = toolhost::Policy::parse("p.toml", text, std::path::Path::new(".")).unwrap();
+    let p = toolhost_runtime::Policy::parse("p.toml", text, std::path::Path::new(".")).unwrap();
     let l = &p.tools["hog"].limits;
     assert_eq!((l.max_host_bytes, l.max_resources), (1 << 20, 32));
     let zero = "version = 1\n[tools.hog]\nlimits = { max_resources = 0 }\n";
-    let err = toolhost::Policy::parse("p.toml", zero, std::path::Path::new("."))
+    let err = toolhost_runtime::Policy::parse("p.toml", zero, std::path::Path::new("."))
         .unwrap_err()
         .to_string();
     assert!(

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, FileGrant, Limits};
+use toolhost_runtime::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, FileGrant, Limits};
 
 use super::{assert_denial_recorded, assert_event, attack};
 
@@ -325,7 +325,7 @@ impl FileTree {
 
     fn grant(&self, write: bool) -> Capabilities {
         let grant: FileGrant =
-            toolhost::policy::file_grant(&self.conf(), "/config/app.conf", write).unwrap();
+            toolhost_runtime::policy::file_grant(&self.conf(), "/config/app.conf", write).unwrap();
         Capabilities {
             files: vec![grant],
             ..Capabilities::none()

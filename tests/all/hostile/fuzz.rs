@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::limits::DEADLINE_SLACK;
-use toolhost::{Capabilities, ErrorKind, Limits};
+use toolhost_runtime::limits::DEADLINE_SLACK;
+use toolhost_runtime::{Capabilities, ErrorKind, Limits};
 use toolhost_tests::{runtime, tool};
 
 use super::bounds::{assert_fds_back, fds, peak_rss_growth, rss_bound};

@@ -7,9 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::{
-    AuditEvent, CallError, Capabilities, Decision, ErrorKind, Gate, Limits, Policy, Tool,
-};
+use toolhost_runtime::{AuditEvent, CallError, Capabilities, Decision, ErrorKind, Gate, Limits, Policy, Tool};
 use toolhost_tests::{block_on, runtime, tool};
 
 use super::{assert_event, attack, attack_tool};
@@ -22,18 +20,18 @@ fn limits() -> Limits {
     }
 }
 
-fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost::CallOutcome {
+fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost_runtime::CallOutcome {
     attack("misbehave", op, args, &Capabilities::none(), limits)
 }
 
-fn limit_event(outcome: &toolhost::CallOutcome, name: &str) {
+fn limit_event(outcome: &toolhost_runtime::CallOutcome, name: &str) {
     assert_event(
         outcome,
         |e| matches!(e, AuditEvent::Limit { limit, .. } if limit == name),
     );
 }
 
-fn trap_event(outcome: &toolhost::CallOutcome, kind: &str) {
+fn trap_event(outcome: &toolhost_runtime::CallOutcome, kind: &str) {
     assert_event(
         outcome,
         |e| matches!(e, AuditEvent::Trap { kind: k, .. } if k == kind),

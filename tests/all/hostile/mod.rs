@@ -27,7 +27,7 @@ mod net;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallOutcome, Capabilities, Limits, Tool};
+use toolhost_runtime::{AuditEvent, CallOutcome, Capabilities, Limits, Tool};
 use toolhost_tests::{runtime, tool};
 
 /// Runs `op` of tool `name` with `caps` and `limits` while a benign `calc` call runs

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallError, Capabilities, Decision, Limits};
+use toolhost_runtime::{AuditEvent, CallError, Capabilities, Decision, Limits};
 use toolhost_tests::server::Server;
 
 use super::{assert_event, attack};

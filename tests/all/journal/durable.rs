@@ -5,11 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use toolhost::engine::{
-    ApprovalMode, Engine, Observer, RunConfig, Script, ScriptedPlanner, Step, StopReason,
-    Unattended,
-};
-use toolhost::{Gate, Runtime};
+use toolhost_engine::{ApprovalMode, Engine, Observer, RunConfig, Script, ScriptedPlanner, Step, StopReason, Unattended};
+use toolhost_runtime::{Gate, Runtime};
 use toolhost_tests::server::Server;
 
 /// What the observer saw: syncs asked for, and starts that reached the server before the

@@ -148,7 +148,7 @@ fn verify_passes_a_clean_journal_and_catches_each_kind_of_tampering() {
     let mut rechained = edited.clone();
     for i in at + 1..n {
         let mut r: Value = serde_json::from_str(&rechained[i]).unwrap();
-        r["prev"] = toolhost::cache::sha256_hex(rechained[i - 1].as_bytes()).into();
+        r["prev"] = toolhost_runtime::cache::sha256_hex(rechained[i - 1].as_bytes()).into();
         rechained[i] = serde_json::to_string(&r).unwrap();
     }
     let file = write(dir, "rechained.jsonl", &rechained);

@@ -166,7 +166,7 @@ fn prune_deletes_only_journals_older_than_the_age() {
 
     // A run some process is carrying on (its lock held) is never pruned.
     let held =
-        toolhost::journal::RunLock::acquire(&runs.join("held.jsonl"), "resume", false).unwrap();
+        toolhost_journal::RunLock::acquire(&runs.join("held.jsonl"), "resume", false).unwrap();
 
     let out = journal(state.path(), &["prune", "--older-than", "30d", "--dry-run"]);
     assert_eq!(out.code, 0, "{out:?}");

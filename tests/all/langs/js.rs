@@ -2,7 +2,7 @@
 //! against loopback test servers only.
 
 use serde_json::{Value, json};
-use toolhost::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, Limits};
+use toolhost_runtime::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, Limits};
 use toolhost_tests::server::Server;
 use toolhost_tests::{call_with, path};
 

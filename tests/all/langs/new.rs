@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
-use toolhost::{Capabilities, Limits};
+use toolhost_runtime::{Capabilities, Limits};
 use toolhost_tests::{block_on, cli, runtime};
 
 use super::built;

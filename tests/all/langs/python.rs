@@ -1,7 +1,7 @@
 //! `table`, the Python tool: CSV summaries from text or from granted files.
 
 use serde_json::{Value, json};
-use toolhost::{CallError, CallOutcome, Capabilities, Limits};
+use toolhost_runtime::{CallError, CallOutcome, Capabilities, Limits};
 use toolhost_tests::{call, path};
 
 use super::{built, inspect, operation, operation_names};

@@ -2,8 +2,8 @@
 //! the planner schema; `x-api-key` and `anthropic-version`; usage charged; both modes.
 
 use serde_json::json;
-use toolhost::engine::{Mode, StopReason, plan_schema};
-use toolhost::llm::ProviderKind;
+use toolhost_engine::{Mode, StopReason, plan_schema};
+use toolhost_llm::ProviderKind;
 
 use super::mock::{Mock, anthropic};
 use super::{KEY, calc, config, mode, planner, run};

@@ -2,8 +2,8 @@
 //! the fall-back to `json_object` when a server rejects `json_schema`.
 
 use serde_json::json;
-use toolhost::engine::{Mode, StopReason};
-use toolhost::llm::{LlmPlanner, ProviderKind};
+use toolhost_engine::{Mode, StopReason};
+use toolhost_llm::{LlmPlanner, ProviderKind};
 
 use super::mock::{Canned, Mock, openai};
 use super::{calc, config, mode, run, strict_turn};

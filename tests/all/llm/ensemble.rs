@@ -3,10 +3,8 @@
 //! strong model, which keeps it; every call is charged at its own model's price.
 
 use serde_json::{Value, json};
-use toolhost::engine::{
-    Ensemble, EnsembleConfig, Mode, Planner, Price, RunConfig, RunReport, StopReason,
-};
-use toolhost::llm::ProviderKind;
+use toolhost_engine::{Ensemble, EnsembleConfig, Mode, Planner, Price, RunConfig, RunReport, StopReason};
+use toolhost_llm::ProviderKind;
 
 use super::mock::{Mock, openai};
 use super::{calc, config, mode, planner, run, strict_plan, strict_step, strict_turn};

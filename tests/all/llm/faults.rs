@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::engine::{Budget, Budgets, Mode, RunConfig, StopReason};
-use toolhost::llm::ProviderKind;
+use toolhost_engine::{Budget, Budgets, Mode, RunConfig, StopReason};
+use toolhost_llm::ProviderKind;
 
 use super::mock::{Canned, Mock, openai};
 use super::{KEY, calc, config, mode, planner, run, strict_plan, strict_step};
@@ -37,7 +37,7 @@ fn escalation(stop: &StopReason) -> &str {
 
 /// Runs a plan whose first request is answered `refusal` with `Retry-After: value`:
 /// the run completes, after at least a second (backoff alone would wait 10 ms).
-fn waits_at_least_a_second(refusal: Canned, value: &str) -> toolhost::engine::RunReport {
+fn waits_at_least_a_second(refusal: Canned, value: &str) -> toolhost_engine::RunReport {
     let mock = Mock::start(vec![refusal.header("retry-after", value), good()]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let t = Instant::now();

@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use serde_json::json;
-use toolhost::engine::{Mode, StepStatus, StopReason};
-use toolhost::llm::ProviderKind;
+use toolhost_engine::{Mode, StepStatus, StopReason};
+use toolhost_llm::ProviderKind;
 
 use super::mock::{Mock, openai};
 use super::{catalog_in, config, mode, planner, run, strict_turn};

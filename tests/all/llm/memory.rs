@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolhost::engine::PlanMemory;
+use toolhost_engine::PlanMemory;
 use toolhost_tests::cli;
 
 use super::mock::{Canned, Mock, openai};

@@ -2,8 +2,8 @@
 //! charged, both planning modes.
 
 use serde_json::json;
-use toolhost::engine::{Mode, RunConfig, StopReason};
-use toolhost::llm::ProviderKind;
+use toolhost_engine::{Mode, RunConfig, StopReason};
+use toolhost_llm::ProviderKind;
 
 use super::mock::{Mock, openai};
 use super::{KEY, calc, config, mode, planner, run, strict_plan, strict_step, strict_turn};
@@ -27,7 +27,7 @@ fn a_plan_runs_end_to_end_and_the_request_has_the_real_shape() {
     let mut cfg = RunConfig::default();
     cfg.prices.insert(
         "gpt-4o-mini".into(),
-        toolhost::engine::Price {
+        toolhost_engine::Price {
             input_per_mtok: 0.15,
             output_per_mtok: 0.6,
         },

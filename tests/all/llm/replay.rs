@@ -3,8 +3,8 @@
 //! answering the wrong question; the CLI's `--record` and `--planner replay`.
 
 use serde_json::{Value, json};
-use toolhost::engine::{Mode, Planner, RunReport, StopReason};
-use toolhost::llm::{ProviderKind, Recorder, ReplayPlanner};
+use toolhost_engine::{Mode, Planner, RunReport, StopReason};
+use toolhost_llm::{ProviderKind, Recorder, ReplayPlanner};
 use toolhost_tests::cli;
 
 use super::mock::{Canned, Mock, anthropic, openai};

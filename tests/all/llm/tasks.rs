@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use toolhost::engine::Task;
-use toolhost::engine::task::{PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost::llm::{ProviderKind, Structured};
+use toolhost_engine::Task;
+use toolhost::task::{PlannerKind, PlannerOverrides, PlannerSpec};
+use toolhost_llm::{ProviderKind, Structured};
 
 fn task(planner: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();

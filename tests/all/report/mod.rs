@@ -225,7 +225,7 @@ fn record_kinds_it_does_not_know_are_shown_not_fatal() {
     let resumed = serde_json::json!({
         "seq": n + 1,
         "ts": serde_json::from_str::<Value>(&last).unwrap()["ts"],
-        "prev": toolhost::cache::sha256_hex(last.as_bytes()),
+        "prev": toolhost_runtime::cache::sha256_hex(last.as_bytes()),
         "kind": "resumed",
         "data": {"from_seq": n, "note": "<i>a newer toolhost</i>"},
     });

@@ -1,0 +1,276 @@
+//! The terminal approver of `toolhost run --approve`: shows the validated plan with each
+//! step's capabilities from the policy, and asks to approve, edit (in `$EDITOR`, then the
+//! engine validates it again) or reject; sensitive steps are asked about again just
+//! before they run.
+
+use std::io::{BufRead, Write};
+
+use toolhost_engine::approval::{Approver, PlanDecision, StepDecision};
+use toolhost_engine::validate::{Catalog, ValidPlan};
+use toolhost_engine::{Plan, Step};
+use toolhost_runtime::grants::GrantKind;
+
+/// Runs an editor on a file.
+pub(crate) type Editor = Box<dyn FnMut(&std::path::Path) -> std::io::Result<()>>;
+
+/// Asks on `input`, shows on `output`.
+pub(crate) struct TerminalApprover<R, W> {
+    pub input: R,
+    pub output: W,
+    /// Runs the editor on a file; `None` uses `$EDITOR` (default `vi`).
+    pub editor: Option<Editor>,
+}
+
+/// The capabilities a step's tool has, one line each.
+pub(crate) fn capabilities(step: &Step, catalog: &Catalog) -> Vec<String> {
+    let Some(e) = catalog.tools.get(&step.tool) else {
+        return vec!["(unknown tool)".into()];
+    };
+    let c = &e.policy.capabilities;
+    let mut lines = Vec::new();
+    for f in &c.files {
+        lines.push(format!(
+            "files: {} ({}{})",
+            f.guest,
+            if f.write { "read-write" } else { "read" },
+            if f.kind == GrantKind::File {
+                ", single file"
+            } else {
+                ""
+            }
+        ));
+    }
+    for o in &c.network.http {
+        lines.push(format!("http: {o}"));
+    }
+    for t in &c.network.tcp {
+        lines.push(format!("tcp: {t}"));
+    }
+    if c.network.name_lookup {
+        lines.push("name lookup".into());
+    }
+    if !c.env.is_empty() {
+        let names: Vec<&str> = c.env.iter().map(|(k, _)| k.as_str()).collect();
+        lines.push(format!("env: {}", names.join(", ")));
+    }
+    if lines.is_empty() {
+        lines.push("no capabilities (pure computation)".into());
+    }
+    if e.policy.sensitive {
+        lines.push("sensitive: asks again before it runs".into());
+    }
+    lines
+}
+
+impl<R: BufRead, W: Write> TerminalApprover<R, W> {
+    fn ask(&mut self, prompt: &str) -> String {
+        let _ = write!(self.output, "{prompt}");
+        let _ = self.output.flush();
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) | Err(_) => String::new(),
+            Ok(_) => line.trim().to_ascii_lowercase(),
+        }
+    }
+
+    fn show(&mut self, plan: &ValidPlan, catalog: &Catalog) {
+        let p = &plan.plan;
+        let _ = writeln!(
+            self.output,
+            "Plan for: {} (revision {})",
+            p.goal, p.revision
+        );
+        for id in &plan.order {
+            let Some(step) = p.steps.iter().find(|s| &s.id == id) else {
+                continue;
+            };
+            let deps: Vec<&str> = plan.deps[id].iter().map(|d| d.as_str()).collect();
+            let _ = writeln!(
+                self.output,
+                "  {}  {}.{}  {}{}",
+                step.id,
+                step.tool,
+                step.operation,
+                step.args,
+                if deps.is_empty() {
+                    String::new()
+                } else {
+                    format!("  (after {})", deps.join(", "))
+                }
+            );
+            if !step.description.is_empty() {
+                let _ = writeln!(self.output, "      {}", step.description);
+            }
+            for line in capabilities(step, catalog) {
+                let _ = writeln!(self.output, "      - {line}");
+            }
+        }
+    }
+
+    fn edit(&mut self, plan: &Plan) -> Result<Plan, String> {
+        let mut file = tempfile::Builder::new()
+            .prefix("toolhost-plan-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| format!("cannot create a file to edit: {e}"))?;
+        let text = serde_json::to_string_pretty(plan).expect("plans serialise");
+        file.write_all(text.as_bytes())
+            .map_err(|e| format!("cannot write the plan to edit: {e}"))?;
+        let path = file.path().to_path_buf();
+        match &mut self.editor {
+            Some(run) => run(&path).map_err(|e| format!("the editor failed: {e}"))?,
+            None => {
+                let editor = std::env::var("EDITOR").unwrap_or_else(|_| "vi".into());
+                let status = std::process::Command::new(&editor)
+                    .arg(&path)
+                    .status()
+                    .map_err(|e| format!("cannot start `{editor}`: {e}"))?;
+                if !status.success() {
+                    return Err(format!("`{editor}` exited with {status}"));
+                }
+            }
+        }
+        let edited = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read the edited plan: {e}"))?;
+        serde_json::from_str(&edited).map_err(|e| format!("the edited plan is not a plan: {e}"))
+    }
+}
+
+impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
+    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        self.show(plan, catalog);
+        loop {
+            match self.ask("[a]pprove, [e]dit or [r]eject? ").as_str() {
+                "a" | "approve" | "y" | "yes" => return PlanDecision::Approve,
+                "r" | "reject" | "n" | "no" | "" => {
+                    return PlanDecision::Reject("the plan was rejected at review".into());
+                }
+                "e" | "edit" => match self.edit(&plan.plan) {
+                    Ok(edited) => return PlanDecision::Edit(edited),
+                    Err(why) => {
+                        let _ = writeln!(self.output, "{why}");
+                    }
+                },
+                other => {
+                    let _ = writeln!(self.output, "`{other}`: answer a, e or r");
+                }
+            }
+        }
+    }
+
+    fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
+        let _ = writeln!(
+            self.output,
+            "Step `{}` ({}.{} {}) needs approval: {why}",
+            step.id, step.tool, step.operation, step.args
+        );
+        for line in capabilities(step, catalog) {
+            let _ = writeln!(self.output, "      - {line}");
+        }
+        match self.ask("Run it? [y/N] ").as_str() {
+            "y" | "yes" => StepDecision::Approve,
+            _ => StepDecision::Reject("declined at the prompt".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::io::Cursor;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn plan() -> ValidPlan {
+        let plan: Plan = serde_json::from_value(json!({
+            "goal": "g",
+            "steps": [{"id": "s1", "tool": "calc", "operation": "eval", "args": {"expression": "1"}}]
+        }))
+        .unwrap();
+        let id = plan.steps[0].id.clone();
+        ValidPlan {
+            deps: BTreeMap::from([(id.clone(), BTreeSet::new())]),
+            order: vec![id],
+            plan,
+        }
+    }
+
+    fn approver(input: &str) -> TerminalApprover<Cursor<Vec<u8>>, Vec<u8>> {
+        TerminalApprover {
+            input: Cursor::new(input.as_bytes().to_vec()),
+            output: Vec::new(),
+            editor: None,
+        }
+    }
+
+    #[test]
+    fn shows_the_plan_and_takes_an_answer() {
+        let mut a = approver("what\na\n");
+        assert_eq!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Approve
+        );
+        let shown = String::from_utf8(a.output).unwrap();
+        assert!(
+            shown.contains("s1  calc.eval  {\"expression\":\"1\"}"),
+            "{shown}"
+        );
+        assert!(shown.contains("`what`: answer a, e or r"), "{shown}");
+        let mut a = approver("r\n");
+        assert!(matches!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Reject(_)
+        ));
+        // End of input is a rejection, never an approval.
+        let mut a = approver("");
+        assert!(matches!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Reject(_)
+        ));
+    }
+
+    #[test]
+    fn edits_in_the_editor() {
+        let mut a = approver("e\n");
+        a.editor = Some(Box::new(|path| {
+            let text = std::fs::read_to_string(path)?.replace("\"1\"", "\"2 + 2\"");
+            std::fs::write(path, text)
+        }));
+        match a.review_plan(&plan(), &Catalog::default()) {
+            PlanDecision::Edit(p) => assert_eq!(p.steps[0].args, json!({"expression": "2 + 2"})),
+            other => panic!("expected an edit, got {other:?}"),
+        }
+        // A broken edit is reported and asked again.
+        let mut a = approver("e\nr\n");
+        a.editor = Some(Box::new(|path| std::fs::write(path, "{not json")));
+        assert!(matches!(
+            a.review_plan(&plan(), &Catalog::default()),
+            PlanDecision::Reject(_)
+        ));
+        assert!(
+            String::from_utf8(a.output)
+                .unwrap()
+                .contains("the edited plan is not a plan")
+        );
+    }
+
+    #[test]
+    fn steps_need_an_explicit_yes() {
+        let step = plan().plan.steps[0].clone();
+        let c = Catalog::default();
+        assert_eq!(
+            approver("y\n").approve_step(&step, "sensitive", &c),
+            StepDecision::Approve
+        );
+        assert!(matches!(
+            approver("\n").approve_step(&step, "sensitive", &c),
+            StepDecision::Reject(_)
+        ));
+        assert!(matches!(
+            approver("").approve_step(&step, "sensitive", &c),
+            StepDecision::Reject(_)
+        ));
+    }
+}

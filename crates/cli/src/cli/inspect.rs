@@ -1,0 +1,102 @@
+//! `toolhost tool inspect`: operations, schemas, descriptions and imports of a component.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::{CmdResult, Failure, exit, load_tool};
+use toolhost_runtime::Runtime;
+use toolhost_runtime::tool::{Returns, Tool};
+
+/// Show a component's operations with their JSON Schemas, and what it imports.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The component (.wasm).
+    path: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+    let tool = load_tool(rt, &args.path)?;
+    let written = if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&to_json(&tool)).expect("JSON")
+        )
+    } else {
+        write_text(&tool, out)
+    };
+    written.map_err(|e| Failure::new(exit::LOAD, format!("cannot write output: {e}")))?;
+    Ok(exit::OK)
+}
+
+/// The machine-readable description of a tool.
+pub fn to_json(tool: &Tool) -> Value {
+    json!({
+        "name": tool.name,
+        "digest": format!("sha256:{}", tool.digest),
+        "description": tool.description,
+        "compiled": tool.compiled,
+        "docs": tool.docs_source,
+        "operations": tool.operations.iter().map(|op| json!({
+            "name": op.name,
+            "description": op.description,
+            "parameters": op.params_schema,
+            "result": op.result_schema,
+            "error": op.error_schema,
+        })).collect::<Vec<_>>(),
+        "imports": tool.imports,
+        "unsatisfied_imports": tool.unsatisfied_imports,
+    })
+}
+
+fn write_text(tool: &Tool, out: &mut dyn Write) -> std::io::Result<()> {
+    let compiled = match tool.compiled {
+        toolhost_runtime::tool::Compiled::Fresh => "compiled now",
+        toolhost_runtime::tool::Compiled::FromCache => "loaded from the compiled cache",
+    };
+    writeln!(
+        out,
+        "{}  sha256:{}  ({compiled})",
+        tool.name,
+        &tool.digest[..16]
+    )?;
+    if let Some(d) = &tool.description {
+        writeln!(out, "  {}", d.replace('\n', "\n  "))?;
+    }
+    writeln!(out, "\noperations:")?;
+    for op in &tool.operations {
+        let params: Vec<String> = op
+            .params
+            .iter()
+            .map(|(n, t)| format!("{n}: {}", t.wit_name()))
+            .collect();
+        let returns = match &op.returns {
+            Returns::Nothing => String::new(),
+            Returns::Value(t) => format!(" -> {}", t.wit_name()),
+            Returns::Fallible { ok, err } => format!(
+                " -> {}  (errors: {})",
+                ok.as_ref().map_or("()".into(), |t| t.wit_name()),
+                err.as_ref().map_or("()".into(), |t| t.wit_name())
+            ),
+        };
+        writeln!(out, "  {}({}){returns}", op.name, params.join(", "))?;
+        if let Some(d) = &op.description {
+            writeln!(out, "      {}", d.replace('\n', "\n      "))?;
+        }
+        writeln!(out, "      parameters: {}", op.params_schema)?;
+        writeln!(out, "      result:     {}", op.result_schema)?;
+    }
+    writeln!(out, "\nimports:")?;
+    for i in &tool.imports {
+        writeln!(out, "  {i}")?;
+    }
+    if let Some(why) = &tool.unsatisfied_imports {
+        writeln!(out, "\nnot provided by the host (trap if called): {why}")?;
+    }
+    Ok(())
+}

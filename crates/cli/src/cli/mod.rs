@@ -1,0 +1,286 @@
+//! The `toolhost` command line. One file per subcommand; this file holds the clap tree,
+//! exit codes and the shared runtime setup.
+
+mod approve;
+mod call;
+mod grants;
+mod inspect;
+mod journal;
+mod new;
+mod pack;
+mod plan;
+mod planner;
+mod policy;
+mod progress;
+mod replay;
+mod report;
+mod resume;
+mod run;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use toolhost_runtime::{Runtime, RuntimeConfig};
+
+/// Exit codes of `toolhost`, also listed in `--help`.
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// The tool returned an error value (`tool_error`).
+    pub const TOOL_ERROR: i32 = 1;
+    /// Bad command line, bad arguments, unknown operation.
+    pub const USAGE: i32 = 2;
+    /// A limit stopped the call: fuel, deadline, memory, result size, rate limit.
+    pub const LIMIT: i32 = 3;
+    /// The tool trapped: panic, stack overflow, any other trap, failed instantiation.
+    pub const TRAP: i32 = 4;
+    /// A capability was denied.
+    pub const DENIED: i32 = 5;
+    /// The component could not be loaded (unreadable, not a component, unsupported types).
+    pub const LOAD: i32 = 6;
+    /// `toolhost run`: the run stopped before completing (budget, replan limit,
+    /// evaluator, escalation, rejection).
+    pub const STOPPED: i32 = 7;
+    /// A journal is broken or torn (`toolhost journal verify`/`show`, `toolhost report`), or `toolhost run`
+    /// could not write its journal (the run stopped `journal_failed`).
+    pub const JOURNAL: i32 = 8;
+    /// `toolhost replay`: the replay diverged from the recorded run.
+    pub const DIVERGED: i32 = 9;
+    /// `toolhost resume`: another process is writing the run (its `run` or a `resume`).
+    pub const LOCKED: i32 = 10;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the tool returned an error value (kind `tool_error`)
+  2  usage error, bad arguments or unknown operation
+  3  a limit stopped the call (fuel_exhausted, timeout, memory_limit, output_limit,
+     rate_limited)
+  4  the tool trapped (panic, stack_overflow, trap, instantiate)
+  5  a capability was denied (denied)
+  6  the component could not be loaded
+  7  `toolhost run` stopped before completing (budget_exhausted, replan_limit,
+     evaluator_failed, escalated, rejected_by_human, cancelled)
+  8  a run journal is broken or torn, or could not be written (journal_failed)
+  9  `toolhost replay` diverged from the recorded run
+ 10  `toolhost resume`: another process is writing the run";
+
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about = "Run WebAssembly components as sandboxed agent tools", after_help = EXIT_CODES)]
+struct Cli {
+    /// Directory of the compiled-component cache [default: $XDG_CACHE_HOME/toolhost or
+    /// ~/.cache/toolhost; env TOOLHOST_CACHE_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile every component afresh and write nothing to the cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+    /// Directory of run journals [default: $XDG_STATE_HOME/toolhost or
+    /// ~/.local/state/toolhost; env TOOLHOST_STATE_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Work with tool components.
+    #[command(subcommand)]
+    Tool(ToolCommand),
+    /// Work with policy files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Work with plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
+    Run(run::Args),
+    /// Carry a stopped run on from its journal (after a crash, a budget stop, a rejection).
+    Resume(resume::Args),
+    /// Replay a run with its recorded planner answers and fresh tool calls; report
+    /// divergences.
+    Replay(replay::Args),
+    /// Verify, show and prune run journals.
+    #[command(subcommand)]
+    Journal(journal::JournalCommand),
+    Report(report::Args),
+    /// Scaffold a new tool project (Rust, Python or JavaScript).
+    #[command(subcommand)]
+    New(new::NewCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum PlanCommand {
+    Validate(plan::ValidateArgs),
+    Schema(plan::SchemaArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    Check(policy::CheckArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolCommand {
+    Inspect(inspect::Args),
+    Call(call::Args),
+    Pack(pack::Args),
+}
+
+/// Runs the CLI with `args` (including the program name); returns the exit code.
+pub fn run(
+    args: impl IntoIterator<Item = OsString>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() {
+                write!(err, "{text}")
+            } else {
+                write!(out, "{text}")
+            };
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
+        Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
+        Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
+        Command::Journal(cmd) => journal::run(cmd, cli.state_dir, out),
+        Command::Report(args) => report::run(args, cli.state_dir, out),
+        Command::New(cmd) => new::run(cmd, out),
+        Command::Run(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                run::run(rt, args, out, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Resume(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                resume::run(rt, args, out, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Replay(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                replay::run(rt, args, out, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Plan(PlanCommand::Validate(args)) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => plan::validate_cmd(&rt, args, out),
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Tool(cmd) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => match cmd {
+                ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
+                ToolCommand::Call(args) => call::run(&rt, args, out, err),
+                ToolCommand::Pack(_) => unreachable!("handled above"),
+            },
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+    };
+    match result {
+        Ok(code) => code,
+        Err(f) => {
+            if !f.message.is_empty() {
+                let _ = writeln!(err, "error: {}", f.message);
+            }
+            f.code
+        }
+    }
+}
+
+/// A failed command: its exit code and the message for stderr (empty if already printed).
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(code: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub(crate) type CmdResult = Result<i32, Failure>;
+
+fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("toolhost"))
+}
+
+fn runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime> {
+    let cache_dir = if no_cache {
+        None
+    } else {
+        cache_dir.or_else(default_cache_dir)
+    };
+    Ok(Runtime::new(RuntimeConfig {
+        cache_dir,
+        ..RuntimeConfig::default()
+    })?)
+}
+
+/// The most the binary waits at exit for queued log lines to reach stderr.
+const LOG_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The whole `main` of the `toolhost` binary (and of the tests' copy of it).
+///
+/// stdout and stderr are passed unlocked: each write takes the lock for itself. A command
+/// that held either lock for its whole life would hang the first thread that logs to it —
+/// a tokio worker inside a tool call, the OTLP exporter — and with it the run. Log lines
+/// go through [`crate::stderr_log`] and never block; at exit they get
+/// [`LOG_FLUSH_TIMEOUT`] to drain.
+pub fn main() -> ! {
+    init_tracing();
+    let code = run(
+        std::env::args_os(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    );
+    let _ = std::io::stdout().flush();
+    crate::stderr_log::finish(LOG_FLUSH_TIMEOUT);
+    std::process::exit(code);
+}
+
+/// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters;
+/// lines go to stderr through [`crate::stderr_log`], in colour only on a terminal.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(crate::stderr_log::StderrWriter)
+        .with_ansi(crate::stderr_log::stderr_is_terminal())
+        .try_init();
+}
+
+pub(crate) fn load_tool(rt: &Runtime, path: &std::path::Path) -> Result<toolhost_runtime::Tool, Failure> {
+    rt.load(path)
+        .map_err(|e| Failure::new(exit::LOAD, e.to_string()))
+}

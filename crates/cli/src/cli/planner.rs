@@ -1,0 +1,102 @@
+//! `toolhost run`'s planner flags, and building the run's planner from the task: the
+//! script, a model provider, a cassette, or an ensemble of two models; answering from plan
+//! memory on a hit; wrapped in a recorder with `--record`.
+
+use std::path::PathBuf;
+
+use super::{Failure, exit};
+use crate::task::{PlannerKind, PlannerOverrides, PlannerSpec};
+use toolhost_engine::{Ensemble, EnsembleConfig, MemoryPlanner, Plan, Planner, ScriptedPlanner, Task};
+use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, ReplayPlanner};
+
+/// Planner settings that replace the task file's `[planner]` values.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct PlannerArgs {
+    /// The planner: scripted, openai, anthropic, openai-compatible, replay, or ensemble.
+    #[arg(long = "planner", value_name = "KIND")]
+    kind: Option<PlannerKind>,
+    /// The model name.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// The provider's base URL, e.g. http://localhost:11434/v1 [env: TOOLHOST_BASE_URL].
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The environment variable that holds the API key.
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// With `--planner replay`: the cassette to replay.
+    #[arg(long, value_name = "FILE")]
+    cassette: Option<PathBuf>,
+    /// Save every planner request and answer to FILE (JSON lines), for `--planner replay`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Use plan memory (STATE_DIR/plans): a plan stored by a completed run with the same
+    /// goal and tools is run without asking the planner, and a completed run's plan is
+    /// stored. Replaces the task's `[memory] enabled`.
+    #[arg(long, overrides_with = "no_plan_memory")]
+    plan_memory: bool,
+    /// Do not read or write plan memory, whatever the task says.
+    #[arg(long, overrides_with = "plan_memory")]
+    no_plan_memory: bool,
+}
+
+impl PlannerArgs {
+    pub(crate) fn overrides(&self) -> PlannerOverrides {
+        PlannerOverrides {
+            kind: self.kind,
+            model: self.model.clone(),
+            base_url: self
+                .base_url
+                .clone()
+                .or_else(|| std::env::var("TOOLHOST_BASE_URL").ok()),
+            api_key_env: self.api_key_env.clone(),
+            cassette: self.cassette.clone(),
+        }
+    }
+
+    /// Whether plan memory is on, given the task's `[memory] enabled`.
+    pub(crate) fn plan_memory(&self, task: bool) -> bool {
+        (task || self.plan_memory) && !self.no_plan_memory
+    }
+}
+
+/// The planner `task` asks for, answering first with `recalled` (a plan-memory hit) if
+/// given, and recording to `--record` if given.
+pub(crate) fn build(
+    task: &Task,
+    args: &PlannerArgs,
+    recalled: Option<Plan>,
+) -> Result<Box<dyn Planner>, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let model = |config: &LlmConfig| -> Result<Box<dyn Planner>, Failure> {
+        Ok(Box::new(
+            LlmPlanner::from_env(config.clone()).map_err(|e| usage(e.to_string()))?,
+        ))
+    };
+    let mut planner: Box<dyn Planner> = match &task.planner {
+        PlannerSpec::Scripted => Box::new(ScriptedPlanner::new(task.script.clone())),
+        PlannerSpec::Llm(config) => model(config)?,
+        PlannerSpec::Replay(path) => {
+            Box::new(ReplayPlanner::open(path).map_err(|e| usage(e.to_string()))?)
+        }
+        PlannerSpec::Ensemble {
+            fast,
+            strong,
+            escalate_after_invalid,
+        } => {
+            let mut c = EnsembleConfig::new(task.config.confidence_threshold);
+            c.escalate_after_invalid = *escalate_after_invalid;
+            c.prices = task.config.prices.clone();
+            Box::new(Ensemble::new(model(fast)?, model(strong)?, c))
+        }
+    };
+    if recalled.is_some() {
+        planner = Box::new(MemoryPlanner::new(planner, recalled));
+    }
+    match &args.record {
+        None => Ok(planner),
+        Some(path) => Ok(Box::new(
+            Recorder::create(planner, path).map_err(|e| usage(e.to_string()))?,
+        )),
+    }
+}

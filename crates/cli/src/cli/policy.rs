@@ -1,0 +1,141 @@
+//! `toolhost policy check`: validate a policy file and print the effective grants.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{CmdResult, Failure, exit};
+use toolhost_runtime::grants::GrantKind;
+use toolhost_runtime::policy::{Policy, ToolPolicy};
+
+/// Validate a policy file and print what each tool may do.
+///
+/// Errors name the file, line and column, the bad value and the reason. Exit code 0 when
+/// the policy is valid, 2 when it is not.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The policy file (TOML).
+    path: PathBuf,
+    /// Print the effective policy as JSON (environment values are never printed).
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn check(args: CheckArgs, out: &mut dyn Write) -> CmdResult {
+    let policy = Policy::load(&args.path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    if args.json {
+        let doc = serde_json::to_string_pretty(&policy).expect("policy serialises");
+        let _ = writeln!(out, "{doc}");
+        return Ok(exit::OK);
+    }
+    let n = policy.tools.len();
+    let _ = writeln!(
+        out,
+        "{}: valid, {n} tool{}{}",
+        policy.source,
+        if n == 1 { "" } else { "s" },
+        if n == 0 {
+            " (no tool may be called)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "approval: {}",
+        match policy.approval {
+            toolhost_engine::ApprovalMode::Deny =>
+                "deny (unattended runs escalate steps that need approval)",
+            toolhost_engine::ApprovalMode::Auto =>
+                "auto (unattended runs approve steps that need approval)",
+        }
+    );
+    for tool in policy.tools.values() {
+        let _ = write!(out, "\n{}", describe(tool));
+    }
+    Ok(exit::OK)
+}
+
+fn list<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.iter().map(show).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The effective grants of one tool, one line per kind.
+fn describe(t: &ToolPolicy) -> String {
+    let caps = &t.capabilities;
+    let l = &t.limits;
+    let mut s = format!("tool `{}`\n", t.name);
+    let component = match (&t.component, &t.sha256) {
+        (Some(c), _) => c.display().to_string(),
+        (None, _) => format!("any component named `{}`", t.name),
+    };
+    s += &format!("  component:   {component}\n");
+    if let Some(pin) = &t.sha256 {
+        s += &format!("  sha256:      {pin}\n");
+    }
+    s += &format!(
+        "  operations:  {}\n",
+        t.operations
+            .as_ref()
+            .map_or_else(|| "all".to_string(), |o| o.join(", "))
+    );
+    s += &format!(
+        "  sensitive:   {}\n",
+        if t.sensitive {
+            "yes (the engine asks for approval)"
+        } else {
+            "no"
+        }
+    );
+    s += &format!(
+        "  files:       {}\n",
+        list(&caps.files, |f| format!(
+            "{} = {} ({}, {})",
+            f.guest,
+            f.host.display(),
+            if f.write { "read-write" } else { "read" },
+            match f.kind {
+                GrantKind::Directory => "directory",
+                GrantKind::File => "file",
+            }
+        ))
+    );
+    s += &format!(
+        "  http:        {}\n",
+        list(&caps.network.http, |o| o.to_string())
+    );
+    s += &format!(
+        "  tcp:         {}\n",
+        list(&caps.network.tcp, |g| g.to_string())
+    );
+    s += &format!(
+        "  name lookup: {}\n",
+        if caps.network.name_lookup {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    s += &format!(
+        "  env:         {}\n",
+        list(&t.env_sources, |(k, src)| format!("{k} ({src})"))
+    );
+    s += &format!(
+        "  limits:      fuel {}, timeout {} ms, memory {} MiB, output {} B, stdout/stderr {} B, logs {} B, http response {} B, {}\n",
+        l.fuel,
+        l.timeout.as_millis(),
+        l.memory_mib,
+        l.max_result_bytes,
+        l.max_stdio_bytes,
+        l.max_log_bytes,
+        l.max_http_response_bytes,
+        t.max_calls_per_minute.map_or_else(
+            || "no rate limit".to_string(),
+            |r| format!("{r} calls/minute")
+        )
+    );
+    s
+}

@@ -1,0 +1,219 @@
+//! Live progress of `toolhost run`: a line per plan and step (status, duration, fuel), a
+//! spinner on stderr for steps that run long (only when stderr is a terminal), and the
+//! summary table at the end.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use toolhost_engine::budget::{Spent, StopReason};
+use toolhost_engine::run::{Observer, PlannerCall, RunReport};
+use toolhost_engine::validate::{Problem, ValidPlan};
+use toolhost_engine::{Step, StepRecord, StepStatus};
+use serde_json::Value;
+
+/// How long a step runs before the spinner shows it.
+const SPIN_AFTER: Duration = Duration::from_millis(700);
+
+type Running = Arc<Mutex<BTreeMap<String, Instant>>>;
+
+/// Writes progress lines to `out`.
+pub(crate) struct Progress<'a> {
+    out: &'a mut dyn Write,
+    running: Running,
+    stop_spinner: Arc<AtomicBool>,
+}
+
+impl<'a> Progress<'a> {
+    pub(crate) fn new(out: &'a mut dyn Write) -> Progress<'a> {
+        let running: Running = Arc::default();
+        let stop_spinner = Arc::new(AtomicBool::new(false));
+        if std::io::stderr().is_terminal() {
+            spawn_spinner(running.clone(), stop_spinner.clone());
+        }
+        Progress {
+            out,
+            running,
+            stop_spinner,
+        }
+    }
+}
+
+impl Drop for Progress<'_> {
+    fn drop(&mut self) {
+        self.stop_spinner.store(true, Ordering::Relaxed);
+    }
+}
+
+fn spawn_spinner(running: Running, stop: Arc<AtomicBool>) {
+    let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let _ = std::thread::Builder::new()
+        .name("toolhost-spinner".into())
+        .spawn(move || {
+            let mut i = 0;
+            let mut shown = false;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let now = Instant::now();
+                let long: Vec<String> = running
+                    .lock()
+                    .map(|r| {
+                        r.iter()
+                            .filter(|(_, t)| now.duration_since(**t) >= SPIN_AFTER)
+                            .map(|(id, t)| {
+                                format!("{id} {:.1} s", now.duration_since(*t).as_secs_f64())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut err = std::io::stderr();
+                if long.is_empty() {
+                    if shown {
+                        let _ = write!(err, "\r\x1b[2K");
+                        shown = false;
+                    }
+                    continue;
+                }
+                i = (i + 1) % frames.len();
+                let _ = write!(err, "\r\x1b[2K{} running: {}", frames[i], long.join(", "));
+                let _ = err.flush();
+                shown = true;
+            }
+            if shown {
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            }
+        });
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.1} ms", us as f64 / 1000.0)
+}
+
+impl Observer for Progress<'_> {
+    fn plan_accepted(&mut self, plan: &ValidPlan) {
+        let ids: Vec<&str> = plan.order.iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            self.out,
+            "plan r{}: {} step{} ({})",
+            plan.plan.revision,
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" },
+            ids.join(", ")
+        );
+    }
+
+    fn plan_rejected(&mut self, problems: &[Problem]) {
+        let _ = writeln!(self.out, "plan rejected: {} problem(s)", problems.len());
+        for p in problems {
+            let _ = writeln!(self.out, "  - {p}");
+        }
+    }
+
+    fn planner_called(&mut self, call: &PlannerCall) {
+        let _ = writeln!(
+            self.out,
+            "planner ({}): {} in {} ({} in / {} out tokens)",
+            call.model,
+            call.reply,
+            ms(call.latency_us),
+            call.input_tokens,
+            call.output_tokens
+        );
+    }
+
+    fn step_started(&mut self, step: &Step, _revision: u32) {
+        if let Ok(mut r) = self.running.lock() {
+            r.insert(step.id.to_string(), Instant::now());
+        }
+        let _ = writeln!(self.out, "▶ {}  {}.{}", step.id, step.tool, step.operation);
+    }
+
+    fn step_finished(&mut self, r: &StepRecord) {
+        if let Ok(mut running) = self.running.lock() {
+            running.remove(r.id.as_str());
+        }
+        let took = ms(r.finished_us.saturating_sub(r.started_us));
+        let line = match r.status {
+            StepStatus::Succeeded => format!(
+                "✔ {}  {}.{}  {took}  fuel {}",
+                r.id, r.tool, r.operation, r.fuel
+            ),
+            StepStatus::Failed => format!(
+                "✘ {}  {}.{}  {took}  fuel {}  {}",
+                r.id,
+                r.tool,
+                r.operation,
+                r.fuel,
+                r.error
+                    .as_ref()
+                    .map_or_else(String::new, |e| format!("[{}] {}", e.kind, e.message))
+            ),
+            StepStatus::Skipped => format!(
+                "↷ {}  skipped: {}",
+                r.id,
+                r.error.as_ref().map_or("", |e| e.message.as_str())
+            ),
+        };
+        let _ = writeln!(self.out, "{line}");
+    }
+
+    fn stopped(&mut self, reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {
+        let _ = writeln!(self.out, "stop: {reason}");
+    }
+}
+
+/// The summary table: one row per step, then totals, the stop reason and the answer.
+pub(crate) fn summary(report: &RunReport) -> String {
+    let mut rows = vec![[
+        "step".to_string(),
+        "rev".into(),
+        "start".into(),
+        "tool.operation".into(),
+        "status".into(),
+        "duration".into(),
+        "fuel".into(),
+    ]];
+    for r in &report.steps {
+        rows.push([
+            r.id.to_string(),
+            r.revision.to_string(),
+            format!("+{}", ms(r.started_us)),
+            format!("{}.{}", r.tool, r.operation),
+            format!("{:?}", r.status).to_lowercase(),
+            ms(r.finished_us.saturating_sub(r.started_us)),
+            r.fuel.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut s = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        s += cells.join("  ").trim_end();
+        s.push('\n');
+    }
+    let sp = &report.spent;
+    s += &format!(
+        "total: {} steps, {} replans, fuel {}, {} ms; planner: {} calls, {} in / {} out tokens, ${:.4}\n",
+        sp.steps,
+        sp.replans,
+        sp.fuel,
+        sp.wall.as_millis(),
+        sp.planner_calls,
+        sp.input_tokens,
+        sp.output_tokens,
+        sp.cost_usd
+    );
+    s += &format!("stop reason: {}\n", report.stop);
+    if let Some(a) = &report.answer {
+        s += &format!("answer: {a}\n");
+    }
+    s
+}

@@ -1,0 +1,295 @@
+//! `toolhost resume RUN`: carry a stopped run on from its journal — after a crash
+//! (`kill -9`), a budget stop (with budgets raised here), a rejected plan or a step that
+//! waited for approval.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::run::{Outputs, Start, View, drive, load, report, telemetry};
+use super::{CmdResult, Failure, exit};
+use toolhost_runtime::Runtime;
+use toolhost_engine::{Budgets, StepId, Unfinished};
+use toolhost_journal::{Journal, self as journal};
+
+/// Carry a stopped run on from its journal: finished steps are not run again; a step
+/// that started and did not finish runs again only if it is idempotent or `--rerun` names
+/// it, and otherwise the run stops for a decision.
+///
+/// The task, policy and tools must be the ones the run started with (their digests are in
+/// the journal). A run has one writer: while another process writes it (its `run`, or
+/// another `resume`), this one writes nothing and exits 10. Other exit codes as for
+/// `toolhost run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A run id (as printed by `toolhost run`) or a journal file.
+    run: String,
+    /// The task file, if it moved since the run started.
+    #[arg(long, value_name = "FILE")]
+    task: Option<PathBuf>,
+    /// The head hash printed when the run (or its last resume) ended: the journal's last
+    /// record must hash to it, so records cut off its end are refused, not mistaken for a
+    /// crash.
+    #[arg(long, value_name = "SHA256", value_parser = head_hash)]
+    head: Option<String>,
+    /// Run this unfinished step again (repeatable).
+    #[arg(long, value_name = "STEP", value_parser = step_id)]
+    rerun: Vec<StepId>,
+    /// Record this unfinished step failed, so the planner plans around it (repeatable).
+    #[arg(long, value_name = "STEP", value_parser = step_id)]
+    abandon: Vec<StepId>,
+    #[command(flatten)]
+    budgets: BudgetArgs,
+    #[command(flatten)]
+    view: View,
+    #[command(flatten)]
+    pub(crate) journal: super::journal::RunOptions,
+    #[command(flatten)]
+    planner: super::planner::PlannerArgs,
+}
+
+/// Budgets raised (or lowered) for the rest of the run.
+#[derive(Debug, clap::Args)]
+struct BudgetArgs {
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u32>,
+    #[arg(long, value_name = "N")]
+    max_replans: Option<u32>,
+    #[arg(long, value_name = "MS")]
+    max_wall_ms: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_fuel: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_input_tokens: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_output_tokens: Option<u64>,
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+}
+
+impl BudgetArgs {
+    fn apply(&self, b: &mut Budgets) {
+        let BudgetArgs {
+            max_steps,
+            max_replans,
+            max_wall_ms,
+            max_fuel,
+            max_input_tokens,
+            max_output_tokens,
+            max_cost_usd,
+        } = self;
+        b.max_steps = max_steps.unwrap_or(b.max_steps);
+        b.max_replans = max_replans.unwrap_or(b.max_replans);
+        b.max_wall_ms = max_wall_ms.unwrap_or(b.max_wall_ms);
+        b.max_fuel = max_fuel.unwrap_or(b.max_fuel);
+        b.max_input_tokens = max_input_tokens.unwrap_or(b.max_input_tokens);
+        b.max_output_tokens = max_output_tokens.unwrap_or(b.max_output_tokens);
+        b.max_cost_usd = max_cost_usd.unwrap_or(b.max_cost_usd);
+    }
+}
+
+fn step_id(s: &str) -> Result<StepId, String> {
+    StepId::try_from(s.to_string())
+}
+
+/// A head hash as `toolhost run` prints it: 64 hex digits, `sha256:` in front or not.
+pub(crate) fn head_hash(s: &str) -> Result<String, String> {
+    let hex = s.strip_prefix("sha256:").unwrap_or(s);
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "`{s}` is not a head hash: expected the 64 hex digits of the `head sha256:…` that `toolhost run` printed"
+        ))
+    }
+}
+
+/// The task file of a journaled run: `given` (`--task`), else the path its first record
+/// holds (absolute since journals record it so; a relative one is taken from here).
+pub(crate) fn task_file(
+    start: &Value,
+    given: Option<&Path>,
+    run: &str,
+) -> Result<PathBuf, Failure> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    let recorded = start["task"]["path"].as_str().unwrap_or_default();
+    let path = PathBuf::from(recorded);
+    if recorded.is_empty() || !path.is_file() {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "the task file of run {run}, `{recorded}`, is not there (moved or deleted): pass --task FILE to say where it is now"
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+fn recorded<'a>(start: &'a Value, what: &str) -> (&'a str, &'a str) {
+    let f = &start[what];
+    (
+        f["path"].as_str().unwrap_or_default(),
+        f["sha256"].as_str().unwrap_or_default(),
+    )
+}
+
+/// Refuses when `what` at `path` no longer has the digest the run started with.
+pub(crate) fn same(
+    what: &str,
+    path: &str,
+    now: &str,
+    then: &str,
+    run: &str,
+) -> Result<(), Failure> {
+    if now == then {
+        return Ok(());
+    }
+    Err(Failure::new(
+        exit::USAGE,
+        format!(
+            "{what} `{path}` changed since run {run} started (sha256 {now:.12}…, recorded {then:.12}…): carrying it on would mix two setups; restore it, or start a new run"
+        ),
+    ))
+}
+
+pub(crate) fn run(
+    rt: Runtime,
+    mut args: Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CmdResult {
+    args.view.check()?;
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
+    // One writer per run: taken before the journal is read, held until this process ends
+    // (the kernel drops it on a crash).
+    let lock = super::journal::claim(&path, "resume")?;
+    // A torn last line is what a crash leaves, and is cut off below; anything else is
+    // tampering or damage, and nothing is carried on from it.
+    let first = super::journal::recorded(&path, &run_id, args.head.as_deref(), true, "carried on")?;
+    let start = first.records[0].data.clone();
+    let (_, task_sha) = recorded(&start, "task");
+    let task_file = task_file(&start, args.task.as_deref(), &run_id)?;
+    let mut loaded = load(&rt, &task_file, &args.view, &args.planner.overrides())?;
+    let now = super::journal::digest(&task_file)?;
+    same("task file", &now.path, &now.sha256, task_sha, &run_id)?;
+    let now = super::journal::digest(&loaded.task.policy)?;
+    same(
+        "policy",
+        &now.path,
+        &now.sha256,
+        recorded(&start, "policy").1,
+        &run_id,
+    )?;
+    let tools = start["tools"].as_object().cloned().unwrap_or_default();
+    for (name, entry) in &loaded.tools {
+        let then = tools
+            .get(name)
+            .and_then(|t| t["sha256"].as_str())
+            .unwrap_or("");
+        same(
+            &format!("tool `{name}`"),
+            &loaded.task.tools[name].display().to_string(),
+            &entry.tool.digest,
+            then,
+            &run_id,
+        )?;
+    }
+    let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
+    let patterns = start["redaction"]["custom_patterns"].as_u64().unwrap_or(0);
+    if patterns != redactor.custom_patterns() as u64 {
+        return Err(usage(format!(
+            "run {run_id} was journaled with {patterns} --redact pattern(s) and {} were given: pass the same --redact flags, so nothing it hid is written in the clear",
+            redactor.custom_patterns()
+        )));
+    }
+    args.budgets.apply(&mut loaded.task.config.budgets);
+    // A finished run is refused here, before its journal is touched (a torn line after its
+    // end is tampering, and stays for `journal verify` to show).
+    let resumable = journal::checkpoint(
+        &first.records,
+        &loaded.task.goal,
+        &loaded.task.config.prices,
+    )
+    .map_err(|e| usage(format!("cannot resume run {run_id}: {e}")))?;
+    let unfinished = Unfinished {
+        rerun: args.rerun.iter().cloned().collect::<BTreeSet<_>>(),
+        abandon: args.abandon.iter().cloned().collect::<BTreeSet<_>>(),
+    };
+    let open: &[StepId] = resumable
+        .checkpoint
+        .current
+        .as_ref()
+        .map_or(&[], |c| &c.unfinished);
+    // Naming a step that has nothing to decide is harmless but likely a slip (a typo, or
+    // a step that already finished): say so, and go on.
+    for (flag, named) in [
+        ("--rerun", &unfinished.rerun),
+        ("--abandon", &unfinished.abandon),
+    ] {
+        for id in named.iter().filter(|id| !open.contains(id)) {
+            let _ = writeln!(
+                err,
+                "warning: {flag} {id} ignored: step `{id}` is not an unfinished step of run {run_id} ({})",
+                if open.is_empty() {
+                    "no step is unfinished".to_string()
+                } else {
+                    let open: Vec<String> = open.iter().map(ToString::to_string).collect();
+                    format!("unfinished: {}", open.join(", "))
+                }
+            );
+        }
+    }
+    // The configuration is checked before the journal is written to.
+    let mut planner = super::planner::build(&loaded.task, &args.planner, None)?;
+    let telemetry = telemetry(&args.view)?;
+    let (journal, reopened) = Journal::reopen(lock, first, redactor)
+        .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
+    let after = reopened.records.len();
+    journal.resumed(&json!({
+        "after_record": after,
+        "torn": reopened.torn,
+        "last_stop": resumable.last_stop,
+        "unfinished": resumable.checkpoint.current.as_ref().map(|c| &c.unfinished),
+        "rerun": unfinished.rerun,
+        "abandon": unfinished.abandon,
+        "budgets": loaded.task.config.budgets,
+    }));
+    if let Some(e) = journal.error() {
+        return Err(Failure::new(
+            exit::JOURNAL,
+            format!("{e}: nothing of run {run_id} was carried on"),
+        ));
+    }
+    if !args.view.json {
+        let _ = writeln!(
+            out,
+            "resume {run_id} after record {after}{}  journal {}",
+            reopened
+                .torn
+                .as_ref()
+                .map(|t| format!(" (torn line {} dropped: {})", t.line, t.why))
+                .unwrap_or_default(),
+            path.display()
+        );
+    }
+    let view = args.view;
+    let r = drive(
+        rt,
+        loaded,
+        &journal,
+        planner.as_mut(),
+        Start::Resume(Box::new(resumable.checkpoint), unfinished),
+        &view,
+        telemetry,
+        Outputs {
+            out: &mut *out,
+            err,
+        },
+    )?;
+    report(&r, &journal, view.json, serde_json::Map::new(), out)
+}

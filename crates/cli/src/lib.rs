@@ -1,0 +1,25 @@
+//! toolhost: the command line of the WebAssembly-sandboxed tool host for planner–executor
+//! agents, on top of its layers:
+//!
+//! | crate | what it is for |
+//! |---|---|
+//! | `toolhost-runtime` | components as tools, each call sandboxed and bounded; the policy |
+//! | `toolhost-engine` | plans, validation, the executor, budgets, approval, evaluation |
+//! | `toolhost-llm` | model planners over HTTP |
+//! | `toolhost-journal` | the run journal, verify, resume, replay, the HTML report |
+//! | `toolhost` (this one) | the command line, task files, telemetry, scaffolds |
+//!
+//! # Layout
+//!
+//! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
+//!   `run`, `report`, `resume`, `replay`, …); [`cli::main`] is the binary.
+//! - [`task`]: task files (`toolhost run TASK`): goal, tools, policy, planner, budgets.
+//! - [`telemetry`]: exporting the run's spans over OpenTelemetry OTLP/HTTP when an endpoint
+//!   is configured (`--otlp-endpoint`); off by default.
+//! - [`stderr_log`]: where `tracing` lines go: a bounded queue to one writer thread, so
+//!   that logging never blocks the engine, whatever holds stderr.
+
+pub mod cli;
+pub mod stderr_log;
+pub mod task;
+pub mod telemetry;

@@ -1,0 +1,272 @@
+//! Task files: what `toolhost run` runs. TOML, `deny_unknown_fields` throughout; relative
+//! paths are relative to the task file.
+//!
+//! ```toml
+//! goal = "What is 12 * 4 + 5?"
+//! mode = "step-wise"              # or "plan-then-execute" (default)
+//! policy = "policy.toml"
+//! tools = ["calc"]                # names, found as NAME.wasm in --tools-dir …
+//! # tools = { calc = "build/calc.wasm" }   # … or paths
+//! max_parallel = 4
+//! confidence_threshold = 0.6
+//!
+//! [planner]                       # the embedded scripted planner:
+//! script = "seed.script.json"     # a script file, or the script inline:
+//! [[planner.turns]]
+//! tool = "calc"
+//! operation = "eval"
+//! arguments = { expression = "12 * 4 + 5" }
+//!
+//! # … or a model (see `toolhost_llm`):
+//! # [planner]
+//! # kind = "openai"               # "anthropic" | "openai-compatible" | "replay"
+//! # model = "gpt-4o-mini"
+//! # base_url = "http://localhost:11434/v1"   # required for openai-compatible
+//! # api_key_env = "OPENAI_API_KEY"
+//! # temperature = 0.0, timeout_ms = 60000, max_retries = 3, max_output_tokens = 4096
+//! # cassette = "run.cassette.jsonl"           # for kind = "replay"
+//!
+//! # … or two models, the strong one asked when the fast one is not good enough:
+//! # [planner]
+//! # kind = "ensemble"
+//! # escalate_after_invalid = 2
+//! # fast = { kind = "openai", model = "gpt-4o-mini" }
+//! # strong = { kind = "anthropic", model = "claude-sonnet-4-5" }
+//!
+//! [memory]                        # plan memory: off unless enabled
+//! enabled = true
+//!
+//! [budgets]
+//! max_steps = 10
+//!
+//! [evaluator]
+//! on_fail = "replan"
+//!
+//! [prices.scripted]
+//! input_per_mtok = 1.0
+//! output_per_mtok = 2.0
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use toolhost_engine::budget::{Budgets, Prices};
+use toolhost_engine::evaluate::EvaluatorConfig;
+use toolhost_engine::planner::{Mode, Usage};
+use toolhost_engine::run::RunConfig;
+use toolhost_engine::scripted::Script;
+use toolhost_runtime::policy::PolicyError;
+
+mod planners;
+
+use self::planners::resolve;
+pub use self::planners::{PlannerConfig, PlannerKind, PlannerOverrides, PlannerSpec};
+
+/// `tools`: names to find in the tools directory, or name → component path.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ToolList {
+    Names(Vec<String>),
+    Paths(BTreeMap<String, String>),
+}
+
+/// A task file as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskFile {
+    pub goal: String,
+    #[serde(default = "default_mode")]
+    pub mode: Mode,
+    pub policy: String,
+    pub tools: ToolList,
+    #[serde(default)]
+    pub planner: PlannerConfig,
+    #[serde(default)]
+    pub budgets: Budgets,
+    #[serde(default)]
+    pub prices: Prices,
+    #[serde(default)]
+    pub evaluator: EvaluatorConfig,
+    pub max_parallel: Option<usize>,
+    pub confidence_threshold: Option<f64>,
+    pub max_plan_steps: Option<usize>,
+    #[serde(default)]
+    pub memory: MemoryConfig,
+}
+
+/// The `[memory]` table: plan memory ([`toolhost_engine::memory`]), off unless enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Serve a stored plan for the same goal and tools instead of asking the planner, and
+    /// store the plan of every completed run.
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+fn default_mode() -> Mode {
+    Mode::PlanThenExecute
+}
+
+/// Why a task cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("cannot read task `{path}`: {reason}")]
+    Read { path: String, reason: String },
+    #[error("{0}")]
+    Parse(PolicyError),
+    #[error("task `{task}`: {reason}")]
+    Invalid { task: String, reason: String },
+}
+
+/// A loaded task: goal, run settings, script, and where its policy and tools are.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub goal: String,
+    pub config: RunConfig,
+    pub script: Script,
+    /// Which planner runs: the script above, a model, or a cassette.
+    pub planner: PlannerSpec,
+    pub policy: PathBuf,
+    /// Name → component path.
+    pub tools: BTreeMap<String, PathBuf>,
+    /// `[memory] enabled`: plan memory is on (flags may turn it on or off).
+    pub memory: bool,
+}
+
+impl Task {
+    /// Reads the task at `path`; `tools_dir` resolves tool names.
+    pub fn load(path: &Path, tools_dir: Option<&Path>) -> Result<Task, TaskError> {
+        Task::load_with(path, tools_dir, &PlannerOverrides::default())
+    }
+
+    /// [`Task::load`], with planner settings from outside the file.
+    pub fn load_with(
+        path: &Path,
+        tools_dir: Option<&Path>,
+        overrides: &PlannerOverrides,
+    ) -> Result<Task, TaskError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| TaskError::Read {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut raw: TaskFile = toml::from_str(&text).map_err(|e| {
+            TaskError::Parse(PolicyError::at(
+                &shown,
+                &text,
+                e.span().unwrap_or(0..0),
+                e.message().trim_end().to_string(),
+            ))
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let invalid = |reason: String| TaskError::Invalid {
+            task: shown.clone(),
+            reason,
+        };
+        let tools = match &raw.tools {
+            ToolList::Paths(map) => map.iter().map(|(n, p)| (n.clone(), base.join(p))).collect(),
+            ToolList::Names(names) => {
+                let dir = tools_dir.ok_or_else(|| {
+                    invalid(format!(
+                        "`tools` names {} but no tools directory was given: pass --tools-dir DIR (or set TOOLHOST_TOOLS_DIR), or map names to paths",
+                        names.join(", ")
+                    ))
+                })?;
+                names
+                    .iter()
+                    .map(|n| (n.clone(), dir.join(format!("{n}.wasm"))))
+                    .collect()
+            }
+        };
+        overrides.apply(&mut raw.planner);
+        let planner = resolve(&raw.planner, base).map_err(&invalid)?;
+        let p = &raw.planner;
+        let inline = p.plan.is_some()
+            || !p.turns.is_empty()
+            || !p.replans.is_empty()
+            || !p.repairs.is_empty();
+        let script = match (&p.script, inline) {
+            (Some(_), true) => {
+                return Err(invalid(
+                    "[planner] gives both `script` and an inline script; keep one".into(),
+                ));
+            }
+            (Some(file), false) => {
+                let file = base.join(file);
+                let text = std::fs::read_to_string(&file).map_err(|e| {
+                    invalid(format!(
+                        "cannot read planner script `{}`: {e}",
+                        file.display()
+                    ))
+                })?;
+                let mut script: Script = serde_json::from_str(&text).map_err(|e| {
+                    invalid(format!(
+                        "planner script `{}` is not valid: {e}",
+                        file.display()
+                    ))
+                })?;
+                if script.usage_per_call == Usage::default() {
+                    script.usage_per_call = p.usage_per_call.clone();
+                }
+                script
+            }
+            (None, _) => Script {
+                plan: p.plan.clone(),
+                replans: p.replans.clone(),
+                repairs: p.repairs.clone(),
+                turns: p.turns.clone(),
+                usage_per_call: p.usage_per_call.clone(),
+            },
+        };
+        match raw.mode {
+            _ if planner != PlannerSpec::Scripted => {}
+            Mode::PlanThenExecute if script.plan.is_none() => {
+                return Err(invalid(
+                    "mode `plan-then-execute` needs a `plan` in the planner script".into(),
+                ));
+            }
+            Mode::StepWise if script.turns.is_empty() => {
+                return Err(invalid(
+                    "mode `step-wise` needs `turns` in the planner script".into(),
+                ));
+            }
+            _ => {}
+        }
+        let defaults = RunConfig::default();
+        let threshold = raw
+            .confidence_threshold
+            .unwrap_or(defaults.confidence_threshold);
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(invalid(format!(
+                "confidence_threshold {threshold} is not between 0 and 1"
+            )));
+        }
+        let max_parallel = raw.max_parallel.unwrap_or(defaults.max_parallel);
+        if max_parallel == 0 {
+            return Err(invalid(
+                "max_parallel 0 would run nothing: give at least 1".into(),
+            ));
+        }
+        Ok(Task {
+            goal: raw.goal,
+            config: RunConfig {
+                mode: raw.mode,
+                budgets: raw.budgets,
+                prices: raw.prices,
+                max_parallel,
+                confidence_threshold: threshold,
+                max_plan_steps: raw.max_plan_steps.unwrap_or(defaults.max_plan_steps),
+                evaluator: raw.evaluator,
+                faults: defaults.faults,
+            },
+            script,
+            planner,
+            policy: base.join(&raw.policy),
+            tools,
+            memory: raw.memory.enabled,
+        })
+    }
+}

@@ -1,0 +1,69 @@
+//! toolhost-engine: the planner–executor engine, on top of `toolhost-runtime`.
+//!
+//! An embedder gives it a [`Planner`] (scripted here; model planners are in `toolhost-llm`),
+//! a [`Catalog`] of loaded tools with their policy sections, budgets and an [`Observer`];
+//! [`Engine::run`] plans, validates, asks for approval, executes and replans until a
+//! [`StopReason`]. It reads no task files and speaks to no model provider.
+//!
+//! # Layout
+//!
+//! Data flows: goal → [`Planner`] → [`Plan`] → [`validate`] (against the [`Catalog`] of
+//! tools and their policy) → approval → executor (concurrent DAG, references resolved,
+//! calls through the policy gate) → evaluation → [`StepRecord`]s → replan on failure,
+//! until a [`StopReason`].
+//!
+//! - [`plan`]: the plan artifact and its published JSON Schema.
+//! - [`reference`]: `{"$ref": "s1.output.x"}` and `${s1.output.x}` in arguments.
+//! - `sample`: stand-in values used to type-check references.
+//! - [`validate`]: every problem of a plan, before any step runs.
+//! - [`planner`]: the [`Planner`] trait and what it is asked; [`scripted`]: the offline
+//!   planner; [`ensemble`]: a fast planner escalating to a strong one.
+//! - [`memory`]: plan memory, completed plans served again for the same goal and tools.
+//! - [`budget`]: run budgets, checked before spending; [`StopReason`].
+//! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
+//! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
+//! - [`record`]: [`StepRecord`], what happened to each step.
+//! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
+//!   one plan revision's DAG (the steps that start together made durable by one sync);
+//!   `observe`: the [`Observer`] a run reports to (journal, progress), which tells the
+//!   engine when a record failed.
+//! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
+//!   journal by `toolhost-journal`); [`fault`]: faults injected by replay.
+//! - [`trace`]: the spans of a run (run → plan_revision → step; planner_call), around
+//!   the runtime's `tool_call` span.
+
+pub mod approval;
+pub mod budget;
+pub mod cancel;
+pub mod ensemble;
+pub mod evaluate;
+mod exec;
+pub mod fault;
+pub mod memory;
+mod observe;
+pub mod plan;
+pub mod planner;
+pub mod record;
+pub mod reference;
+pub mod resume;
+pub mod run;
+mod sample;
+pub mod scripted;
+mod stepwise;
+pub mod trace;
+pub mod validate;
+
+pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
+pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
+pub use self::cancel::Cancel;
+pub use self::ensemble::{Ensemble, EnsembleConfig};
+pub use self::evaluate::{EvaluatorConfig, Reaction};
+pub use self::fault::{Fault, FaultKind, Faults};
+pub use self::memory::{MemoryPlanner, PlanMemory};
+pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
+pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
+pub use self::record::{StepRecord, StepStatus, Verdict};
+pub use self::resume::{Checkpoint, Current, Unfinished};
+pub use self::run::{Engine, Observer, Quiet, RunConfig, RunReport};
+pub use self::scripted::{Script, ScriptedPlanner};
+pub use self::validate::{Catalog, Entry, Problem, ProblemKind, ValidPlan, validate};

@@ -1,0 +1,105 @@
+//! What happened to each step: [`StepRecord`]s, written back as the plan runs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::plan::StepId;
+use toolhost_runtime::sandbox::AuditEvent;
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Succeeded,
+    /// The call failed, or its output failed evaluation.
+    Failed,
+    /// A step it depends on did not succeed; it never ran.
+    Skipped,
+}
+
+/// A step's failure, as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepError {
+    /// A `CallError` kind (`tool_error`, `timeout`, `denied`, …), or `evaluation`,
+    /// `skipped`, `bad_reference`.
+    pub kind: String,
+    pub message: String,
+    /// The tool's error value, for `tool_error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// The evaluator's verdict on a step's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Uncertain,
+}
+
+/// A verdict and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub verdict: Verdict,
+    pub detail: String,
+}
+
+/// One step as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub id: StepId,
+    /// The plan revision (plan-then-execute) or turn (step-wise) it belongs to.
+    pub revision: u32,
+    pub tool: String,
+    pub operation: String,
+    /// The arguments with references resolved.
+    pub args: Value,
+    pub status: StepStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StepError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Evaluation>,
+    pub fuel: u64,
+    /// Microseconds from the start of the run.
+    pub started_us: u64,
+    pub finished_us: u64,
+    /// The sandbox's capability decisions during the call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", skip_deserializing)]
+    pub events: Vec<AuditEvent>,
+}
+
+impl StepRecord {
+    /// The record of `step` (of `revision`) ending at `at_us` without running: skipped, or
+    /// failed with `kind` for a step a resume abandoned.
+    pub fn not_run(
+        step: &super::plan::Step,
+        revision: u32,
+        status: StepStatus,
+        kind: &str,
+        message: String,
+        at_us: u64,
+    ) -> StepRecord {
+        StepRecord {
+            id: step.id.clone(),
+            revision,
+            tool: step.tool.clone(),
+            operation: step.operation.clone(),
+            args: step.args.clone(),
+            status,
+            output: None,
+            error: Some(StepError {
+                kind: kind.into(),
+                message,
+                value: None,
+            }),
+            evaluation: None,
+            fuel: 0,
+            started_us: at_us,
+            finished_us: at_us,
+            events: Vec::new(),
+        }
+    }
+}

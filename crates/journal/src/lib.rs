@@ -1,0 +1,184 @@
+//! toolhost-journal: the run journal, one append-only JSONL file per run, hash-chained,
+//! redacted, written by exactly one process at a time, and made durable before any effect
+//! it announces; what reads it back (verify, show, resume, replay, the HTML report).
+//!
+//! # Layout
+//!
+//! Data flows: engine [`Observer`](toolhost_engine::Observer) callbacks (and the approver's
+//! decisions) → [`Journal`] → [`Redactor`] → one [`Record`] per line in
+//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / [`report`] / [`prune`].
+//!
+//! Each line is a [`Record`] `{seq, ts, prev, kind, data}`: `seq` counts from 1 and equals
+//! the line number, `prev` is the hex SHA-256 of the previous line's bytes (without its
+//! newline; 64 zeros for the first), so editing, deleting or reordering any record but the
+//! last breaks the chain at the next line. The last record is covered by the head hash
+//! that `toolhost run` prints at the end (`journal verify --head`).
+//!
+//! - [`writer`]: [`Journal`], the observer that appends records and makes them durable
+//!   (one fsync for the steps that start together, off the async workers).
+//! - [`tee`]: [`Tee`] to feed it and another observer; [`Approvals`], decisions journaled
+//!   before they take effect.
+//! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
+//!   holder; [`store::FileStore`], the local file (a lease with a fencing token fits the
+//!   same trait for writers on several machines).
+//! - [`lock`]: [`RunLock`], the `flock` on `RUN.jsonl.lock` that `run` and `resume` hold
+//!   for the life of the process; a second writer is told who holds it.
+//! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
+//! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
+//! - [`show`]: the readable timeline.
+//! - [`report`](mod@report): the self-contained HTML report (`toolhost report`).
+//! - [`prune`]: retention by age.
+//! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
+//!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
+//!   line). `crash`: the test hooks (a kill after record N, a full disk at record N).
+//! - [`replay`]: the journaled planner answers served back ([`replay::Recorded`]) and the
+//!   [`replay::compare`] of a replay with its recording.
+//! - `time`: RFC 3339 timestamps.
+
+mod crash;
+pub mod lock;
+pub mod prune;
+pub mod redact;
+pub mod replay;
+pub mod report;
+pub mod resume;
+pub mod show;
+pub mod store;
+pub mod tee;
+mod time;
+pub mod verify;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use self::lock::{LockError, RunLock};
+pub use self::prune::{Age, AgeError, prune};
+pub use self::redact::{PatternError, Redactor};
+pub use self::resume::{Resumable, ResumeError, checkpoint};
+pub use self::tee::{Approvals, Tee};
+pub use self::verify::{ChainProblem, Verified, verify};
+pub use self::writer::{Journal, RunStart};
+
+/// `prev` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What a record is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Goal, mode, task, policy and tool digests, budgets.
+    RunStarted,
+    /// Model, tokens, latency and the kind of reply; never the content.
+    PlannerCalled,
+    /// A validated plan revision (or step-wise turn).
+    PlanAccepted,
+    /// The validation problems of a plan the planner must repair.
+    PlanRejected,
+    /// A reviewer's decision on a plan or a step.
+    Approval,
+    StepStarted,
+    /// Arguments, output or typed error, evaluation, fuel, duration, capability decisions.
+    StepFinished,
+    /// The run stopped: the reason, what it spent, its answer.
+    Stopped,
+    /// `toolhost resume` carried the run on: a torn record dropped, decisions on steps
+    /// that did not finish, budgets.
+    Resumed,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::RunStarted => "run_started",
+            Kind::PlannerCalled => "planner_called",
+            Kind::PlanAccepted => "plan_accepted",
+            Kind::PlanRejected => "plan_rejected",
+            Kind::Approval => "approval",
+            Kind::StepStarted => "step_started",
+            Kind::StepFinished => "step_finished",
+            Kind::Stopped => "stopped",
+            Kind::Resumed => "resumed",
+        }
+    }
+}
+
+/// One line of a journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// 1 for the first record; equals the line number.
+    pub seq: u64,
+    /// UTC, RFC 3339 with microseconds.
+    pub ts: String,
+    /// Hex SHA-256 of the previous line; [`GENESIS`] for the first.
+    pub prev: String,
+    pub kind: Kind,
+    pub data: Value,
+}
+
+/// Why a journal cannot be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot create the journal directory `{path}`: {reason}")]
+    CreateDir { path: String, reason: String },
+    #[error("cannot write journal `{path}`: {reason}")]
+    Write { path: String, reason: String },
+    #[error("cannot read journal `{path}`: {reason}")]
+    Read { path: String, reason: String },
+    #[error(
+        "no run `{run}` in `{dir}`: give a run id printed by `toolhost run`, or a journal file's path"
+    )]
+    NoSuchRun { run: String, dir: String },
+    #[error("journal `{path}` is broken, so the run cannot be carried on: {problem}")]
+    Broken { path: String, problem: ChainProblem },
+    #[error(transparent)]
+    Lock(#[from] LockError),
+}
+
+/// The state directory from the environment: `TOOLHOST_STATE_DIR`, else
+/// `$XDG_STATE_HOME/toolhost`, else `~/.local/state/toolhost`.
+pub fn state_dir_from_env() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_STATE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME") {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/toolhost"))
+}
+
+/// Where the journals of `state_dir` live.
+pub fn runs_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("runs")
+}
+
+/// The journal file of `run`: an existing file path as given, else `RUN.jsonl` in the runs
+/// directory.
+pub fn resolve(state_dir: &Path, run: &str) -> Result<PathBuf, JournalError> {
+    let as_path = Path::new(run);
+    if as_path.is_file() {
+        return Ok(as_path.to_path_buf());
+    }
+    let valid_id = !run.is_empty()
+        && run
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let file = runs_dir(state_dir).join(format!("{run}.jsonl"));
+    if valid_id && file.is_file() {
+        return Ok(file);
+    }
+    Err(JournalError::NoSuchRun {
+        run: run.to_string(),
+        dir: runs_dir(state_dir).display().to_string(),
+    })
+}
+
+/// The run id of a journal file: its name without `.jsonl`.
+pub fn run_id(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

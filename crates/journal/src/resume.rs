@@ -1,0 +1,255 @@
+//! Reading a stopped run back from its journal: the [`Checkpoint`] that
+//! [`Engine::resume`](toolhost_engine::Engine::resume) carries on from.
+//!
+//! What counts: `planner_called` (spent tokens and calls, and what the planner was asked),
+//! `plan_accepted` + plan `approval` (the current revision and whether it was approved),
+//! `step_started` / `step_finished` (finished steps, and the ones that started and did
+//! not finish), `stopped` (why the run stopped last). Wall time is the sum of the spans
+//! between each start or resume and the last record before the next one, so the time a
+//! crashed run lay dead is not charged.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Kind, Record, time};
+use toolhost_engine::budget::{Prices, Spent, StopReason, cost};
+use toolhost_engine::plan::{Plan, StepId};
+use toolhost_engine::planner::{Mode, Reply, Usage};
+use toolhost_engine::record::StepRecord;
+use toolhost_engine::resume::{Checkpoint, Current};
+use toolhost_engine::run::PlannerCall;
+
+/// Why a journal cannot be carried on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResumeError {
+    #[error("record {seq} (`{kind}`) cannot be read back: {reason}")]
+    BadRecord {
+        seq: u64,
+        kind: &'static str,
+        reason: String,
+    },
+    #[error("the run already ended `{reason}`: there is nothing to carry on")]
+    Finished { reason: String },
+}
+
+/// A journal read back: the checkpoint, the run's mode, and how it stopped last (none
+/// when it crashed).
+#[derive(Debug, Clone)]
+pub struct Resumable {
+    pub checkpoint: Checkpoint,
+    pub mode: Mode,
+    pub last_stop: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Accepted {
+    revision: u32,
+    goal: String,
+    steps: Value,
+}
+
+#[derive(Deserialize)]
+struct Started {
+    revision: u32,
+    id: StepId,
+}
+
+fn bad(r: &Record, reason: impl ToString) -> ResumeError {
+    ResumeError::BadRecord {
+        seq: r.seq,
+        kind: r.kind.as_str(),
+        reason: reason.to_string(),
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(r: &Record) -> Result<T, ResumeError> {
+    T::deserialize(&r.data).map_err(|e| bad(r, e))
+}
+
+/// Wall time of the run's sessions: from each start or resume to the last record before
+/// the next one.
+fn wall(records: &[Record]) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut first: Option<std::time::SystemTime> = None;
+    let mut last: Option<std::time::SystemTime> = None;
+    for r in records {
+        let at = time::parse(&r.ts);
+        if r.kind == Kind::Resumed {
+            if let (Some(a), Some(b)) = (first, last) {
+                total += b.duration_since(a).unwrap_or_default();
+            }
+            first = at;
+        }
+        first = first.or(at);
+        last = at;
+    }
+    if let (Some(a), Some(b)) = (first, last) {
+        total += b.duration_since(a).unwrap_or_default();
+    }
+    total
+}
+
+/// Reads `records` (a verified journal) back into a checkpoint for `goal` (the task's,
+/// since the journal's copy is redacted). Refuses a run that completed.
+pub fn checkpoint(
+    records: &[Record],
+    goal: &str,
+    prices: &Prices,
+) -> Result<Resumable, ResumeError> {
+    let mut mode = Mode::PlanThenExecute;
+    let mut spent = Spent::default();
+    let mut calls: Vec<PlannerCall> = Vec::new();
+    let mut revisions: Vec<Plan> = Vec::new();
+    let mut steps: Vec<StepRecord> = Vec::new();
+    let mut current: Option<Current> = None;
+    let mut running: BTreeSet<(u32, StepId)> = BTreeSet::new();
+    let mut last_stop = None;
+    let mut accepted = BTreeSet::new();
+    // Whether the last planner answer was acted on (accepted, rejected, or it ended the run).
+    let mut answered = true;
+    for r in records {
+        if matches!(
+            r.kind,
+            Kind::PlanAccepted | Kind::PlanRejected | Kind::Stopped
+        ) {
+            answered = true;
+        }
+        match r.kind {
+            Kind::RunStarted => {
+                if let Some(m) = r.data.get("mode") {
+                    mode = Mode::deserialize(m).map_err(|e| bad(r, e))?;
+                }
+            }
+            Kind::PlannerCalled => {
+                let call: PlannerCall = parse(r)?;
+                spent.planner_calls += 1;
+                let own = Usage {
+                    model: call.model.clone(),
+                    input_tokens: call.input_tokens,
+                    output_tokens: call.output_tokens,
+                    also: call.also.clone(),
+                };
+                for u in own.calls() {
+                    spent.input_tokens += u.input_tokens;
+                    spent.output_tokens += u.output_tokens;
+                    if let Some(p) = prices.get(&u.model) {
+                        spent.cost_usd += cost(p, u.input_tokens, u.output_tokens);
+                    }
+                }
+                calls.push(call);
+                answered = false;
+            }
+            Kind::PlanAccepted => {
+                let a: Accepted = parse(r)?;
+                let plan = Plan::deserialize(serde_json::json!({
+                    "goal": a.goal, "revision": a.revision, "steps": a.steps,
+                }))
+                .map_err(|e| bad(r, e))?;
+                accepted.insert(a.revision);
+                let turn = match calls.last().map(|c| &c.response) {
+                    Some(Reply::Turn { turn }) if mode == Mode::StepWise => Some(turn),
+                    _ => None,
+                };
+                let handoff = turn.is_some_and(|t| t.handoff.is_some());
+                // An edited plan is accepted again after its approval: it stays approved.
+                let approved = match &current {
+                    Some(c) if c.plan.revision == plan.revision && c.approved => true,
+                    _ => mode == Mode::StepWise && !handoff,
+                };
+                if mode == Mode::StepWise || approved {
+                    revisions.retain(|p| p.revision != plan.revision);
+                    revisions.push(plan.clone());
+                }
+                current = Some(Current {
+                    plan,
+                    approved,
+                    handoff,
+                    confidence: turn.map_or(1.0, |t| t.confidence),
+                    unfinished: Vec::new(),
+                });
+            }
+            Kind::Approval => {
+                let d = &r.data;
+                let subject_plan = d.get("subject").and_then(Value::as_str) == Some("plan");
+                let yes = matches!(
+                    d.get("decision").and_then(Value::as_str),
+                    Some("approve" | "edit")
+                );
+                let rev = d.get("revision").and_then(Value::as_u64);
+                if let Some(c) = current
+                    .as_mut()
+                    .filter(|c| subject_plan && yes && rev == Some(u64::from(c.plan.revision)))
+                {
+                    c.approved = true;
+                    if !revisions.iter().any(|p| p.revision == c.plan.revision) {
+                        revisions.push(c.plan.clone());
+                    }
+                }
+            }
+            Kind::StepStarted => {
+                let s: Started = parse(r)?;
+                spent.steps += 1;
+                running.insert((s.revision, s.id));
+            }
+            Kind::StepFinished => {
+                let rec: StepRecord = parse(r)?;
+                spent.fuel += rec.fuel;
+                running.remove(&(rec.revision, rec.id.clone()));
+                // A step a cancellation cut off did not finish: it is decided on like
+                // one a crash cut off.
+                if rec.error.as_ref().is_some_and(|e| e.kind == "cancelled") {
+                    running.insert((rec.revision, rec.id.clone()));
+                    continue;
+                }
+                steps.push(rec);
+            }
+            Kind::Stopped => last_stop = Some(r.data.clone()),
+            Kind::PlanRejected | Kind::Resumed => {}
+        }
+    }
+    if let Some(stop) = &last_stop {
+        let reason = stop.get("reason").and_then(Value::as_str).unwrap_or("");
+        let ended = [StopReason::Completed, StopReason::PlannerStopped]
+            .iter()
+            .any(|s| serde_json::json!(s)["reason"] == reason);
+        if ended {
+            return Err(ResumeError::Finished {
+                reason: reason.to_string(),
+            });
+        }
+    }
+    if let Some(c) = current.as_mut() {
+        c.unfinished = running
+            .iter()
+            .filter(|(rev, _)| *rev == c.plan.revision)
+            .map(|(_, id)| id.clone())
+            .collect();
+    }
+    spent.replans = if mode == Mode::PlanThenExecute {
+        u32::try_from(accepted.len().saturating_sub(1)).unwrap_or(u32::MAX)
+    } else {
+        0
+    };
+    spent.wall = wall(records);
+    let pending = if answered {
+        None
+    } else {
+        calls.last().cloned()
+    };
+    Ok(Resumable {
+        checkpoint: Checkpoint {
+            goal: goal.to_string(),
+            spent,
+            records: steps,
+            revisions,
+            calls,
+            current,
+            pending,
+        },
+        mode,
+        last_stop,
+    })
+}

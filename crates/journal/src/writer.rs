@@ -1,0 +1,488 @@
+//! [`Journal`]: appends one redacted, hash-chained record per engine event to its
+//! [`Store`], and makes records durable before anything they announce takes effect.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::lock::{RunLock, lock_path};
+use super::redact::Redactor;
+use super::store::{FileStore, Store};
+use super::tee::Approvals;
+use super::verify::Verified;
+use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
+use toolhost_runtime::cache::sha256_hex;
+use toolhost_engine::approval::Approver;
+use toolhost_engine::budget::{Budgets, Spent, StopReason};
+use toolhost_engine::plan::Step;
+use toolhost_engine::planner::Mode;
+use toolhost_engine::record::StepRecord;
+use toolhost_engine::run::{Observer, PlannerCall};
+use toolhost_engine::validate::{Problem, ValidPlan};
+
+/// A file a run depends on, by content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileDigest {
+    pub path: String,
+    /// Hex SHA-256 of the file's bytes.
+    pub sha256: String,
+}
+
+impl FileDigest {
+    /// Reads `path` and hashes it.
+    pub fn of(path: &Path) -> std::io::Result<FileDigest> {
+        Ok(FileDigest {
+            path: path.display().to_string(),
+            sha256: sha256_hex(&std::fs::read(path)?),
+        })
+    }
+}
+
+/// What the first record says about a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStart {
+    pub goal: String,
+    pub mode: Mode,
+    pub task: Option<FileDigest>,
+    pub policy: FileDigest,
+    /// Tool name → component file and digest.
+    pub tools: BTreeMap<String, FileDigest>,
+    pub budgets: Budgets,
+    pub max_parallel: usize,
+    /// The run this one replays (`toolhost replay`).
+    pub replay_of: Option<String>,
+}
+
+/// A reopened journal's records, and the torn last line cut off it.
+#[derive(Debug, Clone)]
+pub struct Reopened {
+    pub records: Vec<Record>,
+    pub torn: Option<Torn>,
+}
+
+/// A torn last line: where it was, how many bytes were cut, and why it counted as torn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Torn {
+    pub line: usize,
+    pub bytes: usize,
+    pub why: String,
+}
+
+/// Appends a run's records. Cheap to clone: clones write to the same store, in order.
+///
+/// Writing never fails a callback (the engine's [`Observer`] cannot be told): the first
+/// write error is kept, nothing more is written (a gap would break the chain), and
+/// [`Observer::failed`] tells the engine, which starts no further step.
+///
+/// Records are written as they happen and made durable (fsync) in batches: before a step
+/// that is not idempotent starts ([`Observer::durable`], one sync for the steps that start
+/// together, run off the async workers), at the stop, and inline for `run_started`,
+/// `resumed` and approvals. What a power loss can take is therefore only records a resume
+/// reads conservatively: a lost `step_finished` leaves a step unfinished (run again only if
+/// idempotent or a person says so), a lost planner answer is asked for again.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    inner: Arc<Mutex<Writer>>,
+    id: String,
+    path: PathBuf,
+}
+
+#[derive(Debug)]
+struct Writer {
+    store: Box<dyn Store>,
+    seq: u64,
+    prev: String,
+    redactor: Redactor,
+    error: Option<JournalError>,
+}
+
+impl Writer {
+    fn append(&mut self, kind: Kind, data: Value) {
+        if self.error.is_some() {
+            return;
+        }
+        let record = Record {
+            seq: self.seq + 1,
+            ts: time::format(SystemTime::now()),
+            prev: self.prev.clone(),
+            kind,
+            data,
+        };
+        // Compact JSON escapes every newline, so one record is exactly one line.
+        let line = serde_json::to_string(&record).expect("records serialise");
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        match self.store.append(record.seq, &bytes) {
+            Ok(()) => {
+                self.seq += 1;
+                self.prev = sha256_hex(line.as_bytes());
+            }
+            Err(e) => self.fail(&e),
+        }
+    }
+
+    fn fail(&mut self, e: &std::io::Error) {
+        if self.error.is_some() {
+            return;
+        }
+        let path = self.store.location();
+        tracing::error!(journal = %path, error = %e, "journal write failed; no further records are written");
+        self.error = Some(JournalError::Write {
+            path,
+            reason: e.to_string(),
+        });
+    }
+}
+
+fn new_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now();
+    let nanos = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let seed = format!("{nanos}-{}-{n}", std::process::id());
+    format!(
+        "{}-{}",
+        time::compact(now),
+        &sha256_hex(seed.as_bytes())[..8]
+    )
+}
+
+fn create_dir(dir: &Path) -> Result<(), JournalError> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    // Journals hold tool outputs: readable by the operator only.
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir).map_err(|e| JournalError::CreateDir {
+        path: dir.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn open_new(path: &Path) -> std::io::Result<File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.append(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o.open(path)
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
+}
+
+impl Journal {
+    /// Creates a new journal under `state_dir`, locked for this process (see [`RunLock`]),
+    /// and writes (and syncs) its `run_started` record. When that fails (a full disk), the
+    /// new files are removed again: no empty journal is left behind.
+    pub fn create(
+        state_dir: &Path,
+        start: &RunStart,
+        redactor: Redactor,
+    ) -> Result<Journal, JournalError> {
+        let dir = runs_dir(state_dir);
+        create_dir(&dir)?;
+        let write_err = |path: &Path, e: std::io::Error| JournalError::Write {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        let (id, path) = loop {
+            let id = new_id();
+            let path = dir.join(format!("{id}.jsonl"));
+            if !path.exists() && !lock_path(&path).exists() {
+                break (id, path);
+            }
+        };
+        let lock = RunLock::acquire(&path, "run", true)?;
+        let lock_file = lock.path().to_path_buf();
+        let undo = |e: JournalError| {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(&lock_file);
+            let _ = sync_dir(&dir);
+            e
+        };
+        let file = open_new(&path).map_err(|e| undo(write_err(&path, e)))?;
+        // The new directory entry must survive a crash as well as the file's contents.
+        sync_dir(&dir).map_err(|e| undo(write_err(&dir, e)))?;
+        let red = |s: &str| redactor.text(s).into_owned();
+        let file_json = |f: &FileDigest| json!({"path": red(&f.path), "sha256": f.sha256});
+        let data = json!({
+            "run": id,
+            "toolhost": env!("CARGO_PKG_VERSION"),
+            "goal": red(&start.goal),
+            "mode": start.mode,
+            "task": start.task.as_ref().map(file_json),
+            "policy": file_json(&start.policy),
+            "tools": start.tools.iter().map(|(n, f)| (n.clone(), file_json(f))).collect::<serde_json::Map<_, _>>(),
+            "budgets": start.budgets,
+            "max_parallel": start.max_parallel,
+            "replay_of": start.replay_of,
+            "redaction": {
+                "builtin": ["secret", "email", "phone", "card", "api_key"],
+                "custom_patterns": redactor.custom_patterns(),
+            },
+        });
+        let journal = Journal {
+            inner: Arc::new(Mutex::new(Writer {
+                store: Box::new(FileStore::new(file, &path, 0, lock)),
+                seq: 0,
+                prev: GENESIS.to_string(),
+                redactor,
+                error: None,
+            })),
+            id,
+            path: path.clone(),
+        };
+        // Redacted field by field above: the digests must stay as they are.
+        journal.writer().append(Kind::RunStarted, data);
+        if journal.error().is_none() {
+            journal.syncer()();
+        }
+        let failed = journal.writer().error.take();
+        if let Some(e) = failed {
+            // The lock goes with the journal: drop it before its file.
+            drop(journal);
+            return Err(undo(e));
+        }
+        Ok(journal)
+    }
+
+    /// Opens the journal `v` (verified by the caller under `lock`, which it keeps) to carry
+    /// its run on: the chain must verify, except for a torn last line (the run was killed
+    /// mid-write), which is cut off and returned so the caller can record it.
+    pub fn reopen(
+        lock: RunLock,
+        v: Verified,
+        redactor: Redactor,
+    ) -> Result<(Journal, Reopened), JournalError> {
+        let path = v.path.clone();
+        let shown = || path.display().to_string();
+        let mut torn = None;
+        match v.problem {
+            None => {}
+            Some(ChainProblem::Torn { line, why }) if line > 1 => {
+                let bytes = std::fs::read(&path).map_err(|e| JournalError::Read {
+                    path: shown(),
+                    reason: e.to_string(),
+                })?;
+                // The intact lines end at the newline before the torn one.
+                let keep = bytes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b == b'\n')
+                    .nth(line - 2)
+                    .map_or(0, |(i, _)| i + 1);
+                let cut = bytes.len() - keep;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|f| {
+                        f.set_len(keep as u64)?;
+                        f.sync_all()
+                    })
+                    .map_err(|e| JournalError::Write {
+                        path: shown(),
+                        reason: e.to_string(),
+                    })?;
+                torn = Some(Torn {
+                    line,
+                    bytes: cut,
+                    why,
+                });
+            }
+            Some(problem) => {
+                return Err(JournalError::Broken {
+                    path: shown(),
+                    problem,
+                });
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|f| Ok((f.metadata()?.len(), f)))
+            .map_err(|e| JournalError::Write {
+                path: shown(),
+                reason: e.to_string(),
+            });
+        let (len, file) = file?;
+        let writer = Writer {
+            store: Box::new(FileStore::new(file, &path, len, lock)),
+            seq: v.records.len() as u64,
+            prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
+            redactor,
+            error: None,
+        };
+        let journal = Journal {
+            inner: Arc::new(Mutex::new(writer)),
+            id: super::run_id(&path),
+            path: path.clone(),
+        };
+        Ok((
+            journal,
+            Reopened {
+                records: v.records,
+                torn,
+            },
+        ))
+    }
+
+    /// Records (synced) that the run is carried on.
+    pub fn resumed(&self, data: &Value) {
+        self.append(Kind::Resumed, data, true);
+    }
+
+    /// The run id: `YYYYMMDDTHHMMSSZ-` and 8 hex digits.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn writer(&self) -> MutexGuard<'_, Writer> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hex SHA-256 of the last record written: keep it to detect a cut or edited tail
+    /// (`toolhost journal verify --head`, `toolhost resume --head`).
+    pub fn head(&self) -> String {
+        self.writer().prev.clone()
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.writer().seq
+    }
+
+    /// The first write failure, if any: the journal ends before it.
+    pub fn error(&self) -> Option<String> {
+        self.writer().error.as_ref().map(ToString::to_string)
+    }
+
+    /// A job that makes every record written so far durable and, when that fails, marks
+    /// the journal failed.
+    pub fn syncer(&self) -> Box<dyn FnOnce() + Send> {
+        let sync = self.writer().store.syncer();
+        let inner = self.inner.clone();
+        Box::new(move || {
+            if let Err(e) = sync() {
+                inner.lock().unwrap_or_else(|p| p.into_inner()).fail(&e);
+            }
+        })
+    }
+
+    /// Appends a record whose `data` is redacted whole; with `sync`, makes it durable
+    /// before returning (for records made outside the engine's async loop).
+    pub(super) fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
+        {
+            let mut w = self.writer();
+            let data = w.redactor.json(data);
+            w.append(kind, data);
+            if !sync || w.error.is_some() {
+                return;
+            }
+        }
+        self.syncer()();
+    }
+
+    /// Wraps `inner` so each decision it makes is journaled (synced) before it takes
+    /// effect.
+    pub fn approvals<'a>(&self, inner: &'a mut dyn Approver) -> Approvals<'a> {
+        Approvals::new(self.clone(), inner)
+    }
+}
+
+impl Observer for Journal {
+    fn plan_accepted(&mut self, plan: &ValidPlan) {
+        let data = json!({
+            "revision": plan.plan.revision,
+            "goal": plan.plan.goal,
+            "steps": plan.plan.steps,
+            "order": plan.order,
+        });
+        self.append(Kind::PlanAccepted, &data, false);
+    }
+
+    fn plan_rejected(&mut self, problems: &[Problem]) {
+        self.append(Kind::PlanRejected, &json!({ "problems": problems }), false);
+    }
+
+    fn planner_called(&mut self, call: &PlannerCall) {
+        // The answer is kept (redacted) for resume and replay, but not a step-wise turn's
+        // free-form reasoning: no redaction pattern can vouch for prose.
+        let mut data = serde_json::to_value(call).expect("planner calls serialise");
+        if let Some(turn) = data
+            .pointer_mut("/response/turn")
+            .and_then(Value::as_object_mut)
+        {
+            turn.remove("thought");
+        }
+        self.append(Kind::PlannerCalled, &data, false);
+    }
+
+    fn step_started(&mut self, step: &Step, revision: u32) {
+        // Written (so it survives the process being killed); the engine makes it durable
+        // through `durable` before a step that is not idempotent runs, one sync for the
+        // steps that start together.
+        let data = json!({
+            "revision": revision,
+            "id": step.id,
+            "tool": step.tool,
+            "operation": step.operation,
+            "description": step.description,
+            "args": step.args,
+            "idempotent": step.idempotent,
+        });
+        self.append(Kind::StepStarted, &data, false);
+    }
+
+    fn step_finished(&mut self, record: &StepRecord) {
+        let mut w = self.writer();
+        let mut data = serde_json::to_value(record).expect("step records serialise");
+        // Numbers such as fuel and timings are the host's own; only content is redacted.
+        for key in ["args", "output", "error", "evaluation", "events"] {
+            if let Some(v) = data.get_mut(key) {
+                w.redactor.value(v);
+            }
+        }
+        if let Value::Object(map) = &mut data {
+            map.insert(
+                "duration_us".into(),
+                record.finished_us.saturating_sub(record.started_us).into(),
+            );
+        }
+        w.append(Kind::StepFinished, data);
+    }
+
+    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
+        let mut data = json!(reason);
+        data["spent"] = json!(spent);
+        data["answer"] = json!(answer);
+        // The engine makes it durable (`durable`) before it reports the stop.
+        self.append(Kind::Stopped, &data, false);
+    }
+
+    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
+        Some(self.syncer())
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.error()
+    }
+
+    fn run_id(&self) -> Option<String> {
+        Some(self.id.clone())
+    }
+}

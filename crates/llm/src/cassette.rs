@@ -1,0 +1,245 @@
+//! Record and replay of planner calls. `toolhost run --record FILE` wraps the run's planner
+//! in a [`Recorder`], which appends one JSON line per call: the request, then the reply and
+//! usage or the error. A task with `kind = "replay"` runs a [`ReplayPlanner`] that serves
+//! those lines back in order with no network, so a recorded run of a real model replays
+//! offline with the same outcome (only timings differ).
+//!
+//! Each answer is checked against the request it is served for (mode, revision, whether
+//! it is a repair or a replan, and for which step); a run that diverges from the recording
+//! stops with an error naming the call, rather than answering the wrong question.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::LlmError;
+use toolhost_engine::plan::Plan;
+use toolhost_engine::planner::{Ask, Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage};
+
+/// A reply as a cassette holds it (the same JSON as [`Reply`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum Recorded {
+    Plan { plan: Plan },
+    Turn { turn: Box<Turn> },
+    GiveUp { why: String },
+}
+
+impl From<Recorded> for Reply {
+    fn from(r: Recorded) -> Reply {
+        match r {
+            Recorded::Plan { plan } => Reply::Plan { plan },
+            Recorded::Turn { turn } => Reply::Turn { turn },
+            Recorded::GiveUp { why } => Reply::GiveUp { why },
+        }
+    }
+}
+
+/// What identifies a request across runs (history and budgets hold timings, so they
+/// are recorded but not compared).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Key {
+    mode: Mode,
+    revision: u32,
+    repair: bool,
+    failure: Option<String>,
+}
+
+impl Key {
+    fn of(req: &PlanRequest) -> Key {
+        Key {
+            mode: req.mode,
+            revision: req.revision,
+            repair: !req.problems.is_empty(),
+            failure: req.failure.as_ref().map(|f| f.id.to_string()),
+        }
+    }
+}
+
+/// One line of a cassette.
+#[derive(Debug, Clone, Deserialize)]
+struct Line {
+    planner: String,
+    key: Key,
+    #[serde(default)]
+    reply: Option<Recorded>,
+    #[serde(default)]
+    usage: Usage,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// Wraps a planner and appends each of its calls to a cassette file.
+pub struct Recorder {
+    inner: Box<dyn Planner>,
+    path: PathBuf,
+    out: File,
+}
+
+impl Recorder {
+    /// Records `inner`'s calls to `path` (created or truncated).
+    pub fn create(inner: Box<dyn Planner>, path: &Path) -> Result<Recorder, LlmError> {
+        // A cassette holds tool outputs in the clear: readable by the operator only.
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        let out = o.open(path).map_err(|e| LlmError::Cassette {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Recorder {
+            inner,
+            path: path.to_path_buf(),
+            out,
+        })
+    }
+
+    fn write(&mut self, line: &Value) -> Result<(), PlannerError> {
+        // One line per call, flushed at once, so a run that dies mid-way leaves every
+        // call before it on disk.
+        writeln!(self.out, "{line}")
+            .and_then(|()| self.out.flush())
+            .map_err(|e| PlannerError {
+                planner: self.name(),
+                reason: format!("cannot write cassette `{}`: {e}", self.path.display()),
+                usage: Usage::default(),
+                budget: None,
+            })
+    }
+}
+
+impl Planner for Recorder {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn estimate(&self, req: &PlanRequest) -> Usage {
+        self.inner.estimate(req)
+    }
+
+    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
+        Box::pin(async move {
+            let result = self.inner.plan(req).await;
+            let mut line = json!({
+                "planner": self.inner.name(),
+                "key": Key::of(req),
+                "request": req,
+            });
+            match &result {
+                Ok((reply, usage)) => {
+                    line["reply"] = json!(reply);
+                    line["usage"] = json!(usage);
+                }
+                Err(e) => line["error"] = json!(e.reason),
+            }
+            self.write(&line)?;
+            result
+        })
+    }
+
+    fn fast_forward(&mut self, asked: &[Ask]) {
+        self.inner.fast_forward(asked);
+    }
+}
+
+/// Serves a cassette's answers in order, with no network.
+#[derive(Debug)]
+pub struct ReplayPlanner {
+    path: String,
+    lines: VecDeque<Line>,
+    served: usize,
+}
+
+impl ReplayPlanner {
+    /// Reads the cassette at `path`.
+    pub fn open(path: &Path) -> Result<ReplayPlanner, LlmError> {
+        let shown = path.display().to_string();
+        let bad = |reason: String| LlmError::Cassette {
+            path: shown.clone(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str::<Line>(l).map_err(|e| bad(format!("line {}: {e}", i + 1)))
+            })
+            .collect::<Result<VecDeque<Line>, LlmError>>()?;
+        Ok(ReplayPlanner {
+            path: shown,
+            lines,
+            served: 0,
+        })
+    }
+
+    fn fail(&self, reason: String) -> PlannerError {
+        PlannerError {
+            planner: self.name(),
+            reason: format!("cassette `{}`: {reason}", self.path),
+            usage: Usage::default(),
+            budget: None,
+        }
+    }
+}
+
+impl Planner for ReplayPlanner {
+    fn name(&self) -> String {
+        "replay".into()
+    }
+
+    /// The recorded usage: the budgets see exactly what the recorded run saw.
+    fn estimate(&self, _req: &PlanRequest) -> Usage {
+        self.lines
+            .front()
+            .map(|l| l.usage.clone())
+            .unwrap_or_default()
+    }
+
+    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
+        let result = match self.lines.pop_front() {
+            None => Err(self.fail(format!(
+                "call {} was not recorded (the cassette has {} calls)",
+                self.served + 1,
+                self.served
+            ))),
+            Some(line) => {
+                self.served += 1;
+                let asked = Key::of(req);
+                if line.key != asked {
+                    Err(self.fail(format!(
+                        "call {} diverges from the recording: recorded {:?}, asked {:?}",
+                        self.served, line.key, asked
+                    )))
+                } else if let Some(e) = line.error {
+                    Err(PlannerError {
+                        planner: line.planner,
+                        reason: e,
+                        usage: Usage::default(),
+                        budget: None,
+                    })
+                } else if let Some(r) = line.reply {
+                    Ok((Reply::from(r), line.usage))
+                } else {
+                    Err(self.fail(format!("call {} has neither reply nor error", self.served)))
+                }
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    /// Skips the recorded calls that a resumed run already made.
+    fn fast_forward(&mut self, asked: &[Ask]) {
+        for _ in asked {
+            if self.lines.pop_front().is_some() {
+                self.served += 1;
+            }
+        }
+    }
+}

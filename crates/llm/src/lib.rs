@@ -1,0 +1,109 @@
+//! toolhost-llm: model planners, real models behind the engine's
+//! [`Planner`](toolhost_engine::Planner) trait, over HTTP with `reqwest`, for both planning
+//! modes.
+//!
+//! # Layout
+//!
+//! Data flows: [`PlanRequest`](toolhost_engine::PlanRequest) → [`prompt`] (goal, allowed
+//! tools with schemas, budgets left, history as untrusted data) → a provider's wire format
+//! → [`transport`] (timeouts, retries, backoff, deadline) → [`decode`] (JSON → plan or turn,
+//! re-asking with the exact errors) → [`Reply`](toolhost_engine::Reply) and usage, which the
+//! engine validates and charges.
+//!
+//! - [`config`]: [`LlmConfig`] (defaults listed), [`ApiKey`] (never printed), keys from env.
+//! - [`schema`]: the plan and turn schemas as sent (strict and loose shapes).
+//! - [`prompt`]: what the model is told; tool outputs delimited as data.
+//! - [`decode`]: answers → replies, or the reasons they are not.
+//! - [`transport`]: POST with retries on 429/5xx/timeouts, `Retry-After`, jitter.
+//! - [`openai`], [`anthropic`], [`compatible`]: one provider each; [`Provider`] dispatches.
+//! - [`planner`]: [`LlmPlanner`], the loop around a provider.
+//! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`ReplayPlanner`]).
+
+pub mod anthropic;
+pub mod cassette;
+pub mod compatible;
+pub mod config;
+pub mod decode;
+pub mod openai;
+pub mod planner;
+pub mod prompt;
+pub mod schema;
+pub mod transport;
+
+use std::time::Instant;
+
+pub use self::cassette::{Recorder, ReplayPlanner};
+pub use self::config::{ApiKey, LlmConfig, ProviderKind, Structured, key_from_env};
+pub use self::planner::LlmPlanner;
+
+use self::anthropic::Anthropic;
+use self::compatible::Compatible;
+use self::openai::{Completion, Format, OpenAi};
+use self::prompt::Prompt;
+
+/// Why an LLM planner could not be built or could not answer. No message holds a key:
+/// response bodies pass through [`ApiKey::redact`] first.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("no API key for `{provider}`: set the environment variable `{var}`")]
+    MissingKey { var: String, provider: &'static str },
+    #[error("`{provider}` needs `base_url` (the server's `/v1` URL)")]
+    MissingBaseUrl { provider: &'static str },
+    #[error("`{provider}`'s base_url `{url}` is not an http(s) URL: {reason}")]
+    BadBaseUrl {
+        provider: &'static str,
+        url: String,
+        reason: String,
+    },
+    #[error("`{provider}` needs `model`")]
+    MissingModel { provider: &'static str },
+    #[error("HTTP client: {0}")]
+    Client(String),
+    #[error("gave up after {attempts} attempts: {last}")]
+    Retries { attempts: u32, last: String },
+    #[error(
+        "the run's wall-time budget ran out waiting for the provider (after {attempts} attempts)"
+    )]
+    WallTime { attempts: u32 },
+    #[error("the provider refused the request with status {status}: {body}")]
+    Rejected { status: u16, body: String },
+    #[error("unexpected response: {0}")]
+    Response(String),
+    #[error("the model refused: {0}")]
+    Refused(String),
+    #[error("no usable answer after {attempts} attempts: {errors}")]
+    Unusable { attempts: u32, errors: String },
+    #[error("another attempt would exceed the run's {0} budget")]
+    Budget(&'static str),
+    #[error("cassette `{path}`: {reason}")]
+    Cassette { path: String, reason: String },
+}
+
+/// One provider, by wire format.
+#[derive(Debug, Clone)]
+pub enum Provider {
+    OpenAi(OpenAi),
+    Anthropic(Anthropic),
+    Compatible(Compatible),
+}
+
+impl Provider {
+    /// Asks for `p`, within `deadline`.
+    pub async fn complete(
+        &mut self,
+        p: &Prompt,
+        deadline: Instant,
+    ) -> Result<Completion, LlmError> {
+        match self {
+            Provider::OpenAi(o) => match o.send(p, Format::JsonSchema, deadline).await? {
+                Ok(c) => Ok(c),
+                Err(r) => Err(LlmError::Rejected {
+                    status: r.status,
+                    body: r.body,
+                }),
+            },
+            Provider::Anthropic(a) => a.complete(p, deadline).await,
+            Provider::Compatible(c) => c.complete(p, deadline).await,
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! toolhost-runtime: WebAssembly components as tools, each call sandboxed and bounded.
+//!
+//! Every tool is a WebAssembly component. Each function it exports is an *operation* that
+//! can be called with JSON arguments; the runtime derives a JSON Schema for each operation
+//! from the component's WIT types and doc comments, converts JSON to typed component values
+//! and back, and runs every call in a fresh instance with fuel, a wall-clock deadline, a
+//! memory cap, host-side budgets and only the capabilities it was granted. This crate is
+//! what an embedder needs to load components and call them safely, under an operator's
+//! [`Policy`] or hand-made [`Capabilities`]; the engine, model planners, journal and CLI
+//! are crates above it.
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Runtime::new(RuntimeConfig::default())?;
+//! let wasm = Path::new("calc.wasm");
+//! let tool = runtime.load(wasm)?;
+//! let policy = Policy::load(Path::new("policy.toml"))?;
+//! let section = policy.section_for(wasm).ok_or("no policy section for calc.wasm")?;
+//! let args = serde_json::json!({"expression": "6 * 7"});
+//! let outcome = Gate::new()
+//!     .call(&runtime, section, &tool, "eval", &args, &section.limits)
+//!     .await;
+//! println!("{}", outcome.result?);
+//! # Ok(()) }
+//! ```
+//!
+//! The same, runnable: `crates/runtime/examples/embed.rs`.
+//!
+//! # Layout
+//!
+//! Data flows: component bytes → [`Runtime::load`] → [`Tool`] (operations + schemas) →
+//! [`Runtime::call`] (JSON args → values → fresh sandboxed instance → values → JSON) →
+//! [`CallOutcome`]; [`Gate`] puts a policy section's grants, limits and rules in front.
+//!
+//! - [`runtime`]: the shared engine, linker, epoch ticker and instance pool; loading
+//!   components as tools.
+//! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
+//! - [`tool`]: a loaded tool, its operations and their schemas.
+//! - [`types`]: [`WitType`], the host's copy of a component value type.
+//! - [`schema`]: WIT type + docs → JSON Schema for models.
+//! - [`convert`]: JSON ↔ component values, with JSON-path errors.
+//! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
+//! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
+//! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
+//!   limiter, the host-call meter (deadline checked, fuel and host memory charged on every
+//!   host call), the `toolhost:host/log` import, the filesystem gate (single-file grants,
+//!   symlink targets, the write budget, decisions recorded), the HTTP, socket and
+//!   name-lookup gates, the environment audit, and the audit log (bounded, never dropping a
+//!   decision, failing the call closed when its budget is spent).
+//! - [`call`]: one call, its limits, and the classification of every way it can fail.
+//! - [`policy`]: the operator's policy file: per-tool grants, limits, allowed operations,
+//!   rate limits; [`policy::Gate`] applies it to calls.
+//! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
+//! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
+//! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
+//! - [`trace`]: the `tool_call` span and the target every toolhost span shares.
+//!
+//! `wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
+
+pub mod cache;
+pub mod call;
+pub mod convert;
+pub mod docs;
+pub mod error;
+pub mod grants;
+pub mod limits;
+pub mod pack;
+pub mod policy;
+pub mod runtime;
+pub mod sandbox;
+pub mod schema;
+pub mod tool;
+pub mod trace;
+pub mod types;
+
+pub use call::{CallOutcome, CallReport};
+pub use error::{CallError, ErrorKind, LoadError};
+pub use grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};
+pub use limits::Limits;
+pub use policy::{Gate, Policy, ToolPolicy};
+pub use runtime::{Metering, Runtime, RuntimeConfig};
+pub use sandbox::{AuditEvent, Decision};
+pub use tool::{Operation, Tool};
+pub use toolhost_wit_docs as wit_docs;
+pub use types::WitType;

@@ -1,0 +1,462 @@
+//! Operator policy: which tools may run, what each may reach, and its limits.
+//!
+//! A policy is a TOML file (`version = 1`) with `[defaults.limits]` and one
+//! `[tools.NAME]` section per tool. Everything is denied unless a section grants it, and a
+//! tool without a section cannot be called at all. Grants are the operator's alone:
+//! nothing a tool or a model can call reads or changes a policy.
+//!
+//! - [`raw`]: the file as written (serde, `deny_unknown_fields`, spans kept).
+//! - [`error`]: [`PolicyError`], located by line and column.
+//! - [`gate`]: [`Gate`], which applies a policy to calls (section, digest pin, allowed
+//!   operations, rate limit) before the sandbox applies the grants.
+//!
+//! ```toml
+//! version = 1
+//! approval = "deny"               # unattended runs: steps needing approval escalate
+//!
+//! [defaults.limits]
+//! timeout_ms = 2000
+//!
+//! [tools.fetch]
+//! component = "tools/http.wasm"   # optional: the component this section is for
+//! operations = ["get-text"]       # optional: default all
+//! sensitive = true                # the engine asks for approval first
+//! files = [{ host = "data", guest = "/data", access = "read" }]
+//! network = { http = ["https://api.example.com", "https://*.example.com:8443"] }
+//! env = { API_BASE = "https://api.example.com", TOKEN = { from_host = "FETCH_TOKEN" } }
+//! limits = { memory_mib = 32, max_calls_per_minute = 30 }
+//! ```
+
+mod error;
+pub mod gate;
+mod raw;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use toml::Spanned;
+
+pub use self::error::{Located, PolicyError};
+pub use self::gate::{Gate, RateLimiter};
+pub use self::raw::EnvValue;
+use self::raw::{Access, RawLimits, RawPolicy, RawTool};
+use crate::Limits;
+use crate::grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};
+
+/// The only policy format version.
+pub const VERSION: u32 = 1;
+
+/// What a non-interactive run does with a step that needs approval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Nobody approves: the run escalates and the step does not run.
+    #[default]
+    Deny,
+    /// Approve automatically (for trusted, unattended deployments).
+    Auto,
+}
+
+/// A checked policy: every path exists, every host variable was read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Policy {
+    /// Where it was read from (shown in messages).
+    pub source: String,
+    /// What unattended runs do with a step that needs approval (a `sensitive` tool, a
+    /// low-confidence turn): `deny` (default: the run escalates) or `auto`.
+    pub approval: ApprovalMode,
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+/// What one tool may do: its grants, limits and call rules.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolPolicy {
+    pub name: String,
+    /// If set, the section applies only to this component file (canonical path).
+    pub component: Option<PathBuf>,
+    /// If set, the component's SHA-256 (hex) must be this.
+    pub sha256: Option<String>,
+    pub capabilities: Capabilities,
+    /// Where each environment value comes from, by name (values are never shown).
+    pub env_sources: Vec<(String, String)>,
+    /// Operations that may be called; `None`: all of them.
+    pub operations: Option<Vec<String>>,
+    /// Calls need approval (or confidence gating) from the planner engine.
+    pub sensitive: bool,
+    #[serde(serialize_with = "limits_json")]
+    pub limits: Limits,
+    /// Calls allowed per tool in any 60-second window of one run or process; `None`:
+    /// unlimited.
+    pub max_calls_per_minute: Option<u32>,
+}
+
+fn limits_json<S: serde::Serializer>(l: &Limits, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::json!({
+        "fuel": l.fuel,
+        "timeout_ms": u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
+        "memory_mib": l.memory_mib,
+        "max_output_bytes": l.max_result_bytes,
+        "max_stdio_bytes": l.max_stdio_bytes,
+        "max_log_bytes": l.max_log_bytes,
+        "max_http_response_bytes": l.max_http_response_bytes,
+        "max_host_bytes": l.max_host_bytes,
+        "max_resources": l.max_resources,
+        "max_written_bytes": l.max_written_bytes,
+        "max_file_bytes": l.max_file_bytes,
+        "max_args_bytes": l.max_args_bytes,
+        "max_audit_bytes": l.max_audit_bytes,
+    })
+    .serialize(s)
+}
+
+impl Policy {
+    /// Reads and checks the policy at `path`. Relative host paths are relative to the
+    /// policy file's directory.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Policy::parse(&path.display().to_string(), &text, base)
+    }
+
+    /// Checks policy `text`; `file` names it in messages, `base` anchors relative paths.
+    pub fn parse(file: &str, text: &str, base: &Path) -> Result<Policy, PolicyError> {
+        let raw: RawPolicy =
+            toml::from_str(text).map_err(|e| PolicyError::from_toml(file, text, &e))?;
+        let at = |span: std::ops::Range<usize>, message: String| {
+            PolicyError::at(file, text, span, message)
+        };
+        if *raw.version.get_ref() != VERSION {
+            return Err(at(
+                raw.version.span(),
+                format!(
+                    "unsupported policy version {}: this toolhost reads version {VERSION}",
+                    raw.version.get_ref()
+                ),
+            ));
+        }
+        let defaults = limits(Limits::default(), &raw.defaults.limits, &at)?;
+        let mut tools = BTreeMap::new();
+        for (name, section) in &raw.tools {
+            check_tool_name(name.get_ref()).map_err(|why| at(name.span(), why))?;
+            let tool = tool_policy(name.get_ref(), section, &defaults, base, &at)?;
+            tools.insert(name.get_ref().clone(), tool);
+        }
+        Ok(Policy {
+            source: file.to_string(),
+            approval: raw.approval,
+            tools,
+        })
+    }
+
+    /// The section for the component at `path`: the one whose `component` is that file,
+    /// else the one named after the file stem (if it names no other component).
+    pub fn section_for(&self, path: &Path) -> Option<&ToolPolicy> {
+        let canonical = std::fs::canonicalize(path).ok();
+        if let Some(c) = &canonical
+            && let Some(t) = self
+                .tools
+                .values()
+                .find(|t| t.component.as_ref() == Some(c))
+        {
+            return Some(t);
+        }
+        let stem = path.file_stem()?.to_str()?;
+        self.tools.get(stem).filter(|t| t.component.is_none())
+    }
+}
+
+/// Tool names: lower-case letters, digits, `-` and `_`, starting with a letter.
+fn check_tool_name(name: &str) -> Result<(), String> {
+    let ok = name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a valid tool name: use lower-case letters, digits, `-` and `_`, starting with a letter (at most 64 characters)"
+        ))
+    }
+}
+
+type At<'a> = dyn Fn(std::ops::Range<usize>, String) -> PolicyError + 'a;
+
+fn tool_policy(
+    name: &str,
+    raw: &RawTool,
+    defaults: &(Limits, Option<u32>),
+    base: &Path,
+    at: &At<'_>,
+) -> Result<ToolPolicy, PolicyError> {
+    let component = match &raw.component {
+        None => None,
+        Some(c) => Some(std::fs::canonicalize(base.join(c.get_ref())).map_err(|e| {
+            at(
+                c.span(),
+                format!("component `{}` cannot be used: {e}", c.get_ref()),
+            )
+        })?),
+    };
+    let sha256 = match &raw.sha256 {
+        None => None,
+        Some(s) => {
+            let hex = s.get_ref().strip_prefix("sha256:").unwrap_or(s.get_ref());
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(at(
+                    s.span(),
+                    format!(
+                        "`{}` is not a SHA-256 digest: expected 64 hex digits",
+                        s.get_ref()
+                    ),
+                ));
+            }
+            Some(hex.to_ascii_lowercase())
+        }
+    };
+    let mut caps = Capabilities {
+        files: Vec::new(),
+        env: Vec::new(),
+        network: NetworkGrants {
+            http: parse_each(&raw.network.http, at)?,
+            tcp: parse_each(&raw.network.tcp, at)?,
+            name_lookup: raw.network.name_lookup,
+        },
+    };
+    for f in &raw.files {
+        let host = base.join(f.host.get_ref());
+        let guest = f.guest.as_ref().unwrap_or(&f.host);
+        let grant =
+            file_grant(&host, guest.get_ref(), f.access == Access::ReadWrite).map_err(|why| {
+                let span = if f.guest.is_some() && why.contains("guest path") {
+                    guest.span()
+                } else {
+                    f.host.span()
+                };
+                at(span, why)
+            })?;
+        if let Some(dup) = caps.files.iter().find(|g| g.guest == grant.guest) {
+            return Err(at(
+                guest.span(),
+                format!(
+                    "guest path `{}` is granted twice (also for `{}`)",
+                    grant.guest,
+                    dup.host.display()
+                ),
+            ));
+        }
+        if let Some(why) = crate::grants::conflict(&caps.files, &grant) {
+            return Err(at(guest.span(), why));
+        }
+        caps.files.push(grant);
+    }
+    let mut env_sources = Vec::new();
+    for (k, v) in &raw.env {
+        let value = env_grant(k.get_ref(), v.get_ref()).map_err(|why| {
+            let span = if why.contains("variable name") {
+                k.span()
+            } else {
+                v.span()
+            };
+            at(span, why)
+        })?;
+        env_sources.push((
+            k.get_ref().clone(),
+            match v.get_ref() {
+                EnvValue::Literal(_) => "literal".to_string(),
+                EnvValue::FromHost { from_host } => format!("host ${from_host}"),
+            },
+        ));
+        caps.env.push((k.get_ref().clone(), value));
+    }
+    let operations = match &raw.operations {
+        None => None,
+        Some(ops) => {
+            if ops.get_ref().is_empty() {
+                return Err(at(
+                    ops.span(),
+                    "`operations = []` would allow nothing: list the operations to allow, or leave `operations` out to allow all"
+                        .into(),
+                ));
+            }
+            let mut names = Vec::new();
+            for op in ops.get_ref() {
+                let n = op.get_ref();
+                if n.is_empty() || n.contains(char::is_whitespace) {
+                    return Err(at(op.span(), format!("`{n}` is not an operation name")));
+                }
+                if names.contains(n) {
+                    return Err(at(op.span(), format!("operation `{n}` is listed twice")));
+                }
+                names.push(n.clone());
+            }
+            Some(names)
+        }
+    };
+    let (limits, rate) = limits(defaults.0.clone(), &raw.limits, at)?;
+    let rate = rate.or(defaults.1);
+    Ok(ToolPolicy {
+        name: name.to_string(),
+        component,
+        sha256,
+        capabilities: caps,
+        env_sources,
+        operations,
+        sensitive: raw.sensitive,
+        limits,
+        max_calls_per_minute: rate,
+    })
+}
+
+/// Parses each string, pointing an error at the string that failed.
+fn parse_each<T>(items: &[Spanned<String>], at: &At<'_>) -> Result<Vec<T>, PolicyError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    items
+        .iter()
+        .map(|s| {
+            s.get_ref()
+                .parse()
+                .map_err(|e: T::Err| at(s.span(), e.to_string()))
+        })
+        .collect()
+}
+
+/// Applies `raw` over `base`; returns the limits and the rate limit, if set.
+fn limits(
+    base: Limits,
+    raw: &RawLimits,
+    at: &At<'_>,
+) -> Result<(Limits, Option<u32>), PolicyError> {
+    let mut l = base;
+    let check =
+        |v: &Option<Spanned<u64>>, name: &str, max: u64| -> Result<Option<u64>, PolicyError> {
+            match v {
+                None => Ok(None),
+                Some(s) if *s.get_ref() == 0 => Err(at(
+                    s.span(),
+                    format!("`{name} = 0` would make every call fail: give a positive value"),
+                )),
+                Some(s) if *s.get_ref() > max => Err(at(
+                    s.span(),
+                    format!("`{name} = {}` is above the maximum of {max}", s.get_ref()),
+                )),
+                Some(s) => Ok(Some(*s.get_ref())),
+            }
+        };
+    const GIB: u64 = 1 << 30;
+    if let Some(v) = check(&raw.fuel, "fuel", u64::MAX / 2)? {
+        l.fuel = v;
+    }
+    if let Some(v) = check(&raw.timeout_ms, "timeout_ms", 3_600_000)? {
+        l.timeout = Duration::from_millis(v);
+    }
+    if let Some(v) = check(&raw.memory_mib, "memory_mib", 4096)? {
+        l.memory_mib = v;
+    }
+    let bytes = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    if let Some(v) = check(&raw.max_output_bytes, "max_output_bytes", GIB)? {
+        l.max_result_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_stdio_bytes, "max_stdio_bytes", GIB)? {
+        l.max_stdio_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_log_bytes, "max_log_bytes", GIB)? {
+        l.max_log_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_http_response_bytes, "max_http_response_bytes", GIB)? {
+        l.max_http_response_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_host_bytes, "max_host_bytes", GIB)? {
+        l.max_host_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_resources, "max_resources", 65_536)? {
+        l.max_resources = bytes(v);
+    }
+    const TIB: u64 = 1 << 40;
+    if let Some(v) = check(&raw.max_written_bytes, "max_written_bytes", TIB)? {
+        l.max_written_bytes = v;
+    }
+    if let Some(v) = check(&raw.max_file_bytes, "max_file_bytes", TIB)? {
+        l.max_file_bytes = v;
+    }
+    if let Some(v) = check(&raw.max_args_bytes, "max_args_bytes", GIB)? {
+        l.max_args_bytes = bytes(v);
+    }
+    if let Some(v) = check(&raw.max_audit_bytes, "max_audit_bytes", GIB)? {
+        l.max_audit_bytes = bytes(v);
+    }
+    let rate = check(&raw.max_calls_per_minute, "max_calls_per_minute", 1_000_000)?
+        .map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+    Ok((l, rate))
+}
+
+/// Checks a file or directory grant: the host path must exist; a file grant is pinned to
+/// the file's canonical path so a later symlink swap cannot redirect it.
+pub fn file_grant(host: &Path, guest: &str, write: bool) -> Result<FileGrant, String> {
+    if host.as_os_str().is_empty() {
+        return Err("the host path is empty".into());
+    }
+    if !guest.starts_with('/') || guest.split('/').any(|c| c == ".." || c == ".") {
+        return Err(format!(
+            "guest path `{guest}` must be absolute and must not contain `.` or `..` components"
+        ));
+    }
+    let meta =
+        std::fs::metadata(host).map_err(|e| format!("cannot use `{}`: {e}", host.display()))?;
+    let kind = if meta.is_dir() {
+        GrantKind::Directory
+    } else if meta.is_file() {
+        GrantKind::File
+    } else {
+        return Err(format!(
+            "`{}` is neither a directory nor a regular file",
+            host.display()
+        ));
+    };
+    if kind == GrantKind::File && guest.ends_with('/') {
+        return Err(format!(
+            "guest path `{guest}` ends in `/` but `{}` is a file",
+            host.display()
+        ));
+    }
+    let host = match kind {
+        GrantKind::File => std::fs::canonicalize(host)
+            .map_err(|e| format!("cannot use `{}`: {e}", host.display()))?,
+        GrantKind::Directory => host.to_path_buf(),
+    };
+    Ok(FileGrant {
+        host,
+        guest: guest.to_string(),
+        write,
+        kind,
+    })
+}
+
+/// Checks an environment grant and returns the value the tool will see.
+pub fn env_grant(name: &str, value: &EnvValue) -> Result<String, String> {
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!(
+            "`{name}` is not a valid variable name: use letters, digits and `_`, not starting with a digit"
+        ));
+    }
+    match value {
+        EnvValue::Literal(v) => Ok(v.clone()),
+        EnvValue::FromHost { from_host } => std::env::var(from_host).map_err(|_| {
+            format!("`{from_host}` is not set in the host environment (or is not UTF-8)")
+        }),
+    }
+}

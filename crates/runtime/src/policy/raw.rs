@@ -1,0 +1,126 @@
+//! The policy file as written: serde structs, every one `deny_unknown_fields`. Values that
+//! need the file system or the host environment to check keep their spans
+//! ([`toml::Spanned`]) so errors can point at them.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPolicy {
+    pub version: Spanned<u32>,
+    /// What unattended runs do with steps that need approval.
+    #[serde(default)]
+    pub approval: super::ApprovalMode,
+    #[serde(default)]
+    pub defaults: RawDefaults,
+    #[serde(default)]
+    pub tools: BTreeMap<Spanned<String>, RawTool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDefaults {
+    #[serde(default)]
+    pub limits: RawLimits,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTool {
+    pub component: Option<Spanned<String>>,
+    pub sha256: Option<Spanned<String>>,
+    #[serde(default)]
+    pub files: Vec<RawFile>,
+    #[serde(default)]
+    pub network: RawNetwork,
+    #[serde(default)]
+    pub env: BTreeMap<Spanned<String>, Spanned<EnvValue>>,
+    pub operations: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pub limits: RawLimits,
+    #[serde(default)]
+    pub sensitive: bool,
+}
+
+/// `read` or `read-write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Access {
+    Read,
+    ReadWrite,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFile {
+    pub host: Spanned<String>,
+    pub guest: Option<Spanned<String>>,
+    pub access: Access,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNetwork {
+    #[serde(default)]
+    pub http: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub tcp: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub name_lookup: bool,
+}
+
+/// The value of an environment grant: a literal, or a host variable read at load time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvValue {
+    Literal(String),
+    FromHost { from_host: String },
+}
+
+impl<'de> Deserialize<'de> for EnvValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EnvValue, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FromHost {
+            from_host: String,
+        }
+        const EXPECTED: &str = "a string, or a table `{ from_host = \"HOST_VAR\" }`";
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(s) => Ok(EnvValue::Literal(s)),
+            toml::Value::Table(t) => FromHost::deserialize(t)
+                .map(|f| EnvValue::FromHost {
+                    from_host: f.from_host,
+                })
+                .map_err(|e| {
+                    serde::de::Error::custom(format!("{}; expected {EXPECTED}", e.message()))
+                }),
+            other => Err(serde::de::Error::invalid_type(
+                serde::de::Unexpected::Other(&format!("{} `{other}`", other.type_str())),
+                &EXPECTED,
+            )),
+        }
+    }
+}
+
+/// Limits as written; unset fields come from `[defaults.limits]`, then from
+/// [`Limits::default`](crate::Limits).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub fuel: Option<Spanned<u64>>,
+    pub timeout_ms: Option<Spanned<u64>>,
+    pub memory_mib: Option<Spanned<u64>>,
+    pub max_output_bytes: Option<Spanned<u64>>,
+    pub max_stdio_bytes: Option<Spanned<u64>>,
+    pub max_log_bytes: Option<Spanned<u64>>,
+    pub max_http_response_bytes: Option<Spanned<u64>>,
+    pub max_host_bytes: Option<Spanned<u64>>,
+    pub max_resources: Option<Spanned<u64>>,
+    pub max_written_bytes: Option<Spanned<u64>>,
+    pub max_file_bytes: Option<Spanned<u64>>,
+    pub max_args_bytes: Option<Spanned<u64>>,
+    pub max_audit_bytes: Option<Spanned<u64>>,
+    pub max_calls_per_minute: Option<Spanned<u64>>,
+}
