@@ -46,7 +46,7 @@ fn main() {
         None => out_dir.join("wasm"),
     };
 
-    for dir in ["tools", "tool-sdk", "wit"] {
+    for dir in ["tools", "tool-sdk"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     println!(

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost_engine::{ApprovalMode, Catalog, Engine, Entry, Quiet, RunConfig, Script, ScriptedPlanner, StopReason, Unattended};
+use toolhost_engine::{
+    ApprovalMode, Catalog, Engine, Entry, Quiet, RunConfig, Script, ScriptedPlanner, StopReason,
+    Unattended,
+};
 use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
 use toolhost_tests::server::Server;
 

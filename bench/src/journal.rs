@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost_engine::{ApprovalMode, Budgets, Catalog, Engine, Entry, Mode, Observer, Quiet, RunConfig, Script, ScriptedPlanner, StopReason, Unattended};
+use toolhost_engine::{
+    ApprovalMode, Budgets, Catalog, Engine, Entry, Mode, Observer, Quiet, RunConfig, Script,
+    ScriptedPlanner, StopReason, Unattended,
+};
 use toolhost_journal::writer::FileDigest;
 use toolhost_journal::{Journal, Redactor, RunStart};
 use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost_engine::planner::PlanFuture;
-use toolhost_engine::{ApprovalMode, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig, Script, ScriptedPlanner, Spent, StopReason, Unattended, Usage};
+use toolhost_engine::{
+    ApprovalMode, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig, Script,
+    ScriptedPlanner, Spent, StopReason, Unattended, Usage,
+};
 use toolhost_llm::{LlmConfig, ProviderKind, prompt};
 use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
 

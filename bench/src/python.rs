@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use toolhost_runtime::{Runtime, RuntimeConfig};
 use toolhost_lang_tools::path;
+use toolhost_runtime::{Runtime, RuntimeConfig};
 
 use super::{Figure, Scale, median};
 

@@ -11,7 +11,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolhost_engine::planner::PlanFuture;
-use toolhost_engine::{ApprovalMode, Approver, Catalog, Engine, Observer, PlanDecision, PlanRequest, Planner, Quiet, RunConfig, RunReport, Script, ScriptedPlanner, Step, StepDecision, StepRecord, Unattended, Usage, ValidPlan};
+use toolhost_engine::{
+    ApprovalMode, Approver, Catalog, Engine, Observer, PlanDecision, PlanRequest, Planner, Quiet,
+    RunConfig, RunReport, Script, ScriptedPlanner, Step, StepDecision, StepRecord, Unattended,
+    Usage, ValidPlan,
+};
 use toolhost_runtime::{Gate, Runtime};
 
 /// [`toolhost_tests::catalog_in`], shared by the engine.

@@ -19,7 +19,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost_engine::{ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended};
+use toolhost_engine::{
+    ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
+};
 use toolhost_llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
 use toolhost_runtime::{Gate, Runtime};
 

@@ -131,12 +131,13 @@ fn every_problem_is_reported_at_once() {
 
 #[test]
 fn the_published_schema_is_current_and_accepts_the_examples() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/schemas/plan.schema.json");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/engine/schemas/plan.schema.json");
     let published: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(
         published,
         plan_schema(),
-        "regenerate with `toolhost plan schema > host/schemas/plan.schema.json`"
+        "regenerate with `toolhost plan schema > crates/engine/schemas/plan.schema.json`"
     );
     let validator = jsonschema::validator_for(&published).unwrap();
     let good = json!({"goal": "g", "steps": [{"id": "s1", "tool": "calc", "operation": "eval",

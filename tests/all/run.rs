@@ -152,7 +152,7 @@ fn task_errors_name_the_problem() {
         assert!(out.stderr.contains(expected), "{task}: {}", out.stderr);
     }
     // Tool names need a tools directory (the CLI falls back to this checkout's).
-    let err = toolhost_engine::Task::load(Path::new(&example("seed.toml")), None).unwrap_err();
+    let err = toolhost::task::Task::load(Path::new(&example("seed.toml")), None).unwrap_err();
     assert!(err.to_string().contains("pass --tools-dir DIR"), "{err}");
     let out = cli(["run", &example("seed.toml")]);
     assert_eq!(out.code, 0, "{out:?}");

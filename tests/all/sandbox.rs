@@ -252,8 +252,11 @@ fn file_grants_from_two_host_directories_share_a_guest_directory() {
 fn a_guest_directory_cannot_be_a_file_grant_and_a_directory_grant() {
     let root = tempfile::tempdir().unwrap();
     let mut caps = two_file_grants(root.path());
-    caps.files
-        .push(toolhost_runtime::FileGrant::dir(root.path(), "/config", false));
+    caps.files.push(toolhost_runtime::FileGrant::dir(
+        root.path(),
+        "/config",
+        false,
+    ));
     let err = call_with("misbehave", "args", json!({}), &caps, &Limits::default())
         .result
         .unwrap_err();

@@ -8,7 +8,9 @@ use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use toolhost_runtime::{CallOutcome, Capabilities, FileGrant, Limits, Runtime, RuntimeConfig, Tool};
+use toolhost_runtime::{
+    CallOutcome, Capabilities, FileGrant, Limits, Runtime, RuntimeConfig, Tool,
+};
 
 /// The runtime shared by tests that do not test the cache (no disk cache).
 pub fn runtime() -> &'static Runtime {

@@ -34,7 +34,7 @@ pub use wit_bindgen;
 
 mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "toolhost:host/host",
     });
 }

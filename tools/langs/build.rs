@@ -222,7 +222,7 @@ fn run(cmd: &mut Command, name: &str, lang: Lang) {
 }
 
 /// Appends the world's docs as a `toolhost:docs` custom section, as `toolhost tool pack`
-/// does (host/src/pack.rs); custom sections may go anywhere in a component.
+/// does (crates/runtime/src/pack.rs); custom sections may go anywhere in a component.
 fn pack(component: &Path, wit: &Path, world: &str) {
     let docs = DocMap::from_wit_path(wit, Some(world))
         .unwrap_or_else(|e| panic!("reading the docs of {}: {e}", wit.display()));

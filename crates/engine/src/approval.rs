@@ -1,8 +1,6 @@
 //! Human approval: of a whole plan before it runs (with `--approve`), and of each step
 //! that needs it (a `sensitive` tool, or a step-wise turn below the confidence threshold).
 
-use serde::{Deserialize, Serialize};
-
 use super::plan::{Plan, Step};
 use super::validate::{Catalog, ValidPlan};
 

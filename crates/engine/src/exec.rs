@@ -20,10 +20,10 @@ use super::record::{Evaluation, StepError, StepRecord, StepStatus, Verdict};
 use super::reference;
 use super::run::{Engine, State, step_budget};
 use super::validate::ValidPlan;
+use crate::trace;
 use toolhost_runtime::Limits;
 use toolhost_runtime::call::CallOutcome;
 use toolhost_runtime::error::CallError;
-use crate::trace;
 
 /// A launched step's result, with what it reserved.
 struct Done {

@@ -22,9 +22,9 @@ use super::planner::{
 use super::record::{StepRecord, StepStatus};
 use super::resume::ResumePoint;
 use super::validate::{Catalog, ProblemKind, ValidPlan, validate};
+use crate::trace;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Gate;
-use crate::trace;
 
 /// How a run is carried out. `RunConfig::default()`:
 /// - `mode`: plan-then-execute;

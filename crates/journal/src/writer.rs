@@ -17,7 +17,6 @@ use super::store::{FileStore, Store};
 use super::tee::Approvals;
 use super::verify::Verified;
 use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
-use toolhost_runtime::cache::sha256_hex;
 use toolhost_engine::approval::Approver;
 use toolhost_engine::budget::{Budgets, Spent, StopReason};
 use toolhost_engine::plan::Step;
@@ -25,6 +24,7 @@ use toolhost_engine::planner::Mode;
 use toolhost_engine::record::StepRecord;
 use toolhost_engine::run::{Observer, PlannerCall};
 use toolhost_engine::validate::{Problem, ValidPlan};
+use toolhost_runtime::cache::sha256_hex;
 
 /// A file a run depends on, by content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 
 use super::LlmError;
 use toolhost_engine::plan::Plan;
-use toolhost_engine::planner::{Ask, Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage};
+use toolhost_engine::planner::{
+    Ask, Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage,
+};
 
 /// A reply as a cassette holds it (the same JSON as [`Reply`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

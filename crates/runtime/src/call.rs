@@ -13,7 +13,10 @@ use crate::convert;
 use crate::error::CallError;
 use crate::grants::Capabilities;
 use crate::runtime::{FUEL_YIELD_INTERVAL, Runtime};
-use crate::sandbox::{AuditEvent, AuditLog, AuditSpent, DeadlineReached, Decision, HostState, LogRecord, MemoryLimitExceeded, WriteLimitExceeded, meter};
+use crate::sandbox::{
+    AuditEvent, AuditLog, AuditSpent, DeadlineReached, Decision, HostState, LogRecord,
+    MemoryLimitExceeded, WriteLimitExceeded, meter,
+};
 use crate::tool::{Operation, Returns, Tool};
 use crate::trace;
 

@@ -59,7 +59,7 @@
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`trace`]: the `tool_call` span and the target every toolhost span shares.
 //!
-//! `wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
+//! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
 
 pub mod cache;
 pub mod call;

@@ -5,7 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost_engine::{ApprovalMode, Catalog, Plan, PlanDecision, RunConfig, StepDecision, StepStatus, StopReason, Unattended};
+use toolhost_engine::{
+    ApprovalMode, Catalog, Plan, PlanDecision, RunConfig, StepDecision, StepStatus, StopReason,
+    Unattended,
+};
 
 use super::{Recording, Reviewer, catalog_in, ids, record, run, run_with};
 

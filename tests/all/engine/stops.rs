@@ -3,7 +3,9 @@
 //! `cancelled`.
 
 use serde_json::json;
-use toolhost_engine::{EvaluatorConfig, Mode, ProblemKind, Reaction, RunConfig, StepStatus, StopReason, Verdict};
+use toolhost_engine::{
+    EvaluatorConfig, Mode, ProblemKind, Reaction, RunConfig, StepStatus, StopReason, Verdict,
+};
 
 use super::{Recording, catalog, catalog_in, error_kind, ids, record, run};
 
@@ -266,8 +268,8 @@ fn a_turn_below_the_confidence_threshold_escalates_unattended() {
 fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
     use std::sync::Arc;
 
-    use toolhost_runtime::Gate;
     use toolhost_engine::{ApprovalMode, Cancel, Engine, Quiet, Unattended};
+    use toolhost_runtime::Gate;
 
     let mut planner = Recording::new(json!({"plan": {"goal": "wait", "steps": [
         {"id": "long", "tool": "misbehave", "operation": "sleep", "args": {"ms": 30000}},

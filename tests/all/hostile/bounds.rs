@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_runtime::limits::{DEADLINE_SLACK, MAX_RANDOM_DRAW};
-use toolhost_runtime::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, ErrorKind, Limits};
+use toolhost_runtime::{
+    AuditEvent, CallError, CallOutcome, Capabilities, Decision, ErrorKind, Limits,
+};
 use toolhost_tests::{grant_dir, runtime, tool};
 
 use super::{assert_event, attack};

@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolhost_runtime::{AuditEvent, CallError, CallOutcome, Capabilities, Decision, FileGrant, Limits};
+use toolhost_runtime::{
+    AuditEvent, CallError, CallOutcome, Capabilities, Decision, FileGrant, Limits,
+};
 
 use super::{assert_denial_recorded, assert_event, attack};
 

@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_runtime::{AuditEvent, CallError, Capabilities, Decision, ErrorKind, Gate, Limits, Policy, Tool};
+use toolhost_runtime::{
+    AuditEvent, CallError, Capabilities, Decision, ErrorKind, Gate, Limits, Policy, Tool,
+};
 use toolhost_tests::{block_on, runtime, tool};
 
 use super::{assert_event, attack, attack_tool};

@@ -5,7 +5,10 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use toolhost_engine::{ApprovalMode, Engine, Observer, RunConfig, Script, ScriptedPlanner, Step, StopReason, Unattended};
+use toolhost_engine::{
+    ApprovalMode, Engine, Observer, RunConfig, Script, ScriptedPlanner, Step, StopReason,
+    Unattended,
+};
 use toolhost_runtime::{Gate, Runtime};
 use toolhost_tests::server::Server;
 

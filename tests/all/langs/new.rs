@@ -137,8 +137,10 @@ fn js_scaffold_builds_and_passes_its_test() {
 
 #[test]
 fn the_js_scaffold_pins_the_tested_toolchain() {
-    let scaffold: serde_json::Value =
-        serde_json::from_str(include_str!("../../../host/templates/new/js/package.json")).unwrap();
+    let scaffold: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../crates/cli/templates/new/js/package.json"
+    ))
+    .unwrap();
     let ours: serde_json::Value =
         serde_json::from_str(include_str!("../../../tools/js/package.json")).unwrap();
     assert_eq!(scaffold["dependencies"], ours["dependencies"]);

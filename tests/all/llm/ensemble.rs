@@ -3,7 +3,9 @@
 //! strong model, which keeps it; every call is charged at its own model's price.
 
 use serde_json::{Value, json};
-use toolhost_engine::{Ensemble, EnsembleConfig, Mode, Planner, Price, RunConfig, RunReport, StopReason};
+use toolhost_engine::{
+    Ensemble, EnsembleConfig, Mode, Planner, Price, RunConfig, RunReport, StopReason,
+};
 use toolhost_llm::ProviderKind;
 
 use super::mock::{Mock, openai};

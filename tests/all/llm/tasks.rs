@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use toolhost_engine::Task;
+use toolhost::task::Task;
 use toolhost::task::{PlannerKind, PlannerOverrides, PlannerSpec};
 use toolhost_llm::{ProviderKind, Structured};
 

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use super::run::Loaded;
 use super::{CmdResult, Failure, exit};
 use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Age, Journal, Redactor, RunStart, self as journal};
+use toolhost_journal::{self as journal, Age, Journal, Redactor, RunStart};
 use toolhost_runtime::policy::Policy;
 
 /// Journal options of `toolhost run`.

@@ -280,7 +280,10 @@ pub fn init_tracing() {
         .try_init();
 }
 
-pub(crate) fn load_tool(rt: &Runtime, path: &std::path::Path) -> Result<toolhost_runtime::Tool, Failure> {
+pub(crate) fn load_tool(
+    rt: &Runtime,
+    path: &std::path::Path,
+) -> Result<toolhost_runtime::Tool, Failure> {
     rt.load(path)
         .map_err(|e| Failure::new(exit::LOAD, e.to_string()))
 }

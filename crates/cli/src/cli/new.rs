@@ -1,5 +1,5 @@
 //! `toolhost new tool NAME --lang rust|python|js`: scaffold a tool project that builds
-//! and passes its own test as created. The files are templates in `host/templates/new/`.
+//! and passes its own test as created. The files are templates in `crates/cli/templates/new/`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ const PYTHON: Files = &[
     // The same pin as toolhost's own Python tools, so the scaffold is tested with it.
     (
         "requirements.txt",
-        include_str!("../../../tools/py/requirements.txt"),
+        include_str!("../../../../tools/py/requirements.txt"),
         false,
     ),
 ];

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{CmdResult, Failure, exit, load_tool};
-use toolhost_runtime::Runtime;
 use toolhost_engine::{Catalog, Entry, Plan, plan_schema, validate};
+use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Policy;
 
 /// Validate a plan (JSON) against tools and a policy, reporting every problem at once.

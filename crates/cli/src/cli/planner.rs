@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use super::{Failure, exit};
+use crate::task::Task;
 use crate::task::{PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost_engine::{Ensemble, EnsembleConfig, MemoryPlanner, Plan, Planner, ScriptedPlanner, Task};
+use toolhost_engine::{Ensemble, EnsembleConfig, MemoryPlanner, Plan, Planner, ScriptedPlanner};
 use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, ReplayPlanner};
 
 /// Planner settings that replace the task file's `[planner]` values.

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use toolhost_engine::budget::{Spent, StopReason};
 use toolhost_engine::run::{Observer, PlannerCall, RunReport};
 use toolhost_engine::validate::{Problem, ValidPlan};
 use toolhost_engine::{Step, StepRecord, StepStatus};
-use serde_json::Value;
 
 /// How long a step runs before the spinner shows it.
 const SPIN_AFTER: Duration = Duration::from_millis(700);

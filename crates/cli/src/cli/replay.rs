@@ -9,9 +9,9 @@ use serde_json::json;
 
 use super::run::{Outputs, Start, View, drive, load, report, telemetry};
 use super::{CmdResult, Failure, exit};
-use toolhost_runtime::Runtime;
 use toolhost_engine::{Fault, FaultKind};
 use toolhost_journal::{Kind, Record, replay};
+use toolhost_runtime::Runtime;
 
 /// Replay a run: the planner's journaled answers in order, the tools run afresh; prints
 /// every divergence of step status, output, error kind, stop reason and planner calls.

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{CmdResult, Failure, exit};
-use toolhost_journal::{report, self as journal};
+use toolhost_journal::{self as journal, report};
 
 /// Write a run's report as one self-contained HTML page: the chain's verdict, the stop
 /// reason, budgets, a timeline of steps in parallel lanes, each plan revision's DAG, every

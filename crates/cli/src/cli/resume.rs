@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use super::run::{Outputs, Start, View, drive, load, report, telemetry};
 use super::{CmdResult, Failure, exit};
-use toolhost_runtime::Runtime;
 use toolhost_engine::{Budgets, StepId, Unfinished};
-use toolhost_journal::{Journal, self as journal};
+use toolhost_journal::{self as journal, Journal};
+use toolhost_runtime::Runtime;
 
 /// Carry a stopped run on from its journal: finished steps are not run again; a step
 /// that started and did not finish runs again only if it is idempotent or `--rerun` names

@@ -11,15 +11,16 @@ use serde_json::Value;
 use super::approve::TerminalApprover;
 use super::progress::{Progress, summary};
 use super::{CmdResult, Failure, exit, load_tool};
-use toolhost_runtime::Runtime;
+use crate::task::PlannerOverrides;
+use crate::task::Task;
+use crate::telemetry::{OtlpConfig, Telemetry};
 use toolhost_engine::approval::{Approver, Unattended};
 use toolhost_engine::run::{Engine, Quiet, RunReport};
-use crate::task::PlannerOverrides;
 use toolhost_engine::validate::{Catalog, Entry};
-use toolhost_engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Task, Unfinished};
+use toolhost_engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Unfinished};
 use toolhost_journal::{Journal, Tee};
+use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::{Gate, Policy};
-use crate::telemetry::{OtlpConfig, Telemetry};
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///

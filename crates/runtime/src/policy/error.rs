@@ -38,7 +38,7 @@ impl fmt::Display for Located {
 
 impl PolicyError {
     /// An error at byte range `span` of `source`.
-    pub(crate) fn at(file: &str, source: &str, span: Range<usize>, message: String) -> PolicyError {
+    pub fn at(file: &str, source: &str, span: Range<usize>, message: String) -> PolicyError {
         let start = span.start.min(source.len());
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[start..]
