@@ -1,5 +1,5 @@
 //! `toolhost new tool NAME --lang rust|python|js`: scaffold a tool project that builds
-//! and passes its own test as created. The files are templates in `crates/cli/templates/new/`.
+//! and passes its own test as created. The files are templates in `crates/cli/templates/new/`, embedded in the binary.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -235,7 +235,7 @@ fn check_name(name: &str) -> Result<(), String> {
 fn sdk_dir(given: Option<&Path>) -> Result<PathBuf, Failure> {
     let dir = given
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../tool-sdk"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tool-sdk"));
     dir.join("Cargo.toml")
         .is_file()
         .then(|| dir.canonicalize().unwrap_or(dir.clone()))

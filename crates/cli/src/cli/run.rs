@@ -43,8 +43,7 @@ pub(crate) struct Args {
 /// How a run is watched; shared by `run`, `resume` and `replay`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct View {
-    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR;
-    /// default: the components this checkout built from `tools/`].
+    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
     #[arg(long, value_name = "DIR")]
     pub tools_dir: Option<PathBuf>,
     /// Review the validated plan (approve, edit in $EDITOR, or reject) and approve
@@ -93,8 +92,7 @@ pub(crate) fn load(
     let tools_dir = view
         .tools_dir
         .clone()
-        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from))
-        .or_else(built_tools_dir);
+        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from));
     let task =
         Task::load_with(path, tools_dir.as_deref(), overrides).map_err(|e| usage(e.to_string()))?;
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
@@ -330,15 +328,6 @@ pub(crate) fn run(
         }
     }
     report(&r, &journal, args.view.json, serde_json::Map::new(), out)
-}
-
-/// The components built by this checkout's `tools/` crate, when they are still there: so
-/// `cargo run -p toolhost -- run examples/tasks/seed.toml` works from a fresh clone.
-fn built_tools_dir() -> Option<PathBuf> {
-    Path::new(toolhost_tools::CALC)
-        .parent()
-        .filter(|d| d.is_dir())
-        .map(PathBuf::from)
 }
 
 /// The run's plan memory, when it is on and the run plans before executing.
