@@ -6,7 +6,7 @@
 //!
 //! Data flows: engine [`Observer`](toolhost_engine::Observer) callbacks (and the approver's
 //! decisions) → [`Journal`] → [`Redactor`] → one [`Record`] per line in
-//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / [`report`] / [`prune`].
+//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / `report` / [`prune`].
 //!
 //! Each line is a [`Record`] `{seq, ts, prev, kind, data}`: `seq` counts from 1 and equals
 //! the line number, `prev` is the hex SHA-256 of the previous line's bytes (without its
@@ -26,7 +26,8 @@
 //! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
-//! - [`report`](mod@report): the self-contained HTML report (`toolhost report`).
+//! - `report` (feature `report`, on by default): the self-contained HTML report
+//!   (`toolhost report`).
 //! - [`prune`]: retention by age.
 //! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
@@ -40,6 +41,7 @@ pub mod lock;
 pub mod prune;
 pub mod redact;
 pub mod replay;
+#[cfg(feature = "report")]
 pub mod report;
 pub mod resume;
 pub mod show;
