@@ -10,6 +10,7 @@ mod hostile;
 mod http;
 mod journal;
 mod langs;
+mod layout;
 mod llm;
 mod metering;
 mod output;

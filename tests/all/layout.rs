@@ -1,0 +1,116 @@
+//! The crates' wiring, checked from the lock file with `cargo tree`: dependencies point
+//! only down (runtime ← engine ← llm, journal ← cli), and an embedder of the runtime gets
+//! none of the command line's, the model planners' or the exporters' dependencies.
+
+use std::path::Path;
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+}
+
+/// The package names `cargo tree -p PACKAGE -e normal` lists (each once).
+fn normal_tree(package: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(root())
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "-p", package])
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn assert_none_of(package: &str, forbidden: &[&str]) {
+    let tree = normal_tree(package);
+    let found: Vec<&&str> = forbidden
+        .iter()
+        .filter(|f| tree.iter().any(|n| n == **f))
+        .collect();
+    assert!(found.is_empty(), "{package} depends on {found:?}");
+}
+
+const ABOVE_RUNTIME: &[&str] = &[
+    "toolhost-engine",
+    "toolhost-llm",
+    "toolhost-journal",
+    "toolhost",
+    "toolhost-tools",
+];
+
+#[test]
+fn the_runtime_brings_no_cli_planner_exporter_or_build_of_tools() {
+    let mut forbidden = ABOVE_RUNTIME.to_vec();
+    forbidden.extend([
+        "clap",
+        "reqwest",
+        "opentelemetry",
+        "opentelemetry_sdk",
+        "opentelemetry-otlp",
+        "tonic",
+        "prost",
+        "tracing-subscriber",
+        "jsonschema",
+        "regex",
+    ]);
+    assert_none_of("toolhost-runtime", &forbidden);
+    let tree = normal_tree("toolhost-runtime");
+    assert!(tree.iter().any(|n| n == "wasmtime"), "{tree:?}");
+}
+
+#[test]
+fn each_layer_depends_only_on_layers_below() {
+    assert_none_of(
+        "toolhost-engine",
+        &[
+            "toolhost-llm",
+            "toolhost-journal",
+            "toolhost",
+            "toolhost-tools",
+            "reqwest",
+            "clap",
+        ],
+    );
+    assert_none_of(
+        "toolhost-llm",
+        &["toolhost-journal", "toolhost", "toolhost-tools", "clap"],
+    );
+    assert_none_of(
+        "toolhost-journal",
+        &["toolhost-llm", "toolhost", "toolhost-tools", "clap"],
+    );
+    assert_none_of("toolhost", &["toolhost-tools", "toolhost-lang-tools"]);
+}
+
+/// The SDK carries its own copy of `toolhost:host` (so it can be packaged alone); it must
+/// be the runtime's.
+#[test]
+fn the_sdk_offers_tools_the_runtime_wit() {
+    let runtime = std::fs::read_to_string(root().join("crates/runtime/wit/host.wit")).unwrap();
+    let sdk = std::fs::read_to_string(root().join("tool-sdk/wit/host.wit")).unwrap();
+    assert_eq!(
+        sdk, runtime,
+        "tool-sdk/wit/host.wit differs from crates/runtime/wit/host.wit: copy the runtime's"
+    );
+}
