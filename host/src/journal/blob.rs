@@ -451,7 +451,11 @@ mod tests {
             read_back(&wrong_size),
             Err(BlobProblem::Malformed(_))
         ));
-        let odd = [record(2, Kind::Stopped, json!({ "answer": { "$blob": 7 } }))];
+        let odd = [record(
+            2,
+            Kind::Stopped,
+            json!({ "answer": { "$blob": 7 } }),
+        )];
         assert!(matches!(read_back(&odd), Err(BlobProblem::Malformed(_))));
         // A journal from before blobs reads every object as written.
         let mut old = Resolver::for_start(&json!({}));
