@@ -79,7 +79,10 @@ fn fs_tool_with_no_grant_reading_etc_passwd_is_denied() {
     );
     assert_outside(&out, "open-read", "/etc/passwd");
     assert!(!format!("{out:?}").contains("root:"), "passwd leaked");
-    for (path, seen) in [("etc/passwd", "/etc/passwd"), ("../../etc/passwd", "/../../etc/passwd")] {
+    for (path, seen) in [
+        ("etc/passwd", "/etc/passwd"),
+        ("../../etc/passwd", "/../../etc/passwd"),
+    ] {
         let out = attack(
             "fs",
             "read-file",
@@ -133,7 +136,10 @@ fn journal_file_denials(path: &Path) -> usize {
     fn count(v: &Value) -> usize {
         match v {
             Value::Object(m) => {
-                let here = usize::from(m.get("event") == Some(&json!("file")) && m.get("decision") == Some(&json!("denied")));
+                let here = usize::from(
+                    m.get("event") == Some(&json!("file"))
+                        && m.get("decision") == Some(&json!("denied")),
+                );
                 here + m.values().map(count).sum::<usize>()
             }
             Value::Array(a) => a.iter().map(count).sum(),
@@ -229,14 +235,26 @@ fn a_guest_with_no_grants_is_refused_everywhere_and_audited() {
         ("etc/passwd", "/etc/passwd"),
         ("../etc/passwd", "/../etc/passwd"),
     ] {
-        assert_outside(&misbehave("read-file", json!({ "path": path }), &none), "open-read", seen);
+        assert_outside(
+            &misbehave("read-file", json!({ "path": path }), &none),
+            "open-read",
+            seen,
+        );
     }
     for path in [".", "/"] {
         let out = misbehave("read-file", json!({ "path": path }), &none);
-        assert_eq!(out.result.as_ref().unwrap_err().kind(), ErrorKind::Denied, "{path}");
+        assert_eq!(
+            out.result.as_ref().unwrap_err().kind(),
+            ErrorKind::Denied,
+            "{path}"
+        );
         assert_denied_outside(&out);
     }
-    let out = misbehave("write-file", json!({"path": "/tmp/x", "content": "x"}), &none);
+    let out = misbehave(
+        "write-file",
+        json!({"path": "/tmp/x", "content": "x"}),
+        &none,
+    );
     assert_eq!(out.result.as_ref().unwrap_err().kind(), ErrorKind::Denied);
     assert_denied_outside(&out);
     // The raw probes take the first preopen: with nothing granted, the empty `/`.
@@ -252,9 +270,10 @@ fn a_guest_with_no_grants_is_refused_everywhere_and_audited() {
 
 #[track_caller]
 fn assert_denied_outside(out: &CallOutcome) {
-    super::assert_event(out, |e| {
-        matches!(e, AuditEvent::File { decision: Decision::Denied, reason: Some(r), .. } if r == OUTSIDE)
-    });
+    super::assert_event(
+        out,
+        |e| matches!(e, AuditEvent::File { decision: Decision::Denied, reason: Some(r), .. } if r == OUTSIDE),
+    );
 }
 
 /// A guest with one directory grant: paths beside it (absolute, relative, a sibling whose
@@ -272,7 +291,11 @@ fn a_guest_with_one_grant_is_refused_beside_it_and_reads_inside_it() {
         ("/database/note.txt", "/database/note.txt"),
         ("/etc/passwd", "/etc/passwd"),
     ] {
-        assert_outside(&misbehave("read-file", json!({ "path": path }), &caps), "open-read", seen);
+        assert_outside(
+            &misbehave("read-file", json!({ "path": path }), &caps),
+            "open-read",
+            seen,
+        );
     }
     // Benign: the grant still gets its own paths, and a missing file inside it is the
     // tool's own error (not found), not a denial.
@@ -282,7 +305,10 @@ fn a_guest_with_one_grant_is_refused_beside_it_and_reads_inside_it() {
     let out = misbehave("read-file", json!({"path": "/data/sub/../note.txt"}), &caps);
     assert_eq!(out.result, Ok(json!("hello")));
     let out = misbehave("read-file", json!({"path": "/data/missing.txt"}), &caps);
-    assert_eq!(out.result.unwrap_err().kind(), ErrorKind::ToolError);
+    assert_eq!(
+        out.result.as_ref().unwrap_err().kind(),
+        ErrorKind::ToolError
+    );
     assert_eq!(denials(&out), 0, "{:#?}", out.report.events);
 }
 
@@ -293,13 +319,21 @@ fn a_guest_with_one_grant_is_refused_beside_it_and_reads_inside_it() {
 fn only_the_refusal_a_tool_failed_on_makes_the_call_denied() {
     let t = Tree::new();
     let caps = t.grant(false);
-    let read_then =
-        |first: &str, second: &str| misbehave("read-then", json!({"first": first, "second": second}), &caps);
+    let read_then = |first: &str, second: &str| {
+        misbehave(
+            "read-then",
+            json!({"first": first, "second": second}),
+            &caps,
+        )
+    };
 
     let out = read_then("/etc/passwd", "/data/missing.txt");
     match &out.result {
         Err(CallError::ToolError { value }) => {
-            assert!(value.as_str().unwrap().starts_with("/data/missing.txt: "), "{value}")
+            assert!(
+                value.as_str().unwrap().starts_with("/data/missing.txt: "),
+                "{value}"
+            )
         }
         other => panic!("expected the tool's own error, got {other:?}"),
     }
@@ -327,7 +361,10 @@ fn a_directory_granted_at_the_root_keeps_working() {
         assert_eq!(out.result, Ok(json!("hello")), "{path}");
     }
     let out = misbehave("read-file", json!({"path": "/etc/passwd"}), &caps);
-    assert_eq!(out.result.unwrap_err().kind(), ErrorKind::ToolError);
+    assert_eq!(
+        out.result.as_ref().unwrap_err().kind(),
+        ErrorKind::ToolError
+    );
     assert_eq!(denials(&out), 0, "{:#?}", out.report.events);
     // `..` above the root grant is still wasmtime-wasi's refusal.
     let out = misbehave("read-file", json!({"path": "/../secret.txt"}), &caps);
@@ -348,7 +385,12 @@ fn file_grants_at_the_root_refuse_the_rest_themselves() {
     assert_eq!(out.result, Ok(json!("hello")));
     let out = misbehave("read-file", json!({"path": "/etc/passwd"}), &caps);
     assert_eq!(out.result.as_ref().unwrap_err().kind(), ErrorKind::Denied);
-    assert_file_denied(&out, "open-read", "/etc/passwd", "access: not a granted file");
+    assert_file_denied(
+        &out,
+        "open-read",
+        "/etc/passwd",
+        "access: not a granted file",
+    );
 }
 
 /// A tool that imports no `wasi:filesystem` is untouched: it runs and records nothing.

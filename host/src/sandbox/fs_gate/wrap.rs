@@ -384,7 +384,13 @@ async fn write(s: &mut HostState, fd: Fd, buf: Vec<u8>, offset: Filesize) -> R<F
 async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
     let rep = fd.rep();
     if let Some(rule) = s.fs.scope(rep).no_object(NO_METADATA) {
-        return finish(s, "stat", || s.fs.path(rep), Err(Failure::Rule(rule)), false);
+        return finish(
+            s,
+            "stat",
+            || s.fs.path(rep),
+            Err(Failure::Rule(rule)),
+            false,
+        );
     }
     let r = s.filesystem().stat(fd).await;
     finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
@@ -393,7 +399,13 @@ async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
 async fn metadata_hash(s: &mut HostState, fd: Fd) -> R<MetadataHashValue> {
     let rep = fd.rep();
     if let Some(rule) = s.fs.scope(rep).no_object(NO_METADATA) {
-        return finish(s, "stat", || s.fs.path(rep), Err(Failure::Rule(rule)), false);
+        return finish(
+            s,
+            "stat",
+            || s.fs.path(rep),
+            Err(Failure::Rule(rule)),
+            false,
+        );
     }
     let r = s.filesystem().metadata_hash(fd).await;
     finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
