@@ -98,11 +98,15 @@ fn fs_without_a_grant_fails_cleanly() {
         ),
     ] {
         let err = call("fs", op, args).result.unwrap_err();
+        // The host refused the path (outside every grant) and the tool failed on it with
+        // its `permission-denied`: the call is the sandbox's denial.
         match &err {
-            CallError::ToolError { value } => {
-                assert!(value.get("permission-denied").is_some(), "{op}: {value}")
-            }
-            other => panic!("{op}: expected a tool error, got {other}"),
+            CallError::Denied { reason } => assert!(
+                reason.contains("(access: outside every grant); the tool then failed: ")
+                    && reason.contains("permission-denied"),
+                "{op}: {reason}"
+            ),
+            other => panic!("{op}: expected a denial, got {other}"),
         }
     }
 }

@@ -14,6 +14,12 @@
 //! last breaks the chain at the next line. The last record is covered by the head hash
 //! that `toolhost run` prints at the end (`journal verify --head`).
 //!
+//! A large value (64 KiB or more) is stored once: a `blob` record holds it, before the
+//! first record that refers to it by digest, and [`verify()`] checks and resolves every
+//! reference, so each reader ([`show`], [`report`], [`resume`], [`replay`]) sees full
+//! values. The encoding rules, and how a user value that looks like a reference is kept
+//! apart, are in `blob`.
+//!
 //! - [`writer`]: [`Journal`], the observer that appends records and makes them durable
 //!   (one fsync for the steps that start together, off the async workers).
 //! - [`tee`]: [`Tee`] to feed it and another observer; [`Approvals`], decisions journaled
@@ -24,6 +30,7 @@
 //! - [`lock`]: [`RunLock`], the `flock` on `RUN.jsonl.lock` that `run` and `resume` hold
 //!   for the life of the process; a second writer is told who holds it.
 //! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
+//! - `blob`: large values stored once (the writer's `Encoder`, the readers' `Resolver`).
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
 //! - `report` (feature `report`, on by default): the self-contained HTML report
@@ -36,6 +43,7 @@
 //!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.
 
+mod blob;
 mod crash;
 pub mod lock;
 pub mod prune;
@@ -89,6 +97,9 @@ pub enum Kind {
     /// `toolhost resume` carried the run on: a torn record dropped, decisions on steps
     /// that did not finish, budgets.
     Resumed,
+    /// A large value, stored once and referred to by digest from the records after it
+    /// (see [`blob`](mod@blob)).
+    Blob,
 }
 
 impl Kind {
@@ -103,6 +114,7 @@ impl Kind {
             Kind::StepFinished => "step_finished",
             Kind::Stopped => "stopped",
             Kind::Resumed => "resumed",
+            Kind::Blob => "blob",
         }
     }
 }

@@ -207,7 +207,7 @@ pub fn checkpoint(
                 steps.push(rec);
             }
             Kind::Stopped => last_stop = Some(r.data.clone()),
-            Kind::PlanRejected | Kind::Resumed => {}
+            Kind::PlanRejected | Kind::Resumed | Kind::Blob => {}
         }
     }
     if let Some(stop) = &last_stop {

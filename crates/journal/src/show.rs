@@ -175,6 +175,11 @@ fn line(r: &Record) -> Vec<String> {
             );
             v
         }
+        Kind::Blob => vec![format!(
+            "blob      sha256:{:.12} · {} bytes",
+            text(d, "sha256"),
+            num(d, "bytes")
+        )],
         Kind::Resumed => {
             let mut v = vec![format!("resumed   after record {}", num(d, "after_record"))];
             if let Some(t) = d.get("torn").filter(|t| !t.is_null()) {

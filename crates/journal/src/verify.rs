@@ -3,6 +3,10 @@
 //! after a `stopped` that ended the run for good, and no torn last line. The first
 //! problem is reported with its line number.
 //!
+//! Blobs: each reference must resolve to an earlier `blob` record, and each blob's value
+//! must hash to its digest (see [`blob`](super::blob)); the records returned have their
+//! references resolved, so every reader sees the full values.
+//!
 //! Torn or tampered: the writer appends each record as one line ending in its newline, so
 //! a crash (or a full disk) can leave only a last line *without* its newline. A complete,
 //! newline-terminated line that is not a record was put there by something else, and is
@@ -10,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::blob::{BlobProblem, Resolver};
 use super::{GENESIS, JournalError, Kind, Record};
 use toolhost_runtime::cache::sha256_hex;
 
@@ -56,6 +61,17 @@ pub enum ChainProblem {
         found: u64,
         first: usize,
     },
+    /// A `blob` record whose value no longer hashes to its digest.
+    #[error(
+        "line {line}: blob sha256:{digest} was changed after it was written: its value hashes to sha256:{actual}"
+    )]
+    BlobModified {
+        line: usize,
+        digest: String,
+        actual: String,
+    },
+    #[error("line {line}: refers to blob sha256:{digest}, which no earlier record holds")]
+    NoSuchBlob { line: usize, digest: String },
     #[error(
         "line 1: `prev` is {found}, not the 0000000000000000… that starts a journal: records before it were removed or it was replaced"
     )]
@@ -177,6 +193,7 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
             .iter()
             .position(|r| r.as_ref().is_ok_and(|r| r.seq == seq))
     };
+    let mut blobs = Resolver::default();
     // The line of a `stopped` record that ended the run for good, and its reason.
     let mut ended: Option<(usize, String)> = None;
     for (i, line_bytes) in lines.iter().enumerate() {
@@ -196,7 +213,7 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
                 .unwrap_or(ChainProblem::Torn { line, why });
             return (records, head_hash, Some(problem));
         }
-        let rec = match &parsed[i] {
+        let mut rec = match &parsed[i] {
             Ok(r) => r.clone(),
             Err(reason) => {
                 let reason = reason.clone();
@@ -254,6 +271,12 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
             let kind = rec.kind.as_str();
             return (records, head_hash, Some(ChainProblem::NoStart { kind }));
         }
+        if i == 0 {
+            blobs = Resolver::for_start(&rec.data);
+        }
+        if let Err(p) = blobs.record(&mut rec, line_bytes) {
+            return (records, head_hash, Some(blob_problem(line, p)));
+        }
         if rec.kind == Kind::Stopped
             && let Some(reason) = rec.data.get("reason").and_then(|r| r.as_str())
             && FINAL.contains(&reason)
@@ -265,6 +288,18 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
     }
     let problem = head_mismatch(head, &head_hash, lines.len());
     (records, head_hash, problem)
+}
+
+fn blob_problem(line: usize, p: BlobProblem) -> ChainProblem {
+    match p {
+        BlobProblem::Modified { digest, actual } => ChainProblem::BlobModified {
+            line,
+            digest,
+            actual,
+        },
+        BlobProblem::Unknown { digest } => ChainProblem::NoSuchBlob { line, digest },
+        BlobProblem::Malformed(reason) => ChainProblem::Malformed { line, reason },
+    }
 }
 
 /// The problem when the last whole record (line `line`) does not hash to `head`.

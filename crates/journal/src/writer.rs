@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::blob::{self, Encoder};
 use super::lock::{RunLock, lock_path};
 use super::redact::Redactor;
 use super::store::{FileStore, Store};
@@ -99,14 +100,34 @@ struct Writer {
     seq: u64,
     prev: String,
     redactor: Redactor,
+    /// The blobs the journal holds, so each large value is written once.
+    blobs: Encoder,
     error: Option<JournalError>,
 }
 
 impl Writer {
+    /// Appends a record whose `data` is redacted already: first a `blob` record for each
+    /// large value in it that the journal does not hold yet, then the record itself with
+    /// references in their place (see [`blob`](super::blob)).
     fn append(&mut self, kind: Kind, data: Value) {
         if self.error.is_some() {
             return;
         }
+        let mut new = Vec::new();
+        // `run_started` is line 1: there is nothing before it to refer to.
+        let data = self.blobs.encode(data, kind != Kind::RunStarted, &mut new);
+        for b in new {
+            if self.error.is_some() {
+                return;
+            }
+            self.write(Kind::Blob, b.data);
+        }
+        if self.error.is_none() {
+            self.write(kind, data);
+        }
+    }
+
+    fn write(&mut self, kind: Kind, data: Value) {
         let record = Record {
             seq: self.seq + 1,
             ts: time::format(SystemTime::now()),
@@ -227,6 +248,7 @@ impl Journal {
             "budgets": start.budgets,
             "max_parallel": start.max_parallel,
             "replay_of": start.replay_of,
+            "blob_min_bytes": blob::MIN_BYTES,
             "redaction": {
                 "builtin": ["secret", "email", "phone", "card", "api_key"],
                 "custom_patterns": redactor.custom_patterns(),
@@ -238,6 +260,7 @@ impl Journal {
                 seq: 0,
                 prev: GENESIS.to_string(),
                 redactor,
+                blobs: Encoder::default(),
                 error: None,
             })),
             id,
@@ -321,6 +344,7 @@ impl Journal {
             seq: v.records.len() as u64,
             prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
             redactor,
+            blobs: Encoder::after(&v.records),
             error: None,
         };
         let journal = Journal {

@@ -94,8 +94,8 @@ impl Runtime {
         {
             audit.record(event);
         }
+        let result = attribute_file_denial(result, audit.last_refusal());
         report.events = audit.take();
-        let result = attribute_file_denial(result, &report.events);
         let outcome = CallOutcome { result, report };
         trace::record_call(&span, &outcome);
         outcome
@@ -239,41 +239,45 @@ struct Armed<'a> {
     audit: &'a AuditLog,
 }
 
-/// A tool error after the sandbox refused the tool a file is that refusal's doing: the
-/// call is `denied` (naming the refused action and the tool's own message), so that it
-/// counts as a denial wherever outcomes are counted, like any other capability refusal.
+/// A tool error is the sandbox's refusal when the refusal was the last thing the sandbox
+/// told the tool: the call's last capability decision was a file refusal, with no other
+/// decision, allowed or refused, file, network or environment, and no unrecorded answer
+/// from the filesystem gate after it ([`AuditLog::last_refusal`]). Then the call is
+/// `denied` (naming the refused action and the tool's own message), so that it counts as
+/// a denial wherever outcomes are counted, like any other capability refusal.
+///
+/// The host cannot see which host call a guest's error value came from, so this is the
+/// closest sound rule: a refusal that the tool got past (it went on to open, stat, fetch
+/// or read anything else) does not relabel a later failure, and a tool that fails right
+/// after a refusal without asking the sandbox anything more is taken to fail because of
+/// it. The refusal is in the call's events either way.
 fn attribute_file_denial(
     result: Result<Value, CallError>,
-    events: &[AuditEvent],
+    last_refusal: Option<AuditEvent>,
 ) -> Result<Value, CallError> {
     let Err(CallError::ToolError { value }) = &result else {
         return result;
     };
-    let refused = events.iter().find_map(|e| match e {
-        AuditEvent::File {
-            action,
-            path,
-            decision: Decision::Denied,
-            reason,
-        } => Some(format!(
-            "the sandbox refused `{action}` of `{path}` ({})",
-            reason.as_deref().unwrap_or("refused")
-        )),
-        _ => None,
-    });
-    match refused {
-        Some(refused) => Err(CallError::Denied {
-            reason: format!(
-                "{refused}; the tool then failed: {}",
-                crate::error::CallError::ToolError {
-                    value: value.clone()
-                }
-                .to_string()
-                .trim_start_matches("tool returned an error: ")
-            ),
-        }),
-        None => result,
-    }
+    let Some(AuditEvent::File {
+        action,
+        path,
+        reason,
+        ..
+    }) = last_refusal
+    else {
+        return result;
+    };
+    Err(CallError::Denied {
+        reason: format!(
+            "the sandbox refused `{action}` of `{path}` ({}); the tool then failed: {}",
+            reason.as_deref().unwrap_or("refused"),
+            CallError::ToolError {
+                value: value.clone()
+            }
+            .to_string()
+            .trim_start_matches("tool returned an error: ")
+        ),
+    })
 }
 
 /// The audit event for a failed call, if the failure was the sandbox's doing.

@@ -48,9 +48,10 @@
 //! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
 //!   limiter, the host-call meter (deadline checked, fuel and host memory charged on every
 //!   host call), the `toolhost:host/log` import, the filesystem gate (single-file grants,
-//!   symlink targets, the write budget, decisions recorded), the HTTP, socket and
-//!   name-lookup gates, the environment audit, and the audit log (bounded, never dropping a
-//!   decision, failing the call closed when its budget is spent).
+//!   the empty `/` that refuses paths outside every grant, symlink targets, the write
+//!   budget, decisions recorded), the HTTP, socket and name-lookup gates, the environment
+//!   audit, and the audit log (bounded, never dropping a decision, failing the call closed
+//!   when its budget is spent).
 //! - [`call`]: one call, its limits, and the classification of every way it can fail.
 //! - [`policy`]: the operator's policy file: per-tool grants, limits, allowed operations,
 //!   rate limits; [`policy::Gate`] applies it to calls.

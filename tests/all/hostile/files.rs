@@ -16,16 +16,16 @@ use toolhost_runtime::{
 use super::{assert_denial_recorded, assert_event, attack};
 
 /// What the secret file holds; it must never reach the tool or its outcome.
-const SECRET: &str = "TOP-SECRET-7f3a91";
+pub(super) const SECRET: &str = "TOP-SECRET-7f3a91";
 
 /// `root/secret.txt` (the secret) beside `root/inside/` (`note.txt`, `sub/`), which the
 /// tests grant as `/data`.
-struct Tree {
-    root: tempfile::TempDir,
+pub(super) struct Tree {
+    pub(super) root: tempfile::TempDir,
 }
 
 impl Tree {
-    fn new() -> Tree {
+    pub(super) fn new() -> Tree {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("secret.txt"), SECRET).unwrap();
         let inside = root.path().join("inside");
@@ -34,21 +34,21 @@ impl Tree {
         Tree { root }
     }
 
-    fn inside(&self) -> PathBuf {
+    pub(super) fn inside(&self) -> PathBuf {
         self.root.path().join("inside")
     }
 
-    fn secret(&self) -> PathBuf {
+    pub(super) fn secret(&self) -> PathBuf {
         self.root.path().join("secret.txt")
     }
 
     /// `inside/` as `/data`.
-    fn grant(&self, write: bool) -> Capabilities {
+    pub(super) fn grant(&self, write: bool) -> Capabilities {
         toolhost_tests::grant_dir(&self.inside(), write)
     }
 }
 
-fn misbehave(op: &str, args: Value, caps: &Capabilities) -> CallOutcome {
+pub(super) fn misbehave(op: &str, args: Value, caps: &Capabilities) -> CallOutcome {
     attack("misbehave", op, args, caps, &Limits::default())
 }
 
@@ -70,7 +70,7 @@ fn assert_refused(out: &CallOutcome, code: &str) {
 }
 
 #[track_caller]
-fn assert_no_secret(out: &CallOutcome) {
+pub(super) fn assert_no_secret(out: &CallOutcome) {
     let everything = format!("{out:?}");
     assert!(
         !everything.contains(SECRET),
@@ -81,7 +81,7 @@ fn assert_no_secret(out: &CallOutcome) {
 /// Asserts a denied file event for `action` on exactly `path`, whose reason starts with
 /// `reason`.
 #[track_caller]
-fn assert_file_denied(out: &CallOutcome, action: &str, path: &str, reason: &str) {
+pub(super) fn assert_file_denied(out: &CallOutcome, action: &str, path: &str, reason: &str) {
     assert_denial_recorded(out);
     assert_event(out, |e| match e {
         AuditEvent::File {
@@ -673,123 +673,4 @@ fn sparse_files_stop_at_the_file_size_cap() {
             .len(),
         4096
     );
-}
-
-/// The shipped `fs` tool reading outside every grant is a denial (recorded, `denied`,
-/// CLI exit 5), not the tool's own error.
-#[test]
-fn fs_tool_reading_outside_its_grant_is_denied() {
-    let t = Tree::new();
-    let secret = t.secret().display().to_string();
-    let out = attack(
-        "fs",
-        "read-file",
-        json!({ "path": secret }),
-        &t.grant(false),
-        &Limits::default(),
-    );
-    match &out.result {
-        Err(CallError::Denied { reason }) => assert!(
-            reason.contains("not inside any directory the host granted"),
-            "{reason}"
-        ),
-        other => panic!("expected a denial, got {other:?}"),
-    }
-    assert_no_secret(&out);
-    assert_file_denied(
-        &out,
-        "open-read",
-        &format!("/data/{secret}"),
-        "not-permitted",
-    );
-    // Benign: inside the grant.
-    let out = attack(
-        "fs",
-        "read-file",
-        json!({"path": "/data/note.txt"}),
-        &t.grant(false),
-        &Limits::default(),
-    );
-    assert_eq!(out.result, Ok(json!("hello")));
-    // The real binary exits 5 (denied).
-    let grant = format!("{}:/data", t.inside().display());
-    let args = json!({ "path": secret }).to_string();
-    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost-test-cli"))
-        .args([
-            "--no-cache",
-            "tool",
-            "call",
-            toolhost_tests::path("fs"),
-            "read-file",
-            "--args",
-            &args,
-            "--allow-read",
-            &grant,
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&cli.stderr);
-    assert_eq!(cli.status.code(), Some(5), "{stderr}");
-    assert!(stderr.contains("[denied]"), "{stderr}");
-}
-
-/// In a run, the denied read counts in the report's "capabilities denied".
-#[test]
-fn fs_tool_denial_counts_in_the_run_report() {
-    let t = Tree::new();
-    let dir = t.root.path();
-    std::fs::write(
-        dir.join("policy.toml"),
-        r#"version = 1
-[tools.fs]
-operations = ["read-file"]
-files = [{ host = "inside", guest = "/data", access = "read" }]
-"#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("task.toml"),
-        r#"goal = "read outside the grant"
-policy = "policy.toml"
-tools = ["fs"]
-
-[planner.plan]
-goal = "read outside the grant"
-steps = [
-  { id = "peek", tool = "fs", operation = "read-file", args = { path = "/secret.txt" } },
-]
-[budgets]
-max_replans = 0
-"#,
-    )
-    .unwrap();
-    let state = dir.join("state");
-    let tools = toolhost_tests::tools_dir();
-    let out = toolhost_tests::cli([
-        "--state-dir",
-        state.to_str().unwrap(),
-        "run",
-        dir.join("task.toml").to_str().unwrap(),
-        "--tools-dir",
-        &tools,
-        "--json",
-    ]);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
-    let journal = doc["journal"]["path"].as_str().expect("a journal path");
-    let html = dir.join("report.html");
-    let report = toolhost_tests::cli([
-        "--state-dir",
-        state.to_str().unwrap(),
-        "report",
-        journal,
-        "--html",
-        html.to_str().unwrap(),
-    ]);
-    assert_eq!(report.code, 0, "{report:?}");
-    let page = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        page.contains(r#"<div class="k">capabilities denied</div><div class="v">1</div>"#),
-        "the report does not count the denial"
-    );
-    assert!(page.contains(r#"<span class="badge denied">1 denied</span>"#));
 }

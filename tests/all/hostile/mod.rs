@@ -7,6 +7,8 @@
 //!   arguments, operations the policy does not allow, rate limits.
 //! - `files`: escapes from file grants (`..`, absolute paths, symlinks, `/proc`, `/etc`)
 //!   and writes to read-only grants.
+//! - `outside`: paths outside every grant, opened through wasi-libc with no grant or one:
+//!   refused and recorded by the host; when a refusal makes a call `denied`.
 //! - `audit`: floods before the decisions that matter, denial floods, a spent audit
 //!   budget, long values, oversized arguments, `exit`, shadow-stack overflow.
 //! - `net`: HTTP to unlisted hosts, redirects, private and loopback addresses, raw TCP,
@@ -23,6 +25,7 @@ mod files;
 mod fuzz;
 mod limits;
 mod net;
+mod outside;
 
 use std::time::Duration;
 

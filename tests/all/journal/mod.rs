@@ -2,6 +2,7 @@
 //! catches every edit, deletion, reordering and torn line, nothing planted as PII reaches
 //! the disk, and `show` / `prune` do what they say.
 
+mod blobs;
 mod crash;
 mod durable;
 mod failure;

@@ -172,15 +172,15 @@ fn files_are_read_only_under_a_grant() {
         ("/data/cities.csv", &Capabilities::none()),
     ] {
         let out = summarize_file(p, caps);
-        // A `..` escape reaches the host, which refuses it: a denial. The other two fail
-        // in the guest (no preopen matches): the tool's own error.
+        // Each reaches the host, which refuses it: a `..` escape in the grant, the other
+        // two in the empty `/` the host preopens for everything outside the grants.
         let message = match &out.result {
-            Err(CallError::Denied { reason }) if p.contains("..") => reason
+            Err(CallError::Denied { reason }) => reason
                 .split_once("; the tool then failed: ")
                 .expect("the tool's error")
                 .1
                 .to_string(),
-            _ => tool_error(&out),
+            other => panic!("{p}: expected a denial, got {other:?}"),
         };
         assert!(message.starts_with("cannot read"), "{p}: {message}");
         let everything = format!("{out:?}");
@@ -195,12 +195,18 @@ fn the_environment_is_only_what_is_granted() {
     }
     let root = tree();
     let mut caps = toolhost_tests::grant_dir(&root.path().join("inside"), false);
-    // The host process has a HOME; the tool must not see it without a grant, so `~` stays.
+    // The host process has a HOME; the tool must not see it without a grant, so `~` stays,
+    // and `~/cities.csv` is a relative path outside the grant, which the host refuses.
     let denied = summarize_file("~/cities.csv", &caps);
-    assert_eq!(
-        tool_error(&denied),
-        "cannot read `~/cities.csv`: No such file or directory"
-    );
+    match &denied.result {
+        Err(CallError::Denied { reason }) => assert!(
+            reason.starts_with(
+                "the sandbox refused `open-read` of `/~/cities.csv` (access: outside every grant)"
+            ) && reason.ends_with("cannot read `~/cities.csv`: Permission denied"),
+            "{reason}"
+        ),
+        other => panic!("expected a denial, got {other:?}"),
+    }
     caps.env = vec![("HOME".into(), "/data".into())];
     let granted = summarize_file("~/cities.csv", &caps);
     assert_eq!(granted.result.expect("HOME is granted")["rows"], 4);

@@ -3,12 +3,9 @@
 //! Access control is entirely the host's: the component sees only pre-opened directories,
 //! so this crate uses plain `std::fs` and turns its errors into the WIT `fs-error`.
 //!
-//! A path outside every pre-opened directory never reaches the host through `std::fs`
-//! (wasi-libc finds no directory to resolve it in and fails at once), so the host could
-//! not record the refusal. For such a path the tool repeats the attempt as a raw
-//! `wasi:filesystem` call on a granted directory, with the path made absolute: the host
-//! refuses it without touching anything, records the denial, and reports the call as
-//! `denied` rather than as the tool's own error (`probe`).
+//! A path outside every grant reaches the host too: the host preopens an empty `/` that
+//! wasi-libc resolves such paths against, refuses them there and records the denial, and
+//! the call is `denied` rather than the tool's own error.
 //!
 //! The operations are `read-file`, `list-dir`, `stat-path` and `write-file` rather than
 //! `read`, `list`, `stat` and `write`: wit-bindgen exports a world's functions under their
@@ -16,7 +13,6 @@
 //! error for wasm32-wasip2, a crashing native test binary).
 
 pub mod ops;
-mod probe;
 
 toolhost_sdk::tool!();
 
@@ -24,12 +20,11 @@ struct Fs;
 
 impl Guest for Fs {
     fn read_file(path: String, max_bytes: Option<u64>) -> Result<String, FsError> {
-        ops::read(&path, max_bytes).map_err(|e| probe::refused(e, &path, probe::Intent::Read))
+        Ok(ops::read(&path, max_bytes)?)
     }
 
     fn list_dir(path: String) -> Result<Vec<Entry>, FsError> {
-        let entries =
-            ops::list(&path).map_err(|e| probe::refused(e, &path, probe::Intent::List))?;
+        let entries = ops::list(&path)?;
         Ok(entries
             .into_iter()
             .map(|e| Entry {
@@ -41,7 +36,7 @@ impl Guest for Fs {
     }
 
     fn stat_path(path: String) -> Result<Metadata, FsError> {
-        let m = ops::stat(&path).map_err(|e| probe::refused(e, &path, probe::Intent::Stat))?;
+        let m = ops::stat(&path)?;
         Ok(Metadata {
             kind: m.kind.into(),
             size: m.size,
@@ -56,8 +51,7 @@ impl Guest for Fs {
             WriteMode::Overwrite => ops::WriteMode::Overwrite,
             WriteMode::Append => ops::WriteMode::Append,
         };
-        ops::write(&path, &content, mode)
-            .map_err(|e| probe::refused(e, &path, probe::Intent::Write))
+        Ok(ops::write(&path, &content, mode)?)
     }
 }
 
@@ -65,9 +59,7 @@ impl From<ops::Error> for FsError {
     fn from(e: ops::Error) -> FsError {
         match e {
             ops::Error::NotFound(m) => FsError::NotFound(m),
-            ops::Error::PermissionDenied(m) | ops::Error::OutsideGrants(m) => {
-                FsError::PermissionDenied(m)
-            }
+            ops::Error::PermissionDenied(m) => FsError::PermissionDenied(m),
             ops::Error::NotUtf8(m) => FsError::NotUtf8(m),
             ops::Error::TooLarge(m) => FsError::TooLarge(m),
             ops::Error::Other(m) => FsError::Other(m),

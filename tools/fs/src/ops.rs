@@ -4,7 +4,6 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 /// Largest file `read` accepts when the caller gives no limit.
@@ -48,8 +47,6 @@ pub enum WriteMode {
 pub enum Error {
     NotFound(String),
     PermissionDenied(String),
-    /// The path is outside every granted directory (a `permission-denied` to the caller).
-    OutsideGrants(String),
     NotUtf8(String),
     TooLarge(String),
     Other(String),
@@ -59,7 +56,6 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (Error::NotFound(m)
         | Error::PermissionDenied(m)
-        | Error::OutsideGrants(m)
         | Error::NotUtf8(m)
         | Error::TooLarge(m)
         | Error::Other(m)) = self;
@@ -69,18 +65,10 @@ impl fmt::Display for Error {
 
 /// Classifies an io error from `action` (a verb such as "read") on `path`.
 fn io_error(action: &str, path: &str, e: &io::Error) -> Error {
-    classify(action, path, e, |p| fs::symlink_metadata(p).is_ok())
-}
-
-fn classify(action: &str, path: &str, e: &io::Error, exists: impl Fn(&Path) -> bool) -> Error {
     match e.kind() {
-        io::ErrorKind::NotFound if !path.is_empty() && outside_grants(path, exists) => {
-            Error::OutsideGrants(format!(
-                "cannot {action} `{path}`: it is not inside any directory the host granted ({e})"
-            ))
-        }
         io::ErrorKind::NotFound => Error::NotFound(format!("cannot {action} `{path}`: {e}")),
-        // The sandbox refuses writes to a read-only grant and `..` escapes with EPERM.
+        // The host refuses a path outside every grant (`access`), a `..` escape
+        // (`not-permitted`) and a write to a read-only grant (`read-only`).
         io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
             Error::PermissionDenied(format!(
                 "cannot {action} `{path}`: the host does not allow it ({e})"
@@ -88,24 +76,6 @@ fn classify(action: &str, path: &str, e: &io::Error, exists: impl Fn(&Path) -> b
         }
         _ => Error::Other(format!("cannot {action} `{path}`: {e}")),
     }
-}
-
-/// Whether `path` lies outside every granted directory. In the sandbox such a path fails
-/// with the same ENOENT as a missing file (wasi-libc finds no pre-opened directory to
-/// resolve it in), but then none of its ancestors exists either, not even `/`, whereas
-/// under a grant at least the granted directory does.
-fn outside_grants(path: &str, exists: impl Fn(&Path) -> bool) -> bool {
-    !Path::new(path)
-        .ancestors()
-        .skip(1)
-        .map(|a| {
-            if a.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                a
-            }
-        })
-        .any(exists)
 }
 
 fn kind_of(t: fs::FileType) -> Kind {

@@ -4,7 +4,7 @@
 //! approvals and rejections, and the raw records.
 //!
 //! Data flows: journal file → [`verify()`](super::verify()) (the verdict) and a lenient
-//! re-read ([`Entry`] per line, kinds as strings) → [`model`] (steps, revisions, budgets)
+//! re-read ([`Entry`] per line, kinds as strings, blob references resolved) → [`model`] (steps, revisions, budgets)
 //! → [`page`] with [`dag`] and [`lanes`] (inline SVG) and [`steps`] → one HTML string.
 //!
 //! Journal content is untrusted (tool output, planner text): every piece of it goes
@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::blob::Resolver;
 use super::verify::Verified;
 use super::{JournalError, time};
 
@@ -93,6 +94,14 @@ pub fn load(path: &Path) -> Result<Report, JournalError> {
         .enumerate()
         .map(|(i, l)| entry(i + 1, l, i < good))
         .collect();
+    // Large values stand in the lines once, as blobs: put them back where they are
+    // referred to (past a break in the chain too, where they can be).
+    if let Some(first) = entries.first() {
+        let mut blobs = Resolver::for_start(&first.data);
+        for e in &mut entries {
+            blobs.lenient(&e.kind, &mut e.data);
+        }
+    }
     let start = entries.first().and_then(|e| time::parse(&e.ts));
     for e in &mut entries {
         e.at_us = match (start, time::parse(&e.ts)) {

@@ -431,7 +431,7 @@ fn approvals(s: &mut String, r: &Report) {
 }
 
 fn records(s: &mut String, r: &Report) {
-    const KNOWN: [&str; 8] = [
+    const KNOWN: [&str; 10] = [
         "run_started",
         "planner_called",
         "plan_accepted",
@@ -440,6 +440,8 @@ fn records(s: &mut String, r: &Report) {
         "step_started",
         "step_finished",
         "stopped",
+        "resumed",
+        "blob",
     ];
     // Open when something needs a look: lines past a break, or kinds this version does not
     // know.

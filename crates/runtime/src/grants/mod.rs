@@ -97,7 +97,8 @@ pub struct NetworkGrants {
 /// What a call may reach beyond its own memory.
 ///
 /// [`Capabilities::none`] (also `Default`) grants nothing:
-/// - no preopened directories or files, so every filesystem call fails;
+/// - no directories or files granted: the guest's only preopen is the host's empty `/`,
+///   on which every filesystem call is refused and recorded as a denial;
 /// - no environment variables and no arguments;
 /// - stdin closed; stdout/stderr captured per call, capped by [`Limits`](crate::Limits);
 /// - no network (see [`NetworkGrants`]).

@@ -16,8 +16,8 @@
 //! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP; no socket at
 //!   all without a TCP grant).
 //! - `lookup`: the `wasi:sockets/ip-name-lookup` audit.
-//! - `fs_gate`: the gate below `wasi:filesystem`: file events, single-file grants, symlink
-//!   targets, the write budget.
+//! - `fs_gate`: the gate below `wasi:filesystem`: file events, single-file grants, the
+//!   empty `/` that refuses paths outside every grant, symlink targets, the write budget.
 //! - `env`: the `wasi:cli/environment` audit (names read, never values).
 
 pub mod audit;

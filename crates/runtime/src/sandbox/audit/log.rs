@@ -9,6 +9,8 @@
 //!   event that spends it is still kept, followed by a `Limit { limit: "audit" }` event;
 //!   from then on [`AuditLog::check`] fails, the gates refuse to act on anything, and the
 //!   call ends with [`CallError::AuditLimit`](crate::CallError::AuditLimit).
+//! - The log remembers whether the last decision a gate made was a file refusal
+//!   (`AuditLog::last_refusal`): a tool error right after one is that refusal's doing.
 
 use std::sync::{Arc, Mutex};
 
@@ -48,6 +50,8 @@ struct Inner {
     /// Events recorded after the budget was spent (by a hook that cannot refuse).
     late: u64,
     denials: usize,
+    /// The last capability decision, if it was a file refusal (see `last_refusal`).
+    last_refusal: Option<AuditEvent>,
 }
 
 impl Default for AuditLog {
@@ -78,6 +82,7 @@ impl AuditLog {
                 spent_at: None,
                 late: 0,
                 denials: 0,
+                last_refusal: None,
             })),
         }
     }
@@ -100,7 +105,24 @@ impl AuditLog {
             ),
             Level::Debug => tracing::debug!(target: "toolhost::audit", ?event, "recorded"),
         }
+        inner.note_decision(&event);
         inner.push(event);
+    }
+
+    /// A gate answered the guest without recording it (an allowed write or stat through
+    /// an open descriptor, an error that is not a refusal): a refusal before it is no
+    /// longer the last thing the guest heard from the sandbox.
+    pub(crate) fn answered(&self) {
+        self.lock().last_refusal = None;
+    }
+
+    /// The file refusal that was the last capability decision of the call, if the last
+    /// one was a file refusal: no gate answered the guest after it (allowed or not, file,
+    /// network or environment). A tool error returned then is that refusal's doing (see
+    /// `call::attribute_file_denial`). Limits, traps and end-of-call totals are not
+    /// decisions the guest acted on and leave it as it is.
+    pub(crate) fn last_refusal(&self) -> Option<AuditEvent> {
+        self.lock().last_refusal.clone()
     }
 
     /// `Err` once the audit budget is spent: a gate calls this before it acts, so that
@@ -156,6 +178,25 @@ fn routine_action(event: &AuditEvent) -> Option<&str> {
 }
 
 impl Inner {
+    fn note_decision(&mut self, event: &AuditEvent) {
+        match event {
+            AuditEvent::File {
+                decision: Decision::Denied,
+                ..
+            } => self.last_refusal = Some(event.clone()),
+            AuditEvent::Limit { .. }
+            | AuditEvent::Trap { .. }
+            | AuditEvent::Repeated { .. }
+            | AuditEvent::Written { .. } => {}
+            AuditEvent::File { .. }
+            | AuditEvent::Http { .. }
+            | AuditEvent::Socket { .. }
+            | AuditEvent::NameLookup { .. }
+            | AuditEvent::EnvRead { .. }
+            | AuditEvent::Call { .. } => self.last_refusal = None,
+        }
+    }
+
     fn level(&mut self, event: &AuditEvent) -> Level {
         if !event.is_denial() {
             return Level::Debug;
@@ -300,6 +341,30 @@ mod tests {
             }
             other => panic!("expected the audit limit, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn only_a_refusal_with_no_decision_after_it_is_the_last_refusal() {
+        let log = AuditLog::default();
+        assert_eq!(log.last_refusal(), None);
+        log.record(denied("/etc/passwd"));
+        assert_eq!(log.last_refusal(), Some(denied("/etc/passwd")));
+        // Limits and totals are not answers the guest acted on.
+        log.record(AuditEvent::Written { bytes: 3 });
+        assert_eq!(log.last_refusal(), Some(denied("/etc/passwd")));
+        // An allowed read after it, a network decision, or an unrecorded answer: the
+        // refusal is no longer the last word.
+        log.record(stat(1));
+        assert_eq!(log.last_refusal(), None);
+        log.record(denied("/etc/shadow"));
+        log.record(AuditEvent::NameLookup {
+            name: "example.com".into(),
+            decision: Decision::Denied,
+        });
+        assert_eq!(log.last_refusal(), None);
+        log.record(denied("/etc/shadow"));
+        log.answered();
+        assert_eq!(log.last_refusal(), None);
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //!
 //! - an [`AuditEvent::File`] for each path-taking call, with the full guest path
 //!   (`/data/../secret`: the descriptor's guest path joined to the path as given);
-//! - single-file grants ([`GrantKind::File`]), which wasmtime-wasi has no notion of.
+//! - single-file grants ([`GrantKind::File`]), which wasmtime-wasi has no notion of;
+//! - an empty preopen at guest `/` where no grant is, so that a path outside every grant
+//!   reaches the host and is refused and recorded, rather than failing unseen in the
+//!   guest's libc (`outside`).
 //!
 //! Decisions: `Allowed` when the call succeeds; `Denied` when it fails with a refusal
 //! (`access`, `not-permitted`, `read-only`) or the gate refuses it (reason `access: …`,
@@ -23,6 +26,7 @@
 //! traps once it is spent).
 //!
 //! - `files`: the guest directories that hold single-file grants and their rules.
+//! - `outside`: the empty `/` that stands for everything outside the grants.
 //! - `links`: which symlink targets a guest may create.
 //! - `budget`: the write budget (bytes written, file sizes) and the metered file stream.
 //! - `wrap`: the shadowing functions themselves.
@@ -30,6 +34,7 @@
 mod budget;
 mod files;
 mod links;
+mod outside;
 mod wrap;
 
 pub(crate) use self::budget::WriteBudget;
@@ -44,7 +49,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
 
 use self::files::FileDir;
 use super::{GrantError, HostState};
-use crate::grants::FileGrant;
+use crate::grants::{FileGrant, GrantKind};
 use crate::sandbox::{AuditEvent, Decision};
 
 /// Shadows the `wasi:filesystem` functions of `linker` (which must allow shadowing and
@@ -64,6 +69,11 @@ pub(crate) struct FsScopes {
     /// Guest directories holding single-file grants, in the order they are preopened
     /// after the directory grants.
     file_dirs: Vec<FileDir>,
+    /// Whether guest `/` is free for the empty preopen (`outside`), preopened last.
+    outside: bool,
+    /// The empty preopen's handle, opened the first time the guest asks for its preopens
+    /// and shared by every descriptor for it.
+    nothing: Option<wasmtime_wasi::filesystem::Dir>,
 }
 
 #[derive(Clone)]
@@ -82,14 +92,37 @@ enum Scope {
     Files(usize),
     /// A file opened through a file grant: no path may be resolved from it.
     Sealed,
+    /// The empty `/`: everything resolved from it is outside every grant.
+    Outside,
+}
+
+impl Scope {
+    /// The rule a path-less call that would describe or change the descriptor itself
+    /// breaks (`stat`, `metadata-hash`, `is-same-object`, `set-times`): a file grant's
+    /// directory and the empty `/` stand for no host object.
+    fn no_object(self, files_rule: &'static str) -> Option<&'static str> {
+        match self {
+            Scope::Tree | Scope::Sealed => None,
+            Scope::Files(_) => Some(files_rule),
+            Scope::Outside => Some(outside::OUTSIDE),
+        }
+    }
 }
 
 impl FsScopes {
     /// Checks the file grants among `grants` and opens their directories.
     pub(crate) fn new(grants: &[FileGrant]) -> Result<FsScopes, GrantError> {
+        let file_dirs = files::file_dirs(grants)?;
+        let trees = grants
+            .iter()
+            .filter(|g| g.kind == GrantKind::Directory)
+            .map(|g| g.guest.as_str());
+        let outside = outside::wanted(trees.chain(file_dirs.iter().map(|d| d.guest.as_str())));
         Ok(FsScopes {
             descriptors: HashMap::new(),
-            file_dirs: files::file_dirs(grants)?,
+            file_dirs,
+            outside,
+            nothing: None,
         })
     }
 
@@ -179,7 +212,10 @@ fn finish<T>(
     errors_only: bool,
 ) -> wasmtime::Result<Result<T, ErrorCode>> {
     let (decision, reason, out) = match result {
-        Ok(v) if errors_only => return Ok(Ok(v)),
+        Ok(v) if errors_only => {
+            state.audit.answered();
+            return Ok(Ok(v));
+        }
         Ok(v) => (Decision::Allowed, None, Ok(v)),
         Err(Failure::Rule(rule)) => (
             Decision::Denied,
@@ -191,6 +227,7 @@ fn finish<T>(
             let decision = if is_refusal(code) {
                 Decision::Denied
             } else if errors_only {
+                state.audit.answered();
                 return Ok(Err(code));
             } else {
                 Decision::Allowed

@@ -14,6 +14,7 @@ use wasmtime_wasi::p2::{DynOutputStream, ReaddirIterator};
 
 use super::budget::Metered;
 use super::files::{self, NO_CHANGES, NO_LINKS, NO_LISTING, NO_METADATA, SEALED};
+use super::outside::{self, OUTSIDE};
 use super::{Failure, Scope, finish};
 use crate::sandbox::{AuditEvent, Decision, HostState};
 
@@ -113,7 +114,10 @@ fn stream(s: &mut HostState, fd: Fd, offset: Option<Filesize>) -> R<Resource<Dyn
     finish(s, "write", || s.fs.path(rep), r, true)
 }
 
-/// wasmtime-wasi's preopens (the directory grants), then one per file directory.
+/// wasmtime-wasi's preopens (the directory grants), then one per file directory, then
+/// the empty `/` if no grant is there. The real grants come first: a guest that takes
+/// the first preopen gets a grant, and wasi-libc's longest-prefix match never prefers
+/// `/` over one.
 fn get_directories(s: &mut HostState) -> wasmtime::Result<Vec<(Fd, String)>> {
     let mut dirs = preopens::Host::get_directories(&mut s.filesystem())?;
     for (fd, guest) in &dirs {
@@ -126,6 +130,23 @@ fn get_directories(s: &mut HostState) -> wasmtime::Result<Vec<(Fd, String)>> {
         s.fs.insert(fd.rep(), guest.as_str(), Scope::Files(i));
         dirs.push((fd, guest));
     }
+    if s.fs.outside {
+        let nothing = match &s.fs.nothing {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = outside::open().map_err(|e| {
+                    wasmtime::Error::msg(format!(
+                        "cannot open the empty `/` preopen that stands for everything \
+                         outside the grants: {e}"
+                    ))
+                })?;
+                s.fs.nothing.insert(dir).clone()
+            }
+        };
+        let fd = s.table.push(Descriptor::Dir(nothing))?;
+        s.fs.insert(fd.rep(), outside::ROOT, Scope::Outside);
+        dirs.push((fd, outside::ROOT.to_string()));
+    }
     Ok(dirs)
 }
 
@@ -136,6 +157,7 @@ fn tree_only(scope: Scope, files_rule: &'static str) -> Result<(), Failure> {
         Scope::Tree => Ok(()),
         Scope::Files(_) => Err(Failure::Rule(files_rule)),
         Scope::Sealed => Err(Failure::Rule(SEALED)),
+        Scope::Outside => Err(Failure::Rule(OUTSIDE)),
     }
 }
 
@@ -164,11 +186,12 @@ async fn open_at(
         Scope::Tree => (s.filesystem().open_at(fd, pf, path, of, df).await).map_err(Failure::from),
         Scope::Files(i) => files::open(s, i, &path, of, df).await,
         Scope::Sealed => Err(Failure::Rule(SEALED)),
+        Scope::Outside => Err(Failure::Rule(OUTSIDE)),
     };
     if let Ok(opened) = &r {
         let child = match scope {
             Scope::Tree => Scope::Tree,
-            Scope::Files(_) | Scope::Sealed => Scope::Sealed,
+            Scope::Files(_) | Scope::Sealed | Scope::Outside => Scope::Sealed,
         };
         s.fs.insert(opened.rep(), full.as_str(), child);
     }
@@ -181,6 +204,7 @@ async fn stat_at(s: &mut HostState, fd: Fd, pf: PathFlags, path: String) -> R<De
         Scope::Tree => (s.filesystem().stat_at(fd, pf, path).await).map_err(Failure::from),
         Scope::Files(i) => files::stat(s, i, &path).await,
         Scope::Sealed => Err(Failure::Rule(SEALED)),
+        Scope::Outside => Err(Failure::Rule(OUTSIDE)),
     };
     finish(s, "stat", || full, r, false)
 }
@@ -196,6 +220,7 @@ async fn metadata_hash_at(
         Scope::Tree => (s.filesystem().metadata_hash_at(fd, pf, path).await).map_err(Failure::from),
         Scope::Files(i) => files::metadata_hash(s, i, &path).await,
         Scope::Sealed => Err(Failure::Rule(SEALED)),
+        Scope::Outside => Err(Failure::Rule(OUTSIDE)),
     };
     finish(s, "stat", || full, r, false)
 }
@@ -215,6 +240,7 @@ async fn set_times_at(
         }
         Scope::Files(i) => files::set_times(s, i, &path, a, m).await,
         Scope::Sealed => Err(Failure::Rule(SEALED)),
+        Scope::Outside => Err(Failure::Rule(OUTSIDE)),
     };
     finish(s, "set-times", || full, r, false)
 }
@@ -321,9 +347,9 @@ async fn set_times(s: &mut HostState, fd: Fd, a: NewTimestamp, m: NewTimestamp) 
     let scope = s.fs.scope(rep);
     let r = async {
         // A granted file's own times may change (if the grant allows writing); its
-        // directory's may not.
-        if let Scope::Files(_) = scope {
-            return Err(Failure::Rule(NO_CHANGES));
+        // directory's may not, nor those of the empty `/`.
+        if let Some(rule) = scope.no_object(NO_CHANGES) {
+            return Err(Failure::Rule(rule));
         }
         Ok(s.filesystem().set_times(fd, a, m).await?)
     }
@@ -353,15 +379,16 @@ async fn write(s: &mut HostState, fd: Fd, buf: Vec<u8>, offset: Filesize) -> R<F
 }
 
 /// A file grant's directory has no metadata to give: its descriptor stands for the granted
-/// files, not for the host directory they happen to sit in. Refused and recorded.
+/// files, not for the host directory they happen to sit in; nor has the empty `/`.
+/// Refused and recorded.
 async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
     let rep = fd.rep();
-    if let Scope::Files(_) = s.fs.scope(rep) {
+    if let Some(rule) = s.fs.scope(rep).no_object(NO_METADATA) {
         return finish(
             s,
             "stat",
             || s.fs.path(rep),
-            Err(Failure::Rule(NO_METADATA)),
+            Err(Failure::Rule(rule)),
             false,
         );
     }
@@ -371,12 +398,12 @@ async fn stat(s: &mut HostState, fd: Fd) -> R<DescriptorStat> {
 
 async fn metadata_hash(s: &mut HostState, fd: Fd) -> R<MetadataHashValue> {
     let rep = fd.rep();
-    if let Scope::Files(_) = s.fs.scope(rep) {
+    if let Some(rule) = s.fs.scope(rep).no_object(NO_METADATA) {
         return finish(
             s,
             "stat",
             || s.fs.path(rep),
-            Err(Failure::Rule(NO_METADATA)),
+            Err(Failure::Rule(rule)),
             false,
         );
     }
@@ -384,22 +411,24 @@ async fn metadata_hash(s: &mut HostState, fd: Fd) -> R<MetadataHashValue> {
     finish(s, "stat", || s.fs.path(rep), r.map_err(Into::into), true)
 }
 
-/// Whether `a` and `b` are one object. With a file grant's directory on either side the
-/// host is not asked (its answer would tell which host directory holds the grants): only a
-/// descriptor is the same object as itself. Recorded as refused.
+/// Whether `a` and `b` are one object. With a file grant's directory (or the empty `/`)
+/// on either side the host is not asked (its answer would tell which host directory holds
+/// the grants): only a descriptor is the same object as itself. Recorded as refused.
 async fn is_same_object(s: &mut HostState, a: Fd, b: Fd) -> wasmtime::Result<bool> {
-    let files = [a.rep(), b.rep()]
+    let refused = [a.rep(), b.rep()]
         .into_iter()
-        .find(|&rep| matches!(s.fs.scope(rep), Scope::Files(_)));
-    match files {
+        .find_map(|rep| Some((rep, s.fs.scope(rep).no_object(NO_METADATA)?)));
+    match refused {
         None => s.filesystem().is_same_object(a, b).await,
-        Some(rep) => {
+        Some((rep, rule)) => {
             s.audit.record(AuditEvent::File {
                 action: "is-same-object".into(),
                 path: s.fs.path(rep),
                 decision: Decision::Denied,
-                reason: Some(format!("access: {NO_METADATA}")),
+                reason: Some(format!("access: {rule}")),
             });
+            // The guest got an answer, not an error: this refusal is no tool error's cause.
+            s.audit.answered();
             Ok(a.rep() == b.rep())
         }
     }
