@@ -42,6 +42,13 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 echo "== cargo build -p toolhost"
 cargo build --release -p toolhost
 
+# The crates an embedder or a tool author takes from a registry must package on their own
+# (no path outside the crate, WIT inside). The SDK is built from its package too; the
+# runtime's package is listed only (verifying it is a debug build of wasmtime, ~15 min).
+echo "== cargo package (runtime, SDK)"
+cargo package --locked --allow-dirty --no-verify -p toolhost-wit-docs -p toolhost-runtime
+cargo package --locked --allow-dirty -p toolhost-wit-docs -p toolhost-sdk-macro -p toolhost-sdk
+
 echo "== cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-256}" cargo test --workspace --release
 

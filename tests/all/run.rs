@@ -151,9 +151,10 @@ fn task_errors_name_the_problem() {
         assert_ne!(out.code, 0, "{task}: {out:?}");
         assert!(out.stderr.contains(expected), "{task}: {}", out.stderr);
     }
-    // Tool names need a tools directory (the CLI falls back to this checkout's).
+    // Tool names need a tools directory: the binary knows no checkout to fall back to.
     let err = toolhost::task::Task::load(Path::new(&example("seed.toml")), None).unwrap_err();
     assert!(err.to_string().contains("pass --tools-dir DIR"), "{err}");
     let out = cli(["run", &example("seed.toml")]);
-    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("pass --tools-dir DIR"), "{out:?}");
 }
