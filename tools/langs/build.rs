@@ -19,7 +19,7 @@ use std::process::Command;
 mod publish;
 use publish::{outer_target_dir, publish};
 
-use toolhost_wit_docs::{DocMap, SECTION};
+use toolhost_wit_docs::DocMap;
 
 /// (name, language, world) of every tool built here; its sources are in `tools/LANG/NAME`.
 const TOOLS: &[(&str, Lang, &str)] = &[("table", Lang::Python, "table"), ("web", Lang::Js, "web")];
@@ -222,32 +222,12 @@ fn run(cmd: &mut Command, name: &str, lang: Lang) {
 }
 
 /// Appends the world's docs as a `toolhost:docs` custom section, as `toolhost tool pack`
-/// does (crates/runtime/src/pack.rs); custom sections may go anywhere in a component.
+/// does (`DocMap::pack`); custom sections may go anywhere in a component.
 fn pack(component: &Path, wit: &Path, world: &str) {
     let docs = DocMap::from_wit_path(wit, Some(world))
         .unwrap_or_else(|e| panic!("reading the docs of {}: {e}", wit.display()));
-    let data = docs.to_json();
-    let mut body = Vec::new();
-    leb128(&mut body, SECTION.len());
-    body.extend_from_slice(SECTION.as_bytes());
-    body.extend_from_slice(&data);
-    let mut bytes = std::fs::read(component).expect("read the built component");
-    bytes.push(0);
-    leb128(&mut bytes, body.len());
-    bytes.extend_from_slice(&body);
-    std::fs::write(component, bytes).expect("write the packed component");
-}
-
-fn leb128(out: &mut Vec<u8>, mut n: usize) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
+    let bytes = std::fs::read(component).expect("read the built component");
+    std::fs::write(component, docs.pack(&bytes)).expect("write the packed component");
 }
 
 fn write_paths(

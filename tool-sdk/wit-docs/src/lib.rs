@@ -121,6 +121,22 @@ impl DocMap {
         serde_json::to_vec(self).expect("a DocMap always serialises")
     }
 
+    /// `component` with the map appended as a top-level [`SECTION`] custom section.
+    /// Custom sections may appear anywhere in a component and readers take the last
+    /// `toolhost:docs` one, so packing again replaces the docs.
+    pub fn pack(&self, component: &[u8]) -> Vec<u8> {
+        use wasm_encoder::{ComponentSection, CustomSection};
+        let data = self.to_json();
+        let section = CustomSection {
+            name: SECTION.into(),
+            data: data.into(),
+        };
+        let mut out = Vec::with_capacity(component.len() + section.data.len() + 32);
+        out.extend_from_slice(component);
+        section.append_to_component(&mut out);
+        out
+    }
+
     /// Extracts the docs of `world` (or the package's only world) from a WIT file or a WIT
     /// directory (whose `deps/` folder supplies dependencies).
     pub fn from_wit_path(path: &Path, world: Option<&str>) -> Result<DocMap, DocsError> {

@@ -25,21 +25,9 @@ const SHOWN: usize = 6000;
 
 /// `'sha256-…'` of an inline script, for the Content-Security-Policy.
 fn csp_hash(script: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    use base64::Engine as _;
     let digest = Sha256::digest(script.as_bytes());
-    let mut b64 = String::new();
-    for chunk in digest.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            b64.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    while !b64.len().is_multiple_of(4) {
-        b64.push('=');
-    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(digest);
     format!("'sha256-{b64}'")
 }
 
