@@ -43,7 +43,7 @@ sensitive = true
 files = [{ host = ".", guest = "/data", access = "read" }]
 network = { http = ["https://api.example.com", "https://*.example.com:8443"], tcp = ["10.0.0.0/8:5432"] }
 env = { API_BASE = "https://api.example.com", SECRET = "hunter2-literal" }
-limits = { memory_mib = 32, max_calls_per_minute = 30 }
+limits = { memory_mib = 32, max_calls_per_minute = 30, max_written_bytes = 4096, max_resources = 12 }
 
 [tools.calc]
 "#,
@@ -67,6 +67,7 @@ limits = { memory_mib = 32, max_calls_per_minute = 30 }
         "env:         API_BASE (literal), SECRET (literal)",
         "timeout 2000 ms, memory 32 MiB",
         "30 calls/minute",
+        "open resources 12, written 4096 B",
     ] {
         assert!(
             out.stdout.contains(expected),

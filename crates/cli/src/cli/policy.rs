@@ -137,5 +137,14 @@ fn describe(t: &ToolPolicy) -> String {
             |r| format!("{r} calls/minute")
         )
     );
+    s += &format!(
+        "  host side:   memory {} B, open resources {}, written {} B, file size {} B, args {} B, audit {} B\n",
+        l.max_host_bytes,
+        l.max_resources,
+        l.max_written_bytes,
+        l.max_file_bytes,
+        l.max_args_bytes,
+        l.max_audit_bytes,
+    );
     s
 }
