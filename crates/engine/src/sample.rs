@@ -2,7 +2,7 @@
 //! is checked: if the stand-in converts to the consuming parameter's type, the reference
 //! has a compatible shape.
 
-use wasmtime::component::Val;
+use toolhost_runtime::convert::Val;
 
 use toolhost_runtime::types::WitType;
 

@@ -12,7 +12,8 @@
 //! path, so a successful conversion allocates nothing beyond the values themselves.
 
 use serde_json::{Map, Number, Value};
-use wasmtime::component::Val;
+/// A component value, as converted to and from JSON here (wasmtime's own type).
+pub use wasmtime::component::Val;
 
 use crate::types::WitType;
 
