@@ -73,15 +73,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 .iter()
                 .map(|v| field_bytes(name.len(), v.len()))
                 .sum();
-            s.meter.hold(bytes, "HTTP fields")?;
-            let shown = name.clone();
-            let done: Header<()> = match HostFields::set(&mut s.http(), fields, name, values) {
-                Ok(()) => Ok(()),
-                Err(e) => Err(e.downcast()?),
-            };
-            if let Err(HeaderError::Forbidden) = done {
-                refused(&s.audit, &shown);
-            }
+            let done = change_field(s, bytes, name, |s, name| {
+                HostFields::set(&mut s.http(), fields, name, values)
+            })?;
             Ok((done,))
         },
     )?;
@@ -90,16 +84,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store: StoreContextMut<'_, HostState>,
          (fields, name, value): (Resource<Fields>, String, Vec<u8>)| {
             let s = store.data_mut();
-            s.meter
-                .hold(field_bytes(name.len(), value.len()), "HTTP fields")?;
-            let shown = name.clone();
-            let done: Header<()> = match HostFields::append(&mut s.http(), fields, name, value) {
-                Ok(()) => Ok(()),
-                Err(e) => Err(e.downcast()?),
-            };
-            if let Err(HeaderError::Forbidden) = done {
-                refused(&s.audit, &shown);
-            }
+            let bytes = field_bytes(name.len(), value.len());
+            let done = change_field(s, bytes, name, |s, name| {
+                HostFields::append(&mut s.http(), fields, name, value)
+            })?;
             Ok((done,))
         },
     )?;
@@ -183,6 +171,26 @@ fn refused(audit: &AuditLog, name: &str) {
         decision: Decision::Denied,
         reason: Some(format!("a tool may not set the header `{name}`")),
     });
+}
+
+/// `fields.set` and `fields.append`: charges `bytes`, makes the change, and records a
+/// forbidden name's refusal; a trap stays a trap.
+fn change_field(
+    s: &mut HostState,
+    bytes: usize,
+    name: String,
+    change: impl FnOnce(&mut HostState, String) -> Result<(), wasmtime_wasi_http::p2::HeaderError>,
+) -> wasmtime::Result<Header<()>> {
+    s.meter.hold(bytes, "HTTP fields")?;
+    let shown = name.clone();
+    let done: Header<()> = match change(s, name) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.downcast()?),
+    };
+    if let Err(HeaderError::Forbidden) = done {
+        refused(&s.audit, &shown);
+    }
+    Ok(done)
 }
 
 fn field_bytes(name: usize, value: usize) -> usize {
