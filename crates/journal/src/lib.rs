@@ -20,10 +20,12 @@
 //! values. The encoding rules, and how a user value that looks like a reference is kept
 //! apart, are in `blob`.
 //!
-//! - [`writer`]: [`Journal`], the observer that appends records and makes them durable
-//!   (one fsync for the steps that start together, off the async workers).
-//! - [`tee`]: [`Tee`] to feed it and another observer; [`Approvals`], decisions journaled
-//!   before they take effect.
+//! - [`writer`]: [`Journal`], the hash-chained appender that makes records durable (one
+//!   fsync for the steps that start together, off the async workers).
+//! - `observe`: the journal as the engine's observer: which record each event becomes.
+//! - [`approvals`]: [`Approvals`], an approver's decisions journaled before they take
+//!   effect.
+//! - [`tee`]: [`Tee`], to feed the journal and another observer.
 //! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
 //!   holder; [`store::FileStore`], the local file (a lease with a fencing token fits the
 //!   same trait for writers on several machines).
@@ -43,9 +45,11 @@
 //!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.
 
+pub mod approvals;
 mod blob;
 mod crash;
 pub mod lock;
+mod observe;
 pub mod prune;
 pub mod redact;
 pub mod replay;
@@ -64,11 +68,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use self::approvals::Approvals;
 pub use self::lock::{LockError, RunLock};
 pub use self::prune::{Age, AgeError, prune};
 pub use self::redact::{PatternError, Redactor};
 pub use self::resume::{Resumable, ResumeError, checkpoint};
-pub use self::tee::{Approvals, Tee};
+pub use self::tee::Tee;
 pub use self::verify::{ChainProblem, Verified, verify};
 pub use self::writer::{Journal, RunStart};
 

@@ -1,64 +1,12 @@
-//! Feeding the journal: [`Approvals`], an approver whose decisions are journaled before
-//! they take effect, and [`Tee`], one observer's events to two.
+//! [`Tee`]: one observer's events fed to two (the journal and the progress display).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::Kind;
-use super::writer::Journal;
-use toolhost_engine::approval::{Approver, PlanDecision, StepDecision};
 use toolhost_engine::budget::{Spent, StopReason};
 use toolhost_engine::plan::Step;
 use toolhost_engine::record::StepRecord;
 use toolhost_engine::run::{Observer, PlannerCall};
-use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
-
-/// An [`Approver`] that journals each decision of the approver it wraps.
-pub struct Approvals<'a> {
-    journal: Journal,
-    inner: &'a mut dyn Approver,
-}
-
-impl<'a> Approvals<'a> {
-    pub(super) fn new(journal: Journal, inner: &'a mut dyn Approver) -> Approvals<'a> {
-        Approvals { journal, inner }
-    }
-}
-
-impl Approver for Approvals<'_> {
-    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
-        let decision = self.inner.review_plan(plan, catalog);
-        let data = match &decision {
-            PlanDecision::Approve => json!({"decision": "approve"}),
-            PlanDecision::Edit(edited) => json!({"decision": "edit", "edited": edited}),
-            PlanDecision::Reject(why) => json!({"decision": "reject", "reason": why}),
-        };
-        let mut data = data;
-        data["subject"] = "plan".into();
-        data["revision"] = plan.plan.revision.into();
-        self.journal.append(Kind::Approval, &data, true);
-        decision
-    }
-
-    fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
-        let decision = self.inner.approve_step(step, why, catalog);
-        let (name, reason) = match &decision {
-            StepDecision::Approve => ("approve", None),
-            StepDecision::Reject(r) => ("reject", Some(r.as_str())),
-            StepDecision::NoApprover => ("no_approver", None),
-        };
-        let data = json!({
-            "subject": "step",
-            "step": step.id,
-            "tool": step.tool,
-            "operation": step.operation,
-            "why": why,
-            "decision": name,
-            "reason": reason,
-        });
-        self.journal.append(Kind::Approval, &data, true);
-        decision
-    }
-}
+use toolhost_engine::validate::{Problem, ValidPlan};
 
 /// Feeds every event to two observers, `0` first (put the journal there, so a record is
 /// on disk before it is shown).

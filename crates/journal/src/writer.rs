@@ -15,16 +15,10 @@ use super::blob::{self, Encoder};
 use super::lock::{RunLock, lock_path};
 use super::redact::Redactor;
 use super::store::{FileStore, Store};
-use super::tee::Approvals;
 use super::verify::Verified;
 use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
-use toolhost_engine::approval::Approver;
-use toolhost_engine::budget::{Budgets, Spent, StopReason};
-use toolhost_engine::plan::Step;
+use toolhost_engine::budget::Budgets;
 use toolhost_engine::planner::Mode;
-use toolhost_engine::record::StepRecord;
-use toolhost_engine::run::{Observer, PlannerCall};
-use toolhost_engine::validate::{Problem, ValidPlan};
 use toolhost_runtime::cache::sha256_hex;
 
 /// A file a run depends on, by content.
@@ -90,16 +84,16 @@ pub struct Torn {
 #[derive(Debug, Clone)]
 pub struct Journal {
     inner: Arc<Mutex<Writer>>,
-    id: String,
+    pub(crate) id: String,
     path: PathBuf,
 }
 
 #[derive(Debug)]
-struct Writer {
+pub(crate) struct Writer {
     store: Box<dyn Store>,
     seq: u64,
     prev: String,
-    redactor: Redactor,
+    pub(crate) redactor: Redactor,
     /// The blobs the journal holds, so each large value is written once.
     blobs: Encoder,
     error: Option<JournalError>,
@@ -109,7 +103,7 @@ impl Writer {
     /// Appends a record whose `data` is redacted already: first a `blob` record for each
     /// large value in it that the journal does not hold yet, then the record itself with
     /// references in their place (see [`blob`](super::blob)).
-    fn append(&mut self, kind: Kind, data: Value) {
+    pub(crate) fn append(&mut self, kind: Kind, data: Value) {
         if self.error.is_some() {
             return;
         }
@@ -375,7 +369,7 @@ impl Journal {
         &self.path
     }
 
-    fn writer(&self) -> MutexGuard<'_, Writer> {
+    pub(crate) fn writer(&self) -> MutexGuard<'_, Writer> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -409,7 +403,7 @@ impl Journal {
 
     /// Appends a record whose `data` is redacted whole; with `sync`, makes it durable
     /// before returning (for records made outside the engine's async loop).
-    pub(super) fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
+    pub(crate) fn append<T: Serialize + ?Sized>(&self, kind: Kind, data: &T, sync: bool) {
         {
             let mut w = self.writer();
             let data = w.redactor.json(data);
@@ -419,94 +413,5 @@ impl Journal {
             }
         }
         self.syncer()();
-    }
-
-    /// Wraps `inner` so each decision it makes is journaled (synced) before it takes
-    /// effect.
-    pub fn approvals<'a>(&self, inner: &'a mut dyn Approver) -> Approvals<'a> {
-        Approvals::new(self.clone(), inner)
-    }
-}
-
-impl Observer for Journal {
-    fn plan_accepted(&mut self, plan: &ValidPlan) {
-        let data = json!({
-            "revision": plan.plan.revision,
-            "goal": plan.plan.goal,
-            "steps": plan.plan.steps,
-            "order": plan.order,
-        });
-        self.append(Kind::PlanAccepted, &data, false);
-    }
-
-    fn plan_rejected(&mut self, problems: &[Problem]) {
-        self.append(Kind::PlanRejected, &json!({ "problems": problems }), false);
-    }
-
-    fn planner_called(&mut self, call: &PlannerCall) {
-        // The answer is kept (redacted) for resume and replay, but not a step-wise turn's
-        // free-form reasoning: no redaction pattern can vouch for prose.
-        let mut data = serde_json::to_value(call).expect("planner calls serialise");
-        if let Some(turn) = data
-            .pointer_mut("/response/turn")
-            .and_then(Value::as_object_mut)
-        {
-            turn.remove("thought");
-        }
-        self.append(Kind::PlannerCalled, &data, false);
-    }
-
-    fn step_started(&mut self, step: &Step, revision: u32) {
-        // Written (so it survives the process being killed); the engine makes it durable
-        // through `durable` before a step that is not idempotent runs, one sync for the
-        // steps that start together.
-        let data = json!({
-            "revision": revision,
-            "id": step.id,
-            "tool": step.tool,
-            "operation": step.operation,
-            "description": step.description,
-            "args": step.args,
-            "idempotent": step.idempotent,
-        });
-        self.append(Kind::StepStarted, &data, false);
-    }
-
-    fn step_finished(&mut self, record: &StepRecord) {
-        let mut w = self.writer();
-        let mut data = serde_json::to_value(record).expect("step records serialise");
-        // Numbers such as fuel and timings are the host's own; only content is redacted.
-        for key in ["args", "output", "error", "evaluation", "events"] {
-            if let Some(v) = data.get_mut(key) {
-                w.redactor.value(v);
-            }
-        }
-        if let Value::Object(map) = &mut data {
-            map.insert(
-                "duration_us".into(),
-                record.finished_us.saturating_sub(record.started_us).into(),
-            );
-        }
-        w.append(Kind::StepFinished, data);
-    }
-
-    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
-        let mut data = json!(reason);
-        data["spent"] = json!(spent);
-        data["answer"] = json!(answer);
-        // The engine makes it durable (`durable`) before it reports the stop.
-        self.append(Kind::Stopped, &data, false);
-    }
-
-    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
-        Some(self.syncer())
-    }
-
-    fn failed(&self) -> Option<String> {
-        self.error()
-    }
-
-    fn run_id(&self) -> Option<String> {
-        Some(self.id.clone())
     }
 }

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use clap::Subcommand;
 
-use super::run::Loaded;
+use super::loaded::Loaded;
 use super::{CmdResult, Failure, exit};
 use toolhost_journal::writer::FileDigest;
 use toolhost_journal::{self as journal, Age, Journal, Redactor, RunStart};

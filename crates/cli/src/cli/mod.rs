@@ -6,6 +6,7 @@ mod call;
 mod grants;
 mod inspect;
 mod journal;
+mod loaded;
 mod new;
 mod pack;
 mod plan;

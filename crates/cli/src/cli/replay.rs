@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::run::{Outputs, Start, View, drive, load, report, telemetry};
+use super::loaded::load;
+use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
 use toolhost_engine::{Fault, FaultKind};
 use toolhost_journal::{Kind, Record, replay};
@@ -60,7 +61,12 @@ pub(crate) fn run(
     no_such_step(&faults, &recorded.records, &run_id)?;
     let start = &recorded.records[0].data;
     let task_file = super::resume::task_file(start, args.task.as_deref(), &run_id)?;
-    let mut loaded = load(&rt, &task_file, &args.view, &Default::default())?;
+    let mut loaded = load(
+        &rt,
+        &task_file,
+        args.view.tools_dir.as_deref(),
+        &Default::default(),
+    )?;
     let now = super::journal::digest(&task_file)?;
     let then = start["task"]["sha256"].as_str().unwrap_or_default();
     super::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;

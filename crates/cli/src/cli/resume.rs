@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::run::{Outputs, Start, View, drive, load, report, telemetry};
+use super::loaded::load;
+use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
 use toolhost_engine::{Budgets, StepId, Unfinished};
 use toolhost_journal::{self as journal, Journal};
@@ -174,7 +175,12 @@ pub(crate) fn run(
     let start = first.records[0].data.clone();
     let (_, task_sha) = recorded(&start, "task");
     let task_file = task_file(&start, args.task.as_deref(), &run_id)?;
-    let mut loaded = load(&rt, &task_file, &args.view, &args.planner.overrides())?;
+    let mut loaded = load(
+        &rt,
+        &task_file,
+        args.view.tools_dir.as_deref(),
+        &args.planner.overrides(),
+    )?;
     let now = super::journal::digest(&task_file)?;
     same("task file", &now.path, &now.sha256, task_sha, &run_id)?;
     let now = super::journal::digest(&loaded.task.policy)?;

@@ -1,26 +1,25 @@
 //! `toolhost run TASK`: run a task file's goal with its planner, policy, tools and budgets.
 //! The loading and driving here are shared with `toolhost resume` and `toolhost replay`.
 
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::approve::TerminalApprover;
+use super::loaded::{Loaded, load};
 use super::progress::{Progress, summary};
-use super::{CmdResult, Failure, exit, load_tool};
-use crate::task::PlannerOverrides;
+use super::{CmdResult, Failure, exit};
 use crate::task::Task;
 use crate::telemetry::{OtlpConfig, Telemetry};
 use toolhost_engine::approval::{Approver, Unattended};
 use toolhost_engine::run::{Engine, Quiet, RunReport};
-use toolhost_engine::validate::{Catalog, Entry};
+use toolhost_engine::validate::Catalog;
 use toolhost_engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Unfinished};
 use toolhost_journal::{Journal, Tee};
 use toolhost_runtime::Runtime;
-use toolhost_runtime::policy::{Gate, Policy};
+use toolhost_runtime::policy::Gate;
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///
@@ -72,55 +71,6 @@ impl View {
             .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
         Ok(())
     }
-}
-
-/// A task with its policy and loaded tools.
-pub(crate) struct Loaded {
-    pub task: Task,
-    pub policy: Policy,
-    pub tools: BTreeMap<String, Entry>,
-}
-
-/// Loads the task at `path`, its policy and its tools (each of which the policy must name).
-pub(crate) fn load(
-    rt: &Runtime,
-    path: &Path,
-    view: &View,
-    overrides: &PlannerOverrides,
-) -> Result<Loaded, Failure> {
-    let usage = |m: String| Failure::new(exit::USAGE, m);
-    let tools_dir = view
-        .tools_dir
-        .clone()
-        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from));
-    let task =
-        Task::load_with(path, tools_dir.as_deref(), overrides).map_err(|e| usage(e.to_string()))?;
-    let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
-    let mut tools = BTreeMap::new();
-    for (name, path) in &task.tools {
-        let section = policy.tools.get(name).ok_or_else(|| {
-            Failure::new(
-                exit::DENIED,
-                format!(
-                    "[denied] policy `{}` has no section for tool `{name}`: add `[tools.{name}]` to allow it",
-                    task.policy.display()
-                ),
-            )
-        })?;
-        let tool = load_tool(rt, path)?;
-        tools.insert(
-            name.clone(),
-            Entry {
-                tool: Arc::new(tool),
-                policy: section.clone(),
-            },
-        );
-    }
-    Ok(Loaded {
-        task,
-        policy,
-        tools,
-    })
 }
 
 /// How a run begins.
@@ -279,7 +229,12 @@ pub(crate) fn run(
     err: &mut dyn Write,
 ) -> CmdResult {
     args.view.check()?;
-    let loaded = load(&rt, &args.task, &args.view, &args.planner.overrides())?;
+    let loaded = load(
+        &rt,
+        &args.task,
+        args.view.tools_dir.as_deref(),
+        &args.planner.overrides(),
+    )?;
     // The whole configuration (planner, API key, cassette, URLs, trace export) is checked
     // before the journal is opened: a run that cannot start leaves no journal behind.
     let catalog = Catalog {
