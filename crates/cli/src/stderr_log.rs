@@ -6,7 +6,7 @@
 //! whatever holds stderr (a lock taken elsewhere in the process, a pipe nobody reads, a
 //! terminal stopped with Ctrl-S) holds the engine, and a deadline that should fire does
 //! not. So logging only ever queues: when the queue is full the line is dropped and
-//! counted, and [`finish`] reports the count. Each line is cut at [`MAX_LINE`] bytes, so the
+//! counted, and [`finish`] reports the count. Each line is cut at `MAX_LINE` bytes, so the
 //! queue holds at most `QUEUE × MAX_LINE` bytes whatever a guest logs.
 
 use std::io::Write;
@@ -20,11 +20,11 @@ use tracing_subscriber::fmt::MakeWriter;
 /// Lines waiting for the writer thread at most; more are dropped and counted.
 const QUEUE: usize = 1024;
 /// The longest line written; the rest is replaced by a note of how much was cut.
-pub const MAX_LINE: usize = 16 << 10;
+pub(crate) const MAX_LINE: usize = 16 << 10;
 
 /// The process's stderr log (see the module doc). Obtain it with [`stderr_log`].
 #[derive(Debug)]
-pub struct StderrLog {
+pub(crate) struct StderrLog {
     queue: Option<SyncSender<Msg>>,
     dropped: AtomicU64,
 }
@@ -37,7 +37,7 @@ enum Msg {
 
 /// The process-wide stderr log; its writer thread starts on first use. If the thread
 /// cannot be started, lines are dropped and counted rather than written inline.
-pub fn stderr_log() -> &'static StderrLog {
+pub(crate) fn stderr_log() -> &'static StderrLog {
     static LOG: OnceLock<StderrLog> = OnceLock::new();
     LOG.get_or_init(|| {
         let (tx, rx) = sync_channel(QUEUE);
@@ -52,7 +52,7 @@ pub fn stderr_log() -> &'static StderrLog {
 }
 
 /// Whether stderr is a terminal: colours only then.
-pub fn stderr_is_terminal() -> bool {
+pub(crate) fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
 }
@@ -122,7 +122,7 @@ pub fn finish(timeout: Duration) {
 }
 
 /// One log line being formatted; queued whole when dropped.
-pub struct LineWriter {
+pub(crate) struct LineWriter {
     buf: Vec<u8>,
     cut: usize,
 }
@@ -159,7 +159,7 @@ impl Drop for LineWriter {
 
 /// The [`MakeWriter`] of the stderr log, for `tracing_subscriber::fmt().with_writer(…)`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StderrWriter;
+pub(crate) struct StderrWriter;
 
 impl<'a> MakeWriter<'a> for StderrWriter {
     type Writer = LineWriter;

@@ -67,7 +67,7 @@ pub use self::planners::{PlannerConfig, PlannerKind, PlannerOverrides, PlannerSp
 /// `tools`: names to find in the tools directory, or name → component path.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
-pub enum ToolList {
+pub(crate) enum ToolList {
     Names(Vec<String>),
     Paths(BTreeMap<String, String>),
 }
@@ -75,7 +75,7 @@ pub enum ToolList {
 /// A task file as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TaskFile {
+pub(crate) struct TaskFile {
     pub goal: String,
     #[serde(default = "default_mode")]
     pub mode: Mode,
@@ -99,7 +99,7 @@ pub struct TaskFile {
 /// The `[memory]` table: plan memory ([`toolhost_engine::memory`]), off unless enabled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MemoryConfig {
+pub(crate) struct MemoryConfig {
     /// Serve a stored plan for the same goal and tools instead of asking the planner, and
     /// store the plan of every completed run.
     #[serde(default)]

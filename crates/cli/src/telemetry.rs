@@ -1,17 +1,17 @@
 //! Exporting the spans of [`trace`](toolhost_engine::trace) with OpenTelemetry OTLP over HTTP
 //! (protobuf), when an endpoint is configured. Off by default.
 //!
-//! Data flows: [`OtlpConfig::resolve`] (flag, then `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
-//! then `OTEL_EXPORTER_OTLP_ENDPOINT`) → [`Telemetry::start`] (batch span processor on
+//! Data flows: `OtlpConfig::resolve` (flag, then `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
+//! then `OTEL_EXPORTER_OTLP_ENDPOINT`) → `Telemetry::start` (batch span processor on
 //! its own thread, service name `toolhost`) → a `tracing` [`Dispatch`] that sends the
 //! spans with target [`trace::TARGET`](toolhost_runtime::trace::TARGET) to it (and everything else
-//! to the `TOOLHOST_LOG` log on stderr) → [`Telemetry::shutdown`] flushes.
+//! to the `TOOLHOST_LOG` log on stderr) → `Telemetry::shutdown` flushes.
 //!
 //! Only spans are exported, never events: the sandbox's audit events and guest log lines
 //! carry paths and messages, and spans themselves carry only ids, names, numbers and kinds.
 //! A collector that cannot be reached never fails or holds up a run: exports happen on the
-//! processor's thread, the first failure is kept, and [`Telemetry::shutdown`] waits at
-//! most [`SHUTDOWN_TIMEOUT`] for the last batch.
+//! processor's thread, the first failure is kept, and `Telemetry::shutdown` waits at
+//! most `SHUTDOWN_TIMEOUT` for the last batch.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
@@ -29,11 +29,11 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
 /// The most [`Telemetry::shutdown`] waits for the last batch to be sent.
-pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why traces cannot be set up or were not all exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TelemetryError {
+pub(crate) enum TelemetryError {
     #[error("{origin} `{value}` is not a usable OTLP endpoint: {reason}")]
     BadEndpoint {
         /// `--otlp-endpoint` or the environment variable it came from.
@@ -49,7 +49,7 @@ pub enum TelemetryError {
 
 /// Where spans go: the full URL of the collector's traces endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OtlpConfig {
+pub(crate) struct OtlpConfig {
     pub endpoint: Url,
 }
 
@@ -156,7 +156,7 @@ impl SpanExporter for Remembering {
 
 /// A running exporter and the `tracing` dispatcher that feeds it. Dropping it shuts it
 /// down (as [`Telemetry::shutdown`], without the report).
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     provider: SdkTracerProvider,
     dispatch: Dispatch,
     endpoint: String,
@@ -225,14 +225,14 @@ impl Telemetry {
     }
 
     /// The dispatcher that exports the run's spans (and logs like the binary's default).
-    pub fn dispatch(&self) -> &Dispatch {
+    pub(crate) fn dispatch(&self) -> &Dispatch {
         &self.dispatch
     }
 
     /// Makes [`Telemetry::dispatch`] the default dispatcher of the threads `builder`'s
     /// runtime starts (the thread that calls `block_on` needs
     /// [`tracing::dispatcher::with_default`] as well).
-    pub fn install_on(&self, builder: &mut tokio::runtime::Builder) {
+    pub(crate) fn install_on(&self, builder: &mut tokio::runtime::Builder) {
         thread_local! {
             static DEFAULT: RefCell<Option<DefaultGuard>> = const { RefCell::new(None) };
         }
@@ -243,11 +243,6 @@ impl Telemetry {
                 DEFAULT.with(|d| *d.borrow_mut() = Some(guard));
             })
             .on_thread_stop(|| DEFAULT.with(|d| drop(d.borrow_mut().take())));
-    }
-
-    /// Where spans go.
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
     }
 
     /// Sends what is left (waiting at most [`SHUTDOWN_TIMEOUT`]) and stops the exporter.
@@ -286,7 +281,7 @@ impl Drop for Telemetry {
 }
 
 /// The filter of the stderr log: `TOOLHOST_LOG` (e.g. `debug`), `warn` by default.
-pub fn log_filter() -> tracing_subscriber::EnvFilter {
+pub(crate) fn log_filter() -> tracing_subscriber::EnvFilter {
     tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
 }

@@ -31,7 +31,7 @@ use super::{Kind, Record};
 use toolhost_runtime::cache::sha256_hex;
 
 /// Values this large (in JSON bytes, about) are stored once, as a `blob` record.
-pub const MIN_BYTES: usize = 64 << 10;
+pub(crate) const MIN_BYTES: usize = 64 << 10;
 
 /// The key that marks the journal's own objects: references and escaped user objects.
 const KEY: &str = "$blob";
@@ -70,7 +70,7 @@ impl Encoder {
     /// `data` in its stored form: user objects with a `$blob` key escaped and, with
     /// `blobs`, every value of [`MIN_BYTES`] or more replaced by a reference. The blobs not
     /// yet in the journal are pushed to `new`, innermost first, each once.
-    pub fn encode(&mut self, data: Value, blobs: bool, new: &mut Vec<NewBlob>) -> Value {
+    pub(crate) fn encode(&mut self, data: Value, blobs: bool, new: &mut Vec<NewBlob>) -> Value {
         let min = if blobs { MIN_BYTES } else { usize::MAX };
         let mut pass = Pass {
             written: &mut self.written,
@@ -216,7 +216,7 @@ pub(super) struct Resolver {
 
 impl Resolver {
     /// A resolver for the journal whose first record (`run_started`) holds `first`.
-    pub fn for_start(first: &Value) -> Resolver {
+    pub(crate) fn for_start(first: &Value) -> Resolver {
         Resolver {
             enabled: first.get("blob_min_bytes").is_some(),
             blobs: HashMap::new(),

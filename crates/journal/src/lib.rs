@@ -6,7 +6,7 @@
 //!
 //! Data flows: engine [`Observer`](toolhost_engine::Observer) callbacks (and the approver's
 //! decisions) → [`Journal`] → [`Redactor`] → one [`Record`] per line in
-//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / `report` / [`prune`].
+//! `STATE_DIR/runs/RUN_ID.jsonl` → [`verify()`] / [`show`] / `report` / [`prune()`].
 //!
 //! Each line is a [`Record`] `{seq, ts, prev, kind, data}`: `seq` counts from 1 and equals
 //! the line number, `prev` is the hex SHA-256 of the previous line's bytes (without its
@@ -27,7 +27,7 @@
 //!   effect.
 //! - [`tee`]: [`Tee`], to feed the journal and another observer.
 //! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
-//!   holder; [`store::FileStore`], the local file (a lease with a fencing token fits the
+//!   holder; `store::FileStore`, the local file (a lease with a fencing token fits the
 //!   same trait for writers on several machines).
 //! - [`lock`]: [`RunLock`], the `flock` on `RUN.jsonl.lock` that `run` and `resume` hold
 //!   for the life of the process; a second writer is told who holds it.
@@ -37,7 +37,7 @@
 //! - [`show`]: the readable timeline.
 //! - `report` (feature `report`, on by default): the self-contained HTML report
 //!   (`toolhost report`).
-//! - [`prune`]: retention by age.
+//! - [`prune()`]: retention by age.
 //! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
 //!   line). `crash`: the test hooks (a kill after record N, a full disk at record N).
@@ -78,7 +78,7 @@ pub use self::verify::{ChainProblem, Verified, verify};
 pub use self::writer::{Journal, RunStart};
 
 /// `prev` of the first record.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// What a record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +103,7 @@ pub enum Kind {
     /// that did not finish, budgets.
     Resumed,
     /// A large value, stored once and referred to by digest from the records after it
-    /// (see [`blob`](mod@blob)).
+    /// (see `blob`).
     Blob,
 }
 
@@ -132,7 +132,7 @@ pub struct Record {
     pub seq: u64,
     /// UTC, RFC 3339 with microseconds.
     pub ts: String,
-    /// Hex SHA-256 of the previous line; [`GENESIS`] for the first.
+    /// Hex SHA-256 of the previous line; `GENESIS` for the first.
     pub prev: String,
     pub kind: Kind,
     pub data: Value,
@@ -170,7 +170,7 @@ pub fn state_dir_from_env() -> Option<PathBuf> {
 }
 
 /// Where the journals of `state_dir` live.
-pub fn runs_dir(state_dir: &Path) -> PathBuf {
+pub(crate) fn runs_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("runs")
 }
 

@@ -19,7 +19,7 @@ use super::time;
 
 /// Who holds a run's lock, as it wrote it into the lock file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holder {
+pub(crate) struct Holder {
     pub pid: u32,
     pub host: String,
     /// When it took the lock (RFC 3339, UTC).
@@ -60,7 +60,7 @@ pub struct RunLock {
 
 /// The lock file of the journal at `journal`: its name with `.lock` appended, so it can
 /// never be the journal itself.
-pub fn lock_path(journal: &Path) -> PathBuf {
+pub(crate) fn lock_path(journal: &Path) -> PathBuf {
     let mut name = journal.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)
@@ -124,7 +124,7 @@ impl RunLock {
     }
 
     /// Whether a process holds the lock of the journal at `journal` now (creates nothing).
-    pub fn is_held(journal: &Path) -> bool {
+    pub(crate) fn is_held(journal: &Path) -> bool {
         match File::open(lock_path(journal)) {
             Ok(f) => matches!(f.try_lock(), Err(TryLockError::WouldBlock)),
             Err(_) => false,

@@ -11,7 +11,7 @@
 //! `[redacted:KIND]`.
 //!
 //! These are heuristics: a phone number written as a bare run of digits, or a name, is not
-//! recognised. Secrets shorter than [`MIN_SECRET_LEN`] characters are not redacted: they
+//! recognised. Secrets shorter than `MIN_SECRET_LEN` characters are not redacted: they
 //! would match inside unrelated text everywhere.
 
 use std::borrow::Cow;
@@ -20,7 +20,7 @@ use regex::{Captures, Regex};
 use serde_json::Value;
 
 /// Env values shorter than this are too short to find reliably (`"1"`, `"on"`).
-pub const MIN_SECRET_LEN: usize = 4;
+pub(crate) const MIN_SECRET_LEN: usize = 4;
 
 /// A bad `--redact` pattern.
 #[derive(Debug, thiserror::Error)]

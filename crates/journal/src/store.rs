@@ -1,4 +1,4 @@
-//! Where a journal's lines go: the [`Store`] trait, and [`FileStore`], the local file
+//! Where a journal's lines go: the [`Store`] trait, and `FileStore`, the local file
 //! appended to under a [`RunLock`].
 //!
 //! The trait is what makes "one writer per run" a property of the store rather than of
@@ -22,7 +22,7 @@ use super::lock::RunLock;
 
 /// A job that makes every append made before it was created durable; run off the async
 /// workers (it may wait for the disk).
-pub type Syncer = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
+pub(crate) type Syncer = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
 
 /// The append-only storage of one run's records, written by the one holder of the run.
 pub trait Store: Send + fmt::Debug {
@@ -38,7 +38,7 @@ pub trait Store: Send + fmt::Debug {
 }
 
 /// A journal file, appended to by the holder of its [`RunLock`].
-pub struct FileStore {
+pub(crate) struct FileStore {
     file: Arc<File>,
     path: PathBuf,
     /// Bytes of whole records: where a failed append is cut back to.

@@ -4,7 +4,7 @@
 //! problem is reported with its line number.
 //!
 //! Blobs: each reference must resolve to an earlier `blob` record, and each blob's value
-//! must hash to its digest (see [`blob`](super::blob)); the records returned have their
+//! must hash to its digest (see `blob`); the records returned have their
 //! references resolved, so every reader sees the full values.
 //!
 //! Torn or tampered: the writer appends each record as one line ending in its newline, so

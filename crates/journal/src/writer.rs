@@ -71,12 +71,12 @@ pub struct Torn {
 
 /// Appends a run's records. Cheap to clone: clones write to the same store, in order.
 ///
-/// Writing never fails a callback (the engine's [`Observer`] cannot be told): the first
+/// Writing never fails a callback (the engine's [`Observer`](toolhost_engine::Observer) cannot be told): the first
 /// write error is kept, nothing more is written (a gap would break the chain), and
-/// [`Observer::failed`] tells the engine, which starts no further step.
+/// [`Observer::failed`](toolhost_engine::Observer::failed) tells the engine, which starts no further step.
 ///
 /// Records are written as they happen and made durable (fsync) in batches: before a step
-/// that is not idempotent starts ([`Observer::durable`], one sync for the steps that start
+/// that is not idempotent starts ([`Observer::durable`](toolhost_engine::Observer::durable), one sync for the steps that start
 /// together, run off the async workers), at the stop, and inline for `run_started`,
 /// `resumed` and approvals. What a power loss can take is therefore only records a resume
 /// reads conservatively: a lost `step_finished` leaves a step unfinished (run again only if
@@ -391,7 +391,7 @@ impl Journal {
 
     /// A job that makes every record written so far durable and, when that fails, marks
     /// the journal failed.
-    pub fn syncer(&self) -> Box<dyn FnOnce() + Send> {
+    pub(crate) fn syncer(&self) -> Box<dyn FnOnce() + Send> {
         let sync = self.writer().store.syncer();
         let inner = self.inner.clone();
         Box::new(move || {

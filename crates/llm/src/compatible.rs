@@ -13,7 +13,7 @@ use super::transport::Rejected;
 
 /// An OpenAI-compatible endpoint and what it has shown it supports.
 #[derive(Debug, Clone)]
-pub struct Compatible {
+pub(crate) struct Compatible {
     pub inner: OpenAi,
     pub format: Format,
     pub structured: Structured,

@@ -29,7 +29,7 @@ impl ProviderKind {
     }
 
     /// The endpoint used when the task names none.
-    pub fn default_base_url(self) -> Option<&'static str> {
+    pub(crate) fn default_base_url(self) -> Option<&'static str> {
         match self {
             ProviderKind::OpenAi => Some("https://api.openai.com/v1"),
             ProviderKind::Anthropic => Some("https://api.anthropic.com/v1"),
@@ -38,7 +38,7 @@ impl ProviderKind {
     }
 
     /// The environment variable holding the key when the task names none.
-    pub fn default_key_env(self) -> Option<&'static str> {
+    pub(crate) fn default_key_env(self) -> Option<&'static str> {
         match self {
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),

@@ -15,7 +15,7 @@
 //! - [`prompt`]: what the model is told; tool outputs delimited as data.
 //! - [`decode`]: answers → replies, or the reasons they are not.
 //! - [`transport`]: POST with retries on 429/5xx/timeouts, `Retry-After`, jitter.
-//! - [`openai`], [`anthropic`], [`compatible`]: one provider each; [`Provider`] dispatches.
+//! - [`openai`], [`anthropic`], [`compatible`]: one provider each; `Provider` dispatches.
 //! - [`planner`]: [`LlmPlanner`], the loop around a provider.
 //! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`ReplayPlanner`]).
 
@@ -81,7 +81,7 @@ pub enum LlmError {
 
 /// One provider, by wire format.
 #[derive(Debug, Clone)]
-pub enum Provider {
+pub(crate) enum Provider {
     OpenAi(OpenAi),
     Anthropic(Anthropic),
     Compatible(Compatible),

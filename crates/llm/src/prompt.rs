@@ -194,13 +194,13 @@ fn cut(s: &str, max: usize) -> String {
 /// A conservative token count for `chars` characters of prompt: English and JSON run at
 /// about four characters a token; three overestimates, so a budget check errs on the safe
 /// side.
-pub fn tokens_for(chars: usize) -> u64 {
+pub(crate) fn tokens_for(chars: usize) -> u64 {
     u64::try_from(chars / 3 + 16).unwrap_or(u64::MAX)
 }
 
 impl Prompt {
     /// The input tokens this prompt may take, with its schema and wire overhead.
-    pub fn input_estimate(&self) -> u64 {
+    pub(crate) fn input_estimate(&self) -> u64 {
         let schema = self.strict_schema.to_string().len() + self.loose_schema.to_string().len();
         tokens_for(self.system.len() + self.user.len() + schema + 200)
     }

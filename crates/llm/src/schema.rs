@@ -111,7 +111,7 @@ pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
 const HANDOFF: &str = "null; or, instead of one tool call, the whole rest of the task as a plan: its steps run like a plan's (references to earlier steps' outputs allowed), and the run ends when every step succeeds.";
 
 /// The loose shape for `mode`: the published plan schema, or the turn's fields as they are.
-pub fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
+pub(crate) fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
     let (tool, operation) = names(tools);
     match mode {
         Mode::PlanThenExecute => {

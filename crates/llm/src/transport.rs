@@ -94,7 +94,7 @@ impl Http {
     }
 
     /// A header carrying the key, marked sensitive so that no debug print shows it.
-    pub fn secret_header(&self, prefix: &str) -> Option<HeaderValue> {
+    pub(crate) fn secret_header(&self, prefix: &str) -> Option<HeaderValue> {
         let k = self.key.as_ref()?;
         let mut v = HeaderValue::from_str(&format!("{prefix}{}", k.expose())).ok()?;
         v.set_sensitive(true);

@@ -21,7 +21,7 @@
 //!
 //! **Digest hints.** The key needs the component's SHA-256, which for an 18 MB Python tool
 //! takes longer than everything else a cached load does. So the cache also remembers, per
-//! source file [`Identity`] (device, inode, size, modification and change times), the
+//! source file `Identity` (device, inode, size, modification and change times), the
 //! digest that file had: `hints/IDENTITY` holds it. A hint is only a guess that lets the
 //! runtime start loading the compiled entry while the real digest is still being computed
 //! on another thread; the tool is returned only once the two agree (see
@@ -44,7 +44,7 @@ const SUMMARY: usize = MAGIC.len() + 8 + 4;
 /// What identifies one version of a source file without reading it: what `git` and `make`
 /// compare. Any write changes the change time, which only the kernel sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity(String);
+pub(crate) struct Identity(String);
 
 impl Identity {
     /// The identity of the opened file `file` (`None` where the platform has no inodes).
@@ -74,14 +74,14 @@ impl Identity {
 
 /// Why a cache entry was not used.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Miss {
+pub(crate) enum Miss {
     Absent,
     Corrupt(String),
 }
 
 /// A directory of compiled components for one engine configuration.
 #[derive(Debug, Clone)]
-pub struct Cache {
+pub(crate) struct Cache {
     dir: PathBuf,
     engine_hash: String,
 }

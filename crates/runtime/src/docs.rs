@@ -54,7 +54,7 @@ pub fn embedded(path: &Path, bytes: &[u8]) -> Result<Option<DocMap>, LoadError> 
 }
 
 /// The sidecar WIT path for a component path: `dir/NAME.wasm` → `dir/NAME.wit`.
-pub fn sidecar_path(path: &Path) -> PathBuf {
+pub(crate) fn sidecar_path(path: &Path) -> PathBuf {
     path.with_extension("wit")
 }
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 ///   pollables, fields, requests, bodies, …: the call's resource table; beyond it the call
 ///   ends with `resource_limit`).
 ///
-/// Host calls are charged fuel too ([`HOST_CALL_FUEL`] each, plus one unit per byte they
+/// Host calls are charged fuel too (`HOST_CALL_FUEL` each, plus one unit per byte they
 /// move), and the deadline is checked on entry to every host call, so `timeout` bounds a
 /// call's wall time whatever host calls it makes: it ends within [`DEADLINE_SLACK`] of it.
 ///
@@ -56,7 +56,7 @@ pub struct Limits {
 
 /// Fuel charged for every host call, whatever it does: about what a microsecond of guest
 /// compute costs, which is more than a cheap host call takes.
-pub const HOST_CALL_FUEL: u64 = 1_000;
+pub(crate) const HOST_CALL_FUEL: u64 = 1_000;
 
 /// The most bytes one `get-random-bytes` (or `get-insecure-random-bytes`) call may ask for:
 /// generating them takes a few milliseconds, well inside [`DEADLINE_SLACK`]. A larger draw

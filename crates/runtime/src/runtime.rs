@@ -21,11 +21,11 @@ use crate::tool::{self, Compiled, Tool};
 /// Every mode except [`Metering::Unmetered`] bounds a call's wall time by its
 /// `Limits::timeout`: the call runs inside a host-side timeout, and a CPU-bound guest is
 /// made to reach a point where that timeout can act, either by yielding every
-/// [`FUEL_YIELD_INTERVAL`] units of fuel or by an epoch check.
+/// `FUEL_YIELD_INTERVAL` units of fuel or by an epoch check.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Metering {
     /// Fuel (`Limits::fuel`) bounds compute, and the guest yields to the executor every
-    /// [`FUEL_YIELD_INTERVAL`] units, where the deadline (`Limits::timeout`) ends it and
+    /// `FUEL_YIELD_INTERVAL` units, where the deadline (`Limits::timeout`) ends it and
     /// other calls get their turn: the default, for untrusted code. It needs no epoch
     /// instrumentation, whose check at every loop header costs tight loops up to 1.6×.
     #[default]
@@ -55,14 +55,14 @@ impl Metering {
 /// Units of fuel a fuel-metered guest runs between yields to the executor: about a
 /// millisecond of compute, so a deadline is met within about a millisecond while a yield
 /// (a fiber switch and a timer check) costs well under 0.1% of the time between them.
-pub const FUEL_YIELD_INTERVAL: u64 = 1_000_000;
+pub(crate) const FUEL_YIELD_INTERVAL: u64 = 1_000_000;
 
 /// Concurrent instances of the default pooling allocator ([`RuntimeConfig::pooling`]).
 pub const DEFAULT_POOL: u32 = 1000;
 
 /// Elements a table may hold under the pooling allocator: 64 MiB of table, the default
 /// memory cap ([`crate::Limits::memory_mib`]), which also counts tables.
-pub const POOL_TABLE_ELEMENTS: usize = (64 << 20) / std::mem::size_of::<usize>();
+pub(crate) const POOL_TABLE_ELEMENTS: usize = (64 << 20) / std::mem::size_of::<usize>();
 
 /// How a [`Runtime`] is set up.
 ///
@@ -78,7 +78,7 @@ pub const POOL_TABLE_ELEMENTS: usize = (64 << 20) / std::mem::size_of::<usize>()
 ///   before reuse. The cost is address space, not memory: each linear-memory slot reserves
 ///   4 GiB plus guard pages (about 8 TiB of the 128 TiB user address space for the default
 ///   pool), and a call beyond `n` concurrent ones waits for a slot (within its timeout).
-///   A single table is capped at [`POOL_TABLE_ELEMENTS`] elements (64 MiB): growth beyond
+///   A single table is capped at `POOL_TABLE_ELEMENTS` elements (64 MiB): growth beyond
 ///   fails as the WebAssembly spec allows (`table.grow` returns -1). `None` allocates every
 ///   instance on demand with `mmap`/`munmap` (slower per call, no up-front reservation: for
 ///   hosts with a limited address space, e.g. under `ulimit -v`). When the reservation

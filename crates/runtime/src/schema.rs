@@ -10,7 +10,7 @@ use toolhost_wit_docs::TypeDocs;
 use crate::types::WitType;
 
 /// Schema of one value of type `ty`, with descriptions from `docs` where present.
-pub fn value_schema(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
+pub(crate) fn value_schema(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
     let mut s = bare(ty, docs);
     if let (Some(text), Value::Object(obj)) = (docs.and_then(|d| d.docs.as_ref()), &mut s) {
         obj.entry("description")

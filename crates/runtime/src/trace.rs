@@ -20,7 +20,7 @@ pub fn int<N: TryInto<i64>>(n: N) -> i64 {
 }
 
 /// The span of one sandboxed call.
-pub fn tool_call_span(tool: &str, operation: &str) -> Span {
+pub(crate) fn tool_call_span(tool: &str, operation: &str) -> Span {
     tracing::info_span!(
         target: TARGET,
         "tool_call",
@@ -35,7 +35,7 @@ pub fn tool_call_span(tool: &str, operation: &str) -> Span {
 }
 
 /// Records a call's outcome (`ok` or the error kind), fuel and memory peak.
-pub fn record_call(span: &Span, outcome: &CallOutcome) {
+pub(crate) fn record_call(span: &Span, outcome: &CallOutcome) {
     let kind = match &outcome.result {
         Ok(_) => "ok",
         Err(e) => e.kind().as_str(),

@@ -41,13 +41,13 @@ pub enum WitType {
 /// A type that has no JSON form.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{what} cannot be passed as JSON")]
-pub struct Unsupported {
+pub(crate) struct Unsupported {
     pub what: &'static str,
 }
 
 impl WitType {
     /// Copies a wasmtime type, refusing resources, futures, streams and error contexts.
-    pub fn from_wasmtime(ty: &Type) -> Result<WitType, Unsupported> {
+    pub(crate) fn from_wasmtime(ty: &Type) -> Result<WitType, Unsupported> {
         let boxed = |t: &Type| WitType::from_wasmtime(t).map(Box::new);
         Ok(match ty {
             Type::Bool => WitType::Bool,
@@ -142,7 +142,7 @@ impl WitType {
     }
 
     /// Inclusive range of an integer type, as `i128` so every WIT integer fits.
-    pub fn int_range(&self) -> Option<(i128, i128)> {
+    pub(crate) fn int_range(&self) -> Option<(i128, i128)> {
         Some(match self {
             WitType::S8 => (i8::MIN.into(), i8::MAX.into()),
             WitType::U8 => (0, u8::MAX.into()),

@@ -30,25 +30,25 @@ use toolhost_runtime::{Runtime, RuntimeConfig};
 pub mod exit {
     pub const OK: i32 = 0;
     /// The tool returned an error value (`tool_error`).
-    pub const TOOL_ERROR: i32 = 1;
+    pub(crate) const TOOL_ERROR: i32 = 1;
     /// Bad command line, bad arguments, unknown operation.
-    pub const USAGE: i32 = 2;
+    pub(crate) const USAGE: i32 = 2;
     /// A limit stopped the call: fuel, deadline, memory, result size, rate limit.
-    pub const LIMIT: i32 = 3;
+    pub(crate) const LIMIT: i32 = 3;
     /// The tool trapped: panic, stack overflow, any other trap, failed instantiation.
-    pub const TRAP: i32 = 4;
+    pub(crate) const TRAP: i32 = 4;
     /// A capability was denied.
-    pub const DENIED: i32 = 5;
+    pub(crate) const DENIED: i32 = 5;
     /// The component could not be loaded (unreadable, not a component, unsupported types).
-    pub const LOAD: i32 = 6;
+    pub(crate) const LOAD: i32 = 6;
     /// `toolhost run`: the run stopped before completing (budget, replan limit,
     /// evaluator, escalation, rejection).
-    pub const STOPPED: i32 = 7;
+    pub(crate) const STOPPED: i32 = 7;
     /// A journal is broken or torn (`toolhost journal verify`/`show`, `toolhost report`), or `toolhost run`
     /// could not write its journal (the run stopped `journal_failed`).
     pub const JOURNAL: i32 = 8;
     /// `toolhost replay`: the replay diverged from the recorded run.
-    pub const DIVERGED: i32 = 9;
+    pub(crate) const DIVERGED: i32 = 9;
     /// `toolhost resume`: another process is writing the run (its `run` or a `resume`).
     pub const LOCKED: i32 = 10;
 }
@@ -256,7 +256,7 @@ const LOG_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1)
 /// that held either lock for its whole life would hang the first thread that logs to it —
 /// a tokio worker inside a tool call, the OTLP exporter — and with it the run. Log lines
 /// go through [`crate::stderr_log`] and never block; at exit they get
-/// [`LOG_FLUSH_TIMEOUT`] to drain.
+/// `LOG_FLUSH_TIMEOUT` to drain.
 pub fn main() -> ! {
     init_tracing();
     let code = run(
@@ -271,7 +271,7 @@ pub fn main() -> ! {
 
 /// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters;
 /// lines go to stderr through [`crate::stderr_log`], in colour only on a terminal.
-pub fn init_tracing() {
+pub(crate) fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()

@@ -47,7 +47,7 @@ impl std::str::FromStr for PlannerKind {
 /// The planner a task resolved to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlannerSpec {
-    /// The task's script ([`Task::script`]).
+    /// The task's script (`Task::script`).
     Scripted,
     Llm(LlmConfig),
     /// A cassette file.

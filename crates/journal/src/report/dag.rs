@@ -17,7 +17,7 @@ const PAD: usize = 8;
 const ARC: usize = 22;
 
 /// `s` cut to `n` characters, with `…` when cut.
-pub fn clip(s: &str, n: usize) -> String {
+pub(crate) fn clip(s: &str, n: usize) -> String {
     if s.chars().count() > n {
         let cut: String = s.chars().take(n - 1).collect();
         format!("{cut}…")

@@ -16,7 +16,7 @@ const BAR: f64 = 20.0;
 const AXIS: f64 = 26.0;
 
 /// Lane of each step (in the order given, sorted by start): the first lane free by then.
-pub fn assign(steps: &[StepRun]) -> Vec<usize> {
+pub(crate) fn assign(steps: &[StepRun]) -> Vec<usize> {
     let mut ends: Vec<u64> = Vec::new();
     steps
         .iter()

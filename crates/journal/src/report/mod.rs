@@ -62,7 +62,7 @@ impl Report {
     }
 
     /// The entries of one kind, in file order.
-    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+    pub(crate) fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
         self.entries.iter().filter(move |e| e.kind == kind)
     }
 

@@ -252,7 +252,7 @@ pub fn budgets(r: &Report, steps: &[StepRun]) -> Vec<BudgetRow> {
 }
 
 /// The stop reason in a line: `budget_exhausted (fuel)`, `escalated: why`, ….
-pub fn stop_line(stop: &Value) -> String {
+pub(crate) fn stop_line(stop: &Value) -> String {
     let reason = text(stop, "reason");
     let detail: Vec<String> = stop
         .as_object()
@@ -272,7 +272,7 @@ pub fn stop_line(stop: &Value) -> String {
 }
 
 /// What a stop reason means, in words.
-pub fn explain(reason: &str) -> &'static str {
+pub(crate) fn explain(reason: &str) -> &'static str {
     match reason {
         "completed" => "every step of the final plan succeeded",
         "planner_stopped" => "the planner said the goal is met",

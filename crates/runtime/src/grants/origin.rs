@@ -12,7 +12,7 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    pub fn default_port(self) -> u16 {
+    pub(crate) fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,
@@ -210,7 +210,7 @@ impl Origin {
     }
 
     /// Whether this origin names `ip` literally (the only way to reach special ranges).
-    pub fn names_ip(&self, ip: IpAddr) -> bool {
+    pub(crate) fn names_ip(&self, ip: IpAddr) -> bool {
         matches!(self.host, HostPattern::Ip(a) if addr::canonical(a) == addr::canonical(ip))
     }
 }

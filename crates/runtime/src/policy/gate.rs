@@ -19,14 +19,14 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 /// Sliding 60-second windows of call start times, one per tool name.
 #[derive(Debug, Default)]
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     windows: Mutex<HashMap<String, VecDeque<Instant>>>,
 }
 
 impl RateLimiter {
     /// Admits a call of `tool` at `now` if fewer than `per_minute` calls started in the
     /// last 60 s; otherwise returns how long until one would be admitted.
-    pub fn admit(&self, tool: &str, per_minute: u32, now: Instant) -> Result<(), Duration> {
+    pub(crate) fn admit(&self, tool: &str, per_minute: u32, now: Instant) -> Result<(), Duration> {
         let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
         let window = windows.entry(tool.to_string()).or_default();
         while window

@@ -5,8 +5,8 @@
 //! tool without a section cannot be called at all. Grants are the operator's alone:
 //! nothing a tool or a model can call reads or changes a policy.
 //!
-//! - [`raw`]: the file as written (serde, `deny_unknown_fields`, spans kept).
-//! - [`error`]: [`PolicyError`], located by line and column.
+//! - `raw`: the file as written (serde, `deny_unknown_fields`, spans kept).
+//! - `error`: [`PolicyError`], located by line and column.
 //! - [`gate`]: [`Gate`], which applies a policy to calls (section, digest pin, allowed
 //!   operations, rate limit) before the sandbox applies the grants.
 //!
@@ -41,7 +41,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 pub use self::error::{Located, PolicyError};
-pub use self::gate::{Gate, RateLimiter};
+pub use self::gate::Gate;
 pub use self::raw::EnvValue;
 use self::raw::{Access, RawLimits, RawPolicy, RawTool};
 use crate::Limits;

@@ -4,7 +4,7 @@
 //! Events never carry secret values: an environment grant is recorded by name only, and a
 //! file event names the guest path, not the data.
 //!
-//! The log cannot be flooded away ([`AuditLog`]): every decision that changes or refuses
+//! The log cannot be flooded away (`AuditLog`): every decision that changes or refuses
 //! something is kept, repeated allowed reads collapse into counts, every value is cut to a
 //! bounded length, and a call whose audit budget is spent is ended rather than let go on
 //! unaudited.
@@ -15,7 +15,7 @@ mod log;
 
 use serde::Serialize;
 
-pub use self::log::{AuditLog, AuditSpent, MAX_ROUTINE_EVENTS};
+pub(crate) use self::log::{AuditLog, AuditSpent};
 
 /// Whether the sandbox let an action through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -79,7 +79,7 @@ pub enum AuditEvent {
     /// contained it; nothing outside the call's instance was affected.
     Trap { kind: String, detail: String },
     /// Allowed reads (`open-read`, `stat`, `read-dir`, `readlink`) beyond the first
-    /// [`MAX_ROUTINE_EVENTS`] of a call, counted per action instead of kept one by one.
+    /// `MAX_ROUTINE_EVENTS` of a call, counted per action instead of kept one by one.
     /// Decisions that change or refuse something never collapse.
     Repeated { action: String, count: u64 },
     /// The bytes the call wrote to files in all (recorded at its end, if any).

@@ -16,7 +16,7 @@ use super::{AuditEvent, HostState};
 const ENVIRONMENT: &str = "wasi:cli/environment@0.2.12";
 
 /// Shadows `get-environment` in `linker` (which must allow shadowing).
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.instance(ENVIRONMENT)?.func_wrap(
         "get-environment",
         |mut store: StoreContextMut<'_, HostState>, (): ()| {

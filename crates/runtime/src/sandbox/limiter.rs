@@ -13,7 +13,7 @@ const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
 
 /// Limits the sum of all memories and tables of one store.
 #[derive(Debug)]
-pub struct InstanceLimiter {
+pub(crate) struct InstanceLimiter {
     limit: usize,
     used: usize,
     /// The most the instance held at once.
@@ -25,7 +25,7 @@ pub struct InstanceLimiter {
 /// Error returned into wasmtime when the limit is hit.
 #[derive(Debug, thiserror::Error)]
 #[error("memory limit of {limit} bytes exceeded: growing to {requested} bytes refused")]
-pub struct MemoryLimitExceeded {
+pub(crate) struct MemoryLimitExceeded {
     pub limit: usize,
     pub requested: usize,
 }

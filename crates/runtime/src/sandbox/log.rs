@@ -14,7 +14,7 @@ pub struct LogRecord {
 
 /// Log records of one call, at most `capacity` bytes of messages.
 #[derive(Debug, Default)]
-pub struct LogSink {
+pub(crate) struct LogSink {
     capacity: usize,
     used: usize,
     pub records: Vec<LogRecord>,

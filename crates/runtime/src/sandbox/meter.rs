@@ -31,12 +31,12 @@ use crate::runtime::FUEL_YIELD_INTERVAL;
 /// The call's deadline passed; raised from the call hook on entry to a host call.
 #[derive(Debug, thiserror::Error)]
 #[error("the call's deadline passed during host calls")]
-pub struct DeadlineReached;
+pub(crate) struct DeadlineReached;
 
 /// A charge against `Limits::max_host_bytes` that was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}: {requested} bytes held for the call, over the limit of {limit} bytes")]
-pub struct HostMemoryExceeded {
+pub(crate) struct HostMemoryExceeded {
     /// What the guest asked the host to hold, e.g. "HTTP fields".
     pub what: String,
     pub limit: usize,
@@ -45,7 +45,7 @@ pub struct HostMemoryExceeded {
 
 /// The meter of one call's host calls.
 #[derive(Debug)]
-pub struct Meter {
+pub(crate) struct Meter {
     deadline: Instant,
     /// Whether the engine meters fuel (every mode but epoch-only and unmetered).
     fuel: bool,

@@ -1,9 +1,9 @@
 //! The per-call sandbox: the store's state, the linker, and the grants that open it.
 //!
-//! Every call gets a fresh [`HostState`] built by [`HostState::new`] from
-//! [`Capabilities`] and [`Limits`](crate::Limits). What a call can reach is exactly what
+//! Every call gets a fresh `HostState` built by `HostState::new` from
+//! [`Capabilities`] and [`Limits`]. What a call can reach is exactly what
 //! those two say; the defaults reach nothing (see [`Capabilities::none`]). Every decision
-//! is recorded in the call's [`AuditLog`].
+//! is recorded in the call's `AuditLog`.
 //!
 //! - `audit`: [`AuditEvent`]s and the per-call log.
 //! - `stdio`: captured, capped stdout/stderr.
@@ -36,14 +36,16 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-pub use self::audit::{AuditEvent, AuditLog, AuditSpent, Decision};
-pub use self::egress::EgressHooks;
-pub use self::fs_gate::WriteLimitExceeded;
-pub use self::limiter::{InstanceLimiter, MemoryLimitExceeded};
-pub use self::log::{LogRecord, LogSink};
+pub use self::audit::{AuditEvent, Decision};
+pub(crate) use self::audit::{AuditLog, AuditSpent};
+pub(crate) use self::egress::EgressHooks;
+pub(crate) use self::fs_gate::WriteLimitExceeded;
+pub(crate) use self::limiter::{InstanceLimiter, MemoryLimitExceeded};
+pub use self::log::LogRecord;
+pub(crate) use self::log::LogSink;
+pub(crate) use self::meter::DeadlineReached;
 use self::meter::Meter;
-pub use self::meter::{DeadlineReached, HostMemoryExceeded};
-pub use self::stdio::CappedPipe;
+pub(crate) use self::stdio::CappedPipe;
 use crate::Limits;
 use crate::grants::{Capabilities, GrantKind};
 
@@ -59,14 +61,14 @@ pub(crate) mod bindings {
 /// A grant that cannot be applied, e.g. a directory that does not exist.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot grant `{host}` as `{guest}`: {reason}")]
-pub struct GrantError {
+pub(crate) struct GrantError {
     pub host: String,
     pub guest: String,
     pub reason: String,
 }
 
 /// The state of one call's store.
-pub struct HostState {
+pub(crate) struct HostState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     pub(crate) http_hooks: EgressHooks,
@@ -170,7 +172,7 @@ impl WasiHttpView for HostState {
 }
 
 /// The linker shared by every tool: all of WASI 0.2, `wasi:http`, and `toolhost:host`.
-pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostState>> {
+pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;

@@ -26,7 +26,7 @@ struct Captured {
 
 /// A stdout/stderr sink that keeps at most `capacity` bytes.
 #[derive(Debug, Clone)]
-pub struct CappedPipe {
+pub(crate) struct CappedPipe {
     capacity: usize,
     inner: Arc<Mutex<Captured>>,
     /// Fuel owed for the bytes written, collected by the call's meter.

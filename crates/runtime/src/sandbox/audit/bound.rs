@@ -5,7 +5,7 @@ use super::AuditEvent;
 
 /// The longest value an event keeps whole. Longer ones keep their start, their length and
 /// a digest, so two long paths that share a start can still be told apart.
-pub const MAX_VALUE_BYTES: usize = 512;
+pub(crate) const MAX_VALUE_BYTES: usize = 512;
 
 /// `s` if short enough, else its first bytes (on a character boundary) followed by
 /// `…[N bytes, sha256 PREFIX]`.
@@ -16,12 +16,12 @@ pub fn cut(s: &mut String) {
 }
 
 /// [`cut`] of a borrowed value, without copying the whole of a long one first.
-pub fn cut_str(s: &str) -> String {
+pub(crate) fn cut_str(s: &str) -> String {
     cut_to(s, MAX_VALUE_BYTES)
 }
 
 /// `s` if at most `max` bytes, else its first bytes, its length and a digest prefix.
-pub fn cut_to(s: &str, max: usize) -> String {
+pub(crate) fn cut_to(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

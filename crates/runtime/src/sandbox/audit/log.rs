@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use super::{AuditEvent, Decision, bound};
 
 /// Allowed reads kept one by one per call; later ones are counted per action.
-pub const MAX_ROUTINE_EVENTS: usize = 256;
+pub(crate) const MAX_ROUTINE_EVENTS: usize = 256;
 
 /// Denials per call logged at `warn` (the default level); later ones at `debug`, so a
 /// probing tool cannot flood the host's stderr. Every one of them is in the call's events.
@@ -27,13 +27,13 @@ const WARNED_DENIALS: usize = 32;
 /// ends. Raised as a trap by the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("audit budget spent: the call's audit events reached {budget} bytes")]
-pub struct AuditSpent {
+pub(crate) struct AuditSpent {
     pub budget: usize,
 }
 
 /// The events of one call; cheap to clone, shared by the hooks that record them.
 #[derive(Debug, Clone)]
-pub struct AuditLog {
+pub(crate) struct AuditLog {
     inner: Arc<Mutex<Inner>>,
 }
 
@@ -71,7 +71,7 @@ enum Level {
 
 impl AuditLog {
     /// A log whose kept events may hold about `budget` bytes.
-    pub fn with_budget(budget: usize) -> AuditLog {
+    pub(crate) fn with_budget(budget: usize) -> AuditLog {
         AuditLog {
             inner: Arc::new(Mutex::new(Inner {
                 events: Vec::new(),
@@ -138,7 +138,7 @@ impl AuditLog {
     }
 
     /// Whether the audit budget is spent (the call must end).
-    pub fn is_spent(&self) -> bool {
+    pub(crate) fn is_spent(&self) -> bool {
         self.check().is_err()
     }
 

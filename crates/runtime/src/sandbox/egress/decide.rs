@@ -21,7 +21,7 @@ pub(crate) struct Target {
 
 impl Target {
     /// The target of `uri`, which must be absolute `http` or `https` with a host.
-    pub fn from_uri(uri: &http::Uri) -> Result<Target, DenyReason> {
+    pub(crate) fn from_uri(uri: &http::Uri) -> Result<Target, DenyReason> {
         let bad = || DenyReason::NotHttp {
             url: uri.to_string(),
         };

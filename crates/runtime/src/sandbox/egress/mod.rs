@@ -56,7 +56,7 @@ use super::audit::{AuditEvent, AuditLog, Decision};
 use crate::grants::Origin;
 
 /// HTTP hooks of one call: requests are checked against `origins`.
-pub struct EgressHooks {
+pub(crate) struct EgressHooks {
     pub(crate) origins: Vec<Origin>,
     pub(crate) audit: AuditLog,
     pub(crate) max_response_bytes: usize,

@@ -16,7 +16,7 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError, StreamResult};
 /// A write went over the call's write budget; raised as a trap.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct WriteLimitExceeded(pub String);
+pub(crate) struct WriteLimitExceeded(pub String);
 
 /// What the call has written so far, against its caps.
 #[derive(Debug)]

@@ -38,7 +38,7 @@ mod outside;
 mod wrap;
 
 pub(crate) use self::budget::WriteBudget;
-pub use self::budget::WriteLimitExceeded;
+pub(crate) use self::budget::WriteLimitExceeded;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ use crate::sandbox::{AuditEvent, Decision};
 
 /// Shadows the `wasi:filesystem` functions of `linker` (which must allow shadowing and
 /// already hold wasmtime-wasi's definitions).
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wrap::add_to_linker(linker)
 }
 
