@@ -49,11 +49,7 @@ fn runtime() -> Runtime {
 }
 
 fn with_pooling(pooling: Option<u32>) -> Runtime {
-    Runtime::new(RuntimeConfig {
-        pooling,
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime")
+    Runtime::new(RuntimeConfig::default().pooling(pooling)).expect("runtime")
 }
 
 fn spawn_once(exe: &std::path::Path) -> Duration {

@@ -32,12 +32,10 @@ fn timed(
     args: &Value,
     tokio: &tokio::runtime::Runtime,
 ) -> Duration {
-    let limits = Limits {
-        fuel: u64::MAX / 4,
-        timeout: Duration::from_secs(60),
-        memory_mib: 256,
-        ..Limits::default()
-    };
+    let limits = Limits::default()
+        .fuel(u64::MAX / 4)
+        .timeout(Duration::from_secs(60))
+        .memory_mib(256);
     let t = Instant::now();
     let out = tokio.block_on(rt.call(tool, op, args, &Capabilities::none(), &limits));
     let took = t.elapsed();
@@ -60,11 +58,7 @@ pub fn one(metering: &str, op: &str) {
         .iter()
         .find(|(name, _, _)| *name == op)
         .expect("a kernel: fib, sieve or sort");
-    let rt = Runtime::new(RuntimeConfig {
-        metering,
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime");
+    let rt = Runtime::new(RuntimeConfig::default().metering(metering)).expect("runtime");
     let tool = rt
         .load(toolhost_tools::KERNELS.as_ref())
         .expect("load kernels");
@@ -89,11 +83,7 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     let setups: Vec<(Runtime, Tool)> = modes
         .iter()
         .map(|m| {
-            let rt = Runtime::new(RuntimeConfig {
-                metering: *m,
-                ..RuntimeConfig::default()
-            })
-            .expect("runtime");
+            let rt = Runtime::new(RuntimeConfig::default().metering(*m)).expect("runtime");
             let tool = rt
                 .load(toolhost_tools::KERNELS.as_ref())
                 .expect("load kernels");

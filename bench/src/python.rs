@@ -9,11 +9,7 @@ use toolhost_runtime::{Runtime, RuntimeConfig};
 use super::{Figure, Scale, median};
 
 fn load(cache: &std::path::Path, table: &str) -> Duration {
-    let rt = Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache.into()),
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime");
+    let rt = Runtime::new(RuntimeConfig::default().cache_dir(Some(cache.into()))).expect("runtime");
     let t = Instant::now();
     let tool = rt.load(table.as_ref()).expect("load the Python tool");
     let took = t.elapsed();

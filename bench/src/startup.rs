@@ -18,11 +18,8 @@ fn ten() -> Vec<&'static str> {
 
 fn start(cache: Option<&std::path::Path>) -> Duration {
     let t = Instant::now();
-    let rt = Runtime::new(RuntimeConfig {
-        cache_dir: cache.map(Into::into),
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime");
+    let rt =
+        Runtime::new(RuntimeConfig::default().cache_dir(cache.map(Into::into))).expect("runtime");
     for p in ten() {
         rt.load(p.as_ref()).expect("load");
     }

@@ -6,11 +6,7 @@ use toolhost_runtime::{Runtime, RuntimeConfig};
 use toolhost_tests::{cli, path};
 
 fn runtime(dir: &std::path::Path) -> Runtime {
-    Runtime::new(RuntimeConfig {
-        cache_dir: Some(dir.to_path_buf()),
-        ..RuntimeConfig::default()
-    })
-    .unwrap()
+    Runtime::new(RuntimeConfig::default().cache_dir(Some(dir.to_path_buf()))).unwrap()
 }
 
 fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -7,11 +7,9 @@ use toolhost_runtime::{CallError, Capabilities, ErrorKind, Limits};
 use toolhost_tests::{call, call_with, runtime, tool};
 
 fn limits() -> Limits {
-    Limits {
-        fuel: 50_000_000,
-        timeout: Duration::from_secs(10),
-        ..Limits::default()
-    }
+    Limits::default()
+        .fuel(50_000_000)
+        .timeout(Duration::from_secs(10))
 }
 
 fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost_runtime::CallOutcome {
@@ -39,11 +37,9 @@ fn infinite_loop_runs_out_of_fuel() {
 
 #[test]
 fn infinite_loop_hits_the_deadline_when_fuel_is_plentiful() {
-    let l = Limits {
-        fuel: u64::MAX / 2,
-        timeout: Duration::from_millis(200),
-        ..Limits::default()
-    };
+    let l = Limits::default()
+        .fuel(u64::MAX / 2)
+        .timeout(Duration::from_millis(200));
     let out = misbehave("spin", json!({}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 200 }));
     // Its next fuel yield after 200 ms ends it; the bound only guards against a hang.
@@ -57,10 +53,7 @@ fn infinite_loop_hits_the_deadline_when_fuel_is_plentiful() {
 
 #[test]
 fn a_host_wait_is_cut_off_by_the_deadline() {
-    let l = Limits {
-        timeout: Duration::from_millis(200),
-        ..limits()
-    };
+    let l = limits().timeout(Duration::from_millis(200));
     let out = misbehave("sleep", json!({"ms": 60_000}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 200 }));
     assert!(
@@ -76,10 +69,7 @@ fn a_host_wait_is_cut_off_by_the_deadline() {
 
 #[test]
 fn allocation_loop_hits_the_memory_limit() {
-    let l = Limits {
-        memory_mib: 16,
-        ..limits()
-    };
+    let l = limits().memory_mib(16);
     let err = misbehave("alloc-forever", json!({}), &l)
         .result
         .unwrap_err();
@@ -137,10 +127,7 @@ fn guest_panic_reports_its_message() {
 
 #[test]
 fn stdout_flood_is_capped_not_fatal() {
-    let l = Limits {
-        max_stdio_bytes: 1000,
-        ..limits()
-    };
+    let l = limits().max_stdio_bytes(1000);
     let out = misbehave("print", json!({"bytes": 1_000_000}), &l);
     assert_eq!(out.result, Ok(json!(1_000_000)));
     assert_eq!(out.report.stdout.len(), 1000);
@@ -149,10 +136,7 @@ fn stdout_flood_is_capped_not_fatal() {
 
 #[test]
 fn log_flood_is_capped_and_counted() {
-    let l = Limits {
-        max_log_bytes: 1000,
-        ..limits()
-    };
+    let l = limits().max_log_bytes(1000);
     let out = misbehave("log-flood", json!({"count": 50}), &l);
     assert_eq!(out.result, Ok(json!(null)));
     assert_eq!(out.report.logs.len(), 10);
@@ -162,10 +146,7 @@ fn log_flood_is_capped_and_counted() {
 
 #[test]
 fn giant_result_hits_the_output_limit() {
-    let l = Limits {
-        max_result_bytes: 1000,
-        ..limits()
-    };
+    let l = limits().max_result_bytes(1000);
     let out = misbehave("big-result", json!({"bytes": 5000}), &l);
     assert_eq!(
         out.result,
@@ -185,11 +166,9 @@ fn a_benign_call_succeeds_while_another_call_misbehaves() {
     let rt = runtime();
     let (spin, calc) = (tool("misbehave"), tool("calc"));
     let caps = Capabilities::none();
-    let slow = Limits {
-        fuel: u64::MAX / 2,
-        timeout: Duration::from_millis(500),
-        ..Limits::default()
-    };
+    let slow = Limits::default()
+        .fuel(u64::MAX / 2)
+        .timeout(Duration::from_millis(500));
     let multi = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()

@@ -273,10 +273,7 @@ fn a_private_ip_literal_is_denied_without_connecting() {
 fn a_response_longer_than_the_host_limit_fails() {
     let s = Server::start();
     let caps = net(&[&s.origin()]);
-    let limits = Limits {
-        max_http_response_bytes: 64 << 10,
-        ..Limits::default()
-    };
+    let limits = Limits::default().max_http_response_bytes(64 << 10);
     let fits = get_text(&s.url("/huge?65536"), &caps, &limits);
     assert_eq!(fits.result.map(|v| v.as_str().unwrap().len()), Ok(65536));
 
@@ -303,10 +300,7 @@ fn a_response_longer_than_the_host_limit_fails() {
 #[test]
 fn a_slow_server_is_cut_off_by_the_call_deadline() {
     let s = Server::start();
-    let limits = Limits {
-        timeout: Duration::from_millis(500),
-        ..Limits::default()
-    };
+    let limits = Limits::default().timeout(Duration::from_millis(500));
     let started = Instant::now();
     let out = get_text(&s.url("/slow?10000"), &net(&[&s.origin()]), &limits);
     let took = started.elapsed();

@@ -8,21 +8,12 @@ use toolhost_runtime::{CallError, Capabilities, Limits, Metering, Runtime, Runti
 use toolhost_tests::{block_on, path};
 
 fn runtime(metering: Metering) -> Runtime {
-    Runtime::new(RuntimeConfig {
-        metering,
-        pooling: None,
-        ..RuntimeConfig::default()
-    })
-    .unwrap()
+    Runtime::new(RuntimeConfig::default().metering(metering).pooling(None)).unwrap()
 }
 
 /// A budget of fuel the spin loop cannot use up before its deadline.
 fn plentiful(timeout: Duration) -> Limits {
-    Limits {
-        fuel: u64::MAX / 2,
-        timeout,
-        ..Limits::default()
-    }
+    Limits::default().fuel(u64::MAX / 2).timeout(timeout)
 }
 
 #[test]

@@ -37,11 +37,7 @@ fn snoop(rt: &Runtime) -> Tool {
 }
 
 fn pool_of(n: u32) -> Runtime {
-    Runtime::new(RuntimeConfig {
-        pooling: Some(n),
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime")
+    Runtime::new(RuntimeConfig::default().pooling(Some(n))).expect("runtime")
 }
 
 #[test]
@@ -113,10 +109,7 @@ fn calls_beyond_the_pool_wait_for_a_slot() {
 fn waiting_for_a_slot_counts_against_the_timeout() {
     let rt = pool_of(1);
     let tool = rt.load(path("misbehave").as_ref()).expect("load");
-    let short = Limits {
-        timeout: Duration::from_millis(50),
-        ..Limits::default()
-    };
+    let short = Limits::default().timeout(Duration::from_millis(50));
     let outs = sleepers(&rt, &tool, &[Limits::default(), short]);
     assert!(outs[0].result.is_ok(), "{:?}", outs[0].result);
     assert_eq!(outs[1].result, Err(CallError::Timeout { timeout_ms: 50 }));

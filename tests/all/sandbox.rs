@@ -99,10 +99,7 @@ fn cli_read_outside_the_grant_fails_without_leaking() {
 
 #[test]
 fn env_grants_pass_only_what_is_named() {
-    let caps = Capabilities {
-        env: vec![("GREETING".into(), "hi".into())],
-        ..Capabilities::none()
-    };
+    let caps = Capabilities::none().env(vec![("GREETING".into(), "hi".into())]);
     let out = call_with(
         "misbehave",
         "env-vars",
@@ -123,10 +120,7 @@ fn env_grants_pass_only_what_is_named() {
 
 #[test]
 fn env_reads_are_recorded_by_name_only() {
-    let caps = Capabilities {
-        env: vec![("TOKEN".into(), "value-never-recorded".into())],
-        ..Capabilities::none()
-    };
+    let caps = Capabilities::none().env(vec![("TOKEN".into(), "value-never-recorded".into())]);
     let out = call_with(
         "misbehave",
         "read-env",
@@ -218,10 +212,7 @@ fn two_file_grants(root: &std::path::Path) -> Capabilities {
         let guest = format!("/config/{guest}.conf");
         files.push(toolhost_runtime::policy::file_grant(&host, &guest, false).unwrap());
     }
-    Capabilities {
-        files,
-        ..Capabilities::none()
-    }
+    Capabilities::none().files(files)
 }
 
 #[test]

@@ -152,8 +152,5 @@ where
 
 /// Capabilities granting host directory `dir` as `/data`, read-only unless `write`.
 pub fn grant_dir(dir: &std::path::Path, write: bool) -> Capabilities {
-    Capabilities {
-        files: vec![FileGrant::dir(dir, "/data", write)],
-        ..Capabilities::none()
-    }
+    Capabilities::none().files(vec![FileGrant::dir(dir, "/data", write)])
 }

@@ -83,6 +83,7 @@ pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000
 /// What a record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Kind {
     /// Goal, mode, task, policy and tool digests, budgets.
     RunStarted,
@@ -140,6 +141,7 @@ pub struct Record {
 
 /// Why a journal cannot be written or read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalError {
     #[error("cannot create the journal directory `{path}`: {reason}")]
     CreateDir { path: String, reason: String },

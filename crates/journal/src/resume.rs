@@ -24,6 +24,7 @@ use toolhost_engine::run::PlannerCall;
 
 /// Why a journal cannot be carried on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResumeError {
     #[error("record {seq} (`{kind}`) cannot be read back: {reason}")]
     BadRecord {

@@ -20,6 +20,7 @@ use toolhost_runtime::cache::sha256_hex;
 
 /// The first thing wrong with a journal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChainProblem {
     #[error("the journal is empty: the run stopped before its first record was written")]
     Empty,

@@ -44,6 +44,7 @@ use self::prompt::Prompt;
 /// Why an LLM planner could not be built or could not answer. No message holds a key:
 /// response bodies pass through [`ApiKey::redact`] first.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LlmError {
     #[error("no API key for `{provider}`: set the environment variable `{var}`")]
     MissingKey { var: String, provider: &'static str },

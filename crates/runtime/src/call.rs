@@ -22,6 +22,7 @@ use crate::trace;
 
 /// What a call consumed and emitted, whether or not it succeeded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CallReport {
     pub fuel_consumed: u64,
     /// The most linear memory and table bytes the instance held at once.

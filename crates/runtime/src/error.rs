@@ -7,6 +7,7 @@ use crate::convert::ConvertError;
 
 /// Why a component could not be loaded as a tool.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     #[error("cannot read `{path}`: {source}")]
     Read {
@@ -34,6 +35,7 @@ pub enum LoadError {
 
 /// Why a call failed. [`CallError::kind`] gives the stable machine-readable kind.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     #[error("unknown operation `{operation}`; the tool's operations are: {available}")]
     UnknownOperation {
@@ -155,6 +157,7 @@ impl CallError {
 /// The stable kinds of call failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     UnknownOperation,
     BadArguments,

@@ -74,6 +74,7 @@ pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
+mod settable;
 pub mod tool;
 pub mod trace;
 pub mod types;

@@ -1,57 +1,60 @@
 //! [`Limits`]: the budget of one tool call.
 
+use crate::settable::settable;
 use std::time::Duration;
 
-/// What one call may consume. Every call runs with all of these set.
-///
-/// `Limits::default()` is meant for untrusted code:
-/// - `fuel`: 1,000,000,000 units (about one unit per WebAssembly instruction: a few seconds
-///   of pure compute at most);
-/// - `timeout`: 5 s of wall-clock time, covering time spent waiting in host calls;
-/// - `memory_mib`: 64 MiB for all linear memories and tables of the instance together;
-/// - `max_result_bytes`: 1 MiB of result JSON;
-/// - `max_stdio_bytes`: 64 KiB kept from each of stdout and stderr (the rest is dropped
-///   and counted);
-/// - `max_log_bytes`: 64 KiB of log messages (further records are dropped and counted);
-/// - `max_http_response_bytes`: 8 MiB of body per HTTP response (a longer body fails the
-///   guest's read with `HTTP-response-body-size`);
-/// - `max_host_bytes`: 16 MiB of host memory taken on the guest's behalf: HTTP fields,
-///   outgoing bodies' buffers, request targets, kept log lines and looked-up names (counted
-///   when handed over, not refunded when dropped; beyond it the call ends with
-///   `host_memory_limit`). Single things are capped where they cross: a name over 253
-///   bytes is refused, one `wasi:random` draw may be at most [`MAX_RANDOM_DRAW`] bytes;
-/// - `max_resources`: 256 host resources open at once (descriptors, sockets, streams,
-///   pollables, fields, requests, bodies, …: the call's resource table; beyond it the call
-///   ends with `resource_limit`).
-///
-/// Host calls are charged fuel too (`HOST_CALL_FUEL` each, plus one unit per byte they
-/// move), and the deadline is checked on entry to every host call, so `timeout` bounds a
-/// call's wall time whatever host calls it makes: it ends within [`DEADLINE_SLACK`] of it.
-///
-/// Writes, arguments and the audit are bounded too:
-/// - `max_written_bytes`: 64 MiB written to files in all (a write past it fails with
-///   `insufficient-space` and ends the call: `written` limit);
-/// - `max_file_bytes`: 64 MiB, the largest size a write or `set-size` may give a file
-///   (no sparse terabyte files);
-/// - `max_args_bytes`: 4 MiB of argument JSON (a larger call is refused before the tool
-///   runs);
-/// - `max_audit_bytes`: 1 MiB of audit events kept per call (allowed reads beyond the first
-///   256 are counted, not kept; once spent, the call ends rather than go on unaudited).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    pub fuel: u64,
-    pub timeout: Duration,
-    pub memory_mib: u64,
-    pub max_result_bytes: usize,
-    pub max_stdio_bytes: usize,
-    pub max_log_bytes: usize,
-    pub max_http_response_bytes: usize,
-    pub max_host_bytes: usize,
-    pub max_resources: usize,
-    pub max_written_bytes: u64,
-    pub max_file_bytes: u64,
-    pub max_args_bytes: usize,
-    pub max_audit_bytes: usize,
+settable! {
+    /// What one call may consume. Every call runs with all of these set.
+    ///
+    /// `Limits::default()` is meant for untrusted code:
+    /// - `fuel`: 1,000,000,000 units (about one unit per WebAssembly instruction: a few seconds
+    ///   of pure compute at most);
+    /// - `timeout`: 5 s of wall-clock time, covering time spent waiting in host calls;
+    /// - `memory_mib`: 64 MiB for all linear memories and tables of the instance together;
+    /// - `max_result_bytes`: 1 MiB of result JSON;
+    /// - `max_stdio_bytes`: 64 KiB kept from each of stdout and stderr (the rest is dropped
+    ///   and counted);
+    /// - `max_log_bytes`: 64 KiB of log messages (further records are dropped and counted);
+    /// - `max_http_response_bytes`: 8 MiB of body per HTTP response (a longer body fails the
+    ///   guest's read with `HTTP-response-body-size`);
+    /// - `max_host_bytes`: 16 MiB of host memory taken on the guest's behalf: HTTP fields,
+    ///   outgoing bodies' buffers, request targets, kept log lines and looked-up names (counted
+    ///   when handed over, not refunded when dropped; beyond it the call ends with
+    ///   `host_memory_limit`). Single things are capped where they cross: a name over 253
+    ///   bytes is refused, one `wasi:random` draw may be at most [`MAX_RANDOM_DRAW`] bytes;
+    /// - `max_resources`: 256 host resources open at once (descriptors, sockets, streams,
+    ///   pollables, fields, requests, bodies, …: the call's resource table; beyond it the call
+    ///   ends with `resource_limit`).
+    ///
+    /// Host calls are charged fuel too (`HOST_CALL_FUEL` each, plus one unit per byte they
+    /// move), and the deadline is checked on entry to every host call, so `timeout` bounds a
+    /// call's wall time whatever host calls it makes: it ends within [`DEADLINE_SLACK`] of it.
+    ///
+    /// Writes, arguments and the audit are bounded too:
+    /// - `max_written_bytes`: 64 MiB written to files in all (a write past it fails with
+    ///   `insufficient-space` and ends the call: `written` limit);
+    /// - `max_file_bytes`: 64 MiB, the largest size a write or `set-size` may give a file
+    ///   (no sparse terabyte files);
+    /// - `max_args_bytes`: 4 MiB of argument JSON (a larger call is refused before the tool
+    ///   runs);
+    /// - `max_audit_bytes`: 1 MiB of audit events kept per call (allowed reads beyond the first
+    ///   256 are counted, not kept; once spent, the call ends rather than go on unaudited).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Limits {
+        pub fuel: u64,
+        pub timeout: Duration,
+        pub memory_mib: u64,
+        pub max_result_bytes: usize,
+        pub max_stdio_bytes: usize,
+        pub max_log_bytes: usize,
+        pub max_http_response_bytes: usize,
+        pub max_host_bytes: usize,
+        pub max_resources: usize,
+        pub max_written_bytes: u64,
+        pub max_file_bytes: u64,
+        pub max_args_bytes: usize,
+        pub max_audit_bytes: usize,
+    }
 }
 
 /// Fuel charged for every host call, whatever it does: about what a microsecond of guest

@@ -1,5 +1,6 @@
 //! [`Runtime`]: the shared engine, linker and compiled cache; loads components as [`Tool`]s.
 
+use crate::settable::settable;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,31 +65,34 @@ pub const DEFAULT_POOL: u32 = 1000;
 /// memory cap ([`crate::Limits::memory_mib`]), which also counts tables.
 pub(crate) const POOL_TABLE_ELEMENTS: usize = (64 << 20) / std::mem::size_of::<usize>();
 
-/// How a [`Runtime`] is set up.
-///
-/// `RuntimeConfig::default()`:
-/// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
-/// - `epoch_tick`: 5 ms, the granularity of call deadlines under the epoch modes;
-/// - `metering`: [`Metering::Fuel`];
-/// - `pooling`: `Some(`[`DEFAULT_POOL`]`)`: slots for 1,000 concurrent instances are
-///   reserved up front and recycled, so a call neither maps nor unmaps memory and, where
-///   the kernel has `PAGEMAP_SCAN` (Linux ≥ 6.7), takes no page faults on pages the
-///   previous occupant of its slot touched (they are reset to their initial contents in
-///   place). Every call still gets a fresh store and a fresh instance; a slot is wiped
-///   before reuse. The cost is address space, not memory: each linear-memory slot reserves
-///   4 GiB plus guard pages (about 8 TiB of the 128 TiB user address space for the default
-///   pool), and a call beyond `n` concurrent ones waits for a slot (within its timeout).
-///   A single table is capped at `POOL_TABLE_ELEMENTS` elements (64 MiB): growth beyond
-///   fails as the WebAssembly spec allows (`table.grow` returns -1). `None` allocates every
-///   instance on demand with `mmap`/`munmap` (slower per call, no up-front reservation: for
-///   hosts with a limited address space, e.g. under `ulimit -v`). When the reservation
-///   fails, [`Runtime::new`] logs a warning and allocates on demand.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuntimeConfig {
-    pub cache_dir: Option<PathBuf>,
-    pub epoch_tick: Duration,
-    pub metering: Metering,
-    pub pooling: Option<u32>,
+settable! {
+    /// How a [`Runtime`] is set up.
+    ///
+    /// `RuntimeConfig::default()`:
+    /// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
+    /// - `epoch_tick`: 5 ms, the granularity of call deadlines under the epoch modes;
+    /// - `metering`: [`Metering::Fuel`];
+    /// - `pooling`: `Some(`[`DEFAULT_POOL`]`)`: slots for 1,000 concurrent instances are
+    ///   reserved up front and recycled, so a call neither maps nor unmaps memory and, where
+    ///   the kernel has `PAGEMAP_SCAN` (Linux ≥ 6.7), takes no page faults on pages the
+    ///   previous occupant of its slot touched (they are reset to their initial contents in
+    ///   place). Every call still gets a fresh store and a fresh instance; a slot is wiped
+    ///   before reuse. The cost is address space, not memory: each linear-memory slot reserves
+    ///   4 GiB plus guard pages (about 8 TiB of the 128 TiB user address space for the default
+    ///   pool), and a call beyond `n` concurrent ones waits for a slot (within its timeout).
+    ///   A single table is capped at `POOL_TABLE_ELEMENTS` elements (64 MiB): growth beyond
+    ///   fails as the WebAssembly spec allows (`table.grow` returns -1). `None` allocates every
+    ///   instance on demand with `mmap`/`munmap` (slower per call, no up-front reservation: for
+    ///   hosts with a limited address space, e.g. under `ulimit -v`). When the reservation
+    ///   fails, [`Runtime::new`] logs a warning and allocates on demand.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct RuntimeConfig {
+        pub cache_dir: Option<PathBuf>,
+        pub epoch_tick: Duration,
+        pub metering: Metering,
+        pub pooling: Option<u32>,
+    }
 }
 
 impl Default for RuntimeConfig {

@@ -242,10 +242,7 @@ fn denials_are_never_collapsed() {
 #[test]
 fn a_spent_audit_budget_ends_the_call_rather_than_go_on_unaudited() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits {
-        max_audit_bytes: 32 << 10,
-        ..Limits::default()
-    };
+    let limits = Limits::default().max_audit_bytes(32 << 10);
     let out = attack(
         "misbehave",
         "denied-flood",
@@ -301,10 +298,7 @@ fn long_names_are_cut_with_their_length_and_digest() {
 
 #[test]
 fn arguments_over_the_cap_are_refused_before_the_tool_runs() {
-    let limits = Limits {
-        max_args_bytes: 1 << 20,
-        ..Limits::default()
-    };
+    let limits = Limits::default().max_args_bytes(1 << 20);
     let big = "x".repeat(2 << 20);
     let out = attack(
         "misbehave",

@@ -21,11 +21,9 @@ use super::{assert_event, attack};
 
 /// Ample fuel, so that only the deadline can end a flood.
 fn deadline_only(ms: u64) -> Limits {
-    Limits {
-        fuel: u64::MAX / 2,
-        timeout: Duration::from_millis(ms),
-        ..Limits::default()
-    }
+    Limits::default()
+        .fuel(u64::MAX / 2)
+        .timeout(Duration::from_millis(ms))
 }
 
 fn hog(op: &str, args: Value, caps: &Capabilities, limits: &Limits) -> CallOutcome {
@@ -90,12 +88,10 @@ fn host_work_is_charged_fuel_by_the_byte() {
     // 1,000 records of 1 MiB: the guest's own instructions cost little (it logs the same
     // string), the host copies a gigabyte; at a unit per byte 100,000,000 fuel runs out
     // after about a hundred records.
-    let limits = Limits {
-        fuel: 100_000_000,
-        timeout: Duration::from_secs(20),
-        max_log_bytes: 1 << 20,
-        ..Limits::default()
-    };
+    let limits = Limits::default()
+        .fuel(100_000_000)
+        .timeout(Duration::from_secs(20))
+        .max_log_bytes(1 << 20);
     let out = hog(
         "log-flood",
         json!({"bytes": 1 << 20, "count": 1000}),
@@ -221,10 +217,7 @@ fn fields_held_for_the_guest_count_against_the_host_budget() {
 #[test]
 fn unsent_request_bodies_count_against_the_host_budget() {
     // Resources to spare, so that the memory budget is what stops it.
-    let limits = Limits {
-        max_resources: 4096,
-        ..Limits::default()
-    };
+    let limits = Limits::default().max_resources(4096);
     let (out, grew) = peak_rss_growth(|| {
         hog(
             "bodies-hoard",

@@ -328,10 +328,7 @@ impl FileTree {
     fn grant(&self, write: bool) -> Capabilities {
         let grant: FileGrant =
             toolhost_runtime::policy::file_grant(&self.conf(), "/config/app.conf", write).unwrap();
-        Capabilities {
-            files: vec![grant],
-            ..Capabilities::none()
-        }
+        Capabilities::none().files(vec![grant])
     }
 
     fn conf_text(&self) -> String {
@@ -626,10 +623,7 @@ fn bulk_writes_stop_at_the_write_budget() {
     assert_eq!(out.result, Ok(json!(2 << 20)));
     assert_event(&out, |e| *e == AuditEvent::Written { bytes: 2 << 20 });
     // A tighter policy cap stops it.
-    let tight = Limits {
-        max_written_bytes: 1 << 20,
-        ..Limits::default()
-    };
+    let tight = Limits::default().max_written_bytes(1 << 20);
     let out = attack(
         "misbehave",
         "write-bulk",

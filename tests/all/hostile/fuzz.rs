@@ -18,10 +18,7 @@ const CONCURRENT: usize = 2;
 
 #[test]
 fn random_host_calls_stay_within_every_bound() {
-    let limits = Limits {
-        timeout: Duration::from_millis(300),
-        ..Limits::default()
-    };
+    let limits = Limits::default().timeout(Duration::from_millis(300));
     let (hog, calc) = (tool("hog"), tool("calc"));
     let rt = runtime();
     let multi = tokio::runtime::Builder::new_multi_thread()

@@ -15,11 +15,9 @@ use toolhost_tests::{block_on, runtime, tool};
 use super::{assert_event, attack, attack_tool};
 
 fn limits() -> Limits {
-    Limits {
-        fuel: 50_000_000,
-        timeout: Duration::from_secs(10),
-        ..Limits::default()
-    }
+    Limits::default()
+        .fuel(50_000_000)
+        .timeout(Duration::from_secs(10))
 }
 
 fn misbehave(op: &str, args: Value, limits: &Limits) -> toolhost_runtime::CallOutcome {
@@ -52,11 +50,9 @@ fn infinite_loop_exhausts_fuel() {
 
 #[test]
 fn infinite_loop_with_ample_fuel_hits_the_deadline() {
-    let l = Limits {
-        fuel: u64::MAX / 2,
-        timeout: Duration::from_millis(300),
-        ..Limits::default()
-    };
+    let l = Limits::default()
+        .fuel(u64::MAX / 2)
+        .timeout(Duration::from_millis(300));
     let out = misbehave("spin", json!({}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 300 }));
     assert!(
@@ -69,10 +65,7 @@ fn infinite_loop_with_ample_fuel_hits_the_deadline() {
 
 #[test]
 fn endless_wait_inside_a_host_call_hits_the_deadline() {
-    let l = Limits {
-        timeout: Duration::from_millis(300),
-        ..limits()
-    };
+    let l = limits().timeout(Duration::from_millis(300));
     let out = misbehave("sleep", json!({"ms": 3_600_000u64}), &l);
     assert_eq!(out.result, Err(CallError::Timeout { timeout_ms: 300 }));
     assert!(
@@ -85,10 +78,7 @@ fn endless_wait_inside_a_host_call_hits_the_deadline() {
 
 #[test]
 fn memory_bomb_hits_the_memory_cap() {
-    let l = Limits {
-        memory_mib: 16,
-        ..limits()
-    };
+    let l = limits().memory_mib(16);
     let out = misbehave("alloc-forever", json!({}), &l);
     let err = out.result.as_ref().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::MemoryLimit, "{err}");
@@ -124,10 +114,7 @@ fn table_bomb() -> &'static Tool {
 
 #[test]
 fn table_growth_bomb_hits_the_memory_cap() {
-    let l = Limits {
-        memory_mib: 8,
-        ..limits()
-    };
+    let l = limits().memory_mib(8);
     let out = attack_tool(
         table_bomb(),
         "table-bomb",
@@ -158,10 +145,7 @@ fn stack_overflow_is_contained() {
 
 #[test]
 fn stdout_flood_is_capped() {
-    let l = Limits {
-        max_stdio_bytes: 4096,
-        ..Limits::default()
-    };
+    let l = Limits::default().max_stdio_bytes(4096);
     let out = misbehave("print", json!({"bytes": 20_000_000u64}), &l);
     assert_eq!(out.result, Ok(json!(20_000_000u64)));
     assert_eq!(out.report.stdout.len(), 4096);
@@ -171,10 +155,7 @@ fn stdout_flood_is_capped() {
 
 #[test]
 fn log_flood_is_capped() {
-    let l = Limits {
-        max_log_bytes: 1000,
-        ..limits()
-    };
+    let l = limits().max_log_bytes(1000);
     // Each record costs 1,100 units of fuel (a host call and its 100 bytes): 10,000 fit.
     let out = misbehave("log-flood", json!({"count": 10_000}), &l);
     assert_eq!(out.result, Ok(json!(null)));
@@ -185,10 +166,7 @@ fn log_flood_is_capped() {
 
 #[test]
 fn giant_result_hits_the_output_cap() {
-    let l = Limits {
-        max_result_bytes: 1 << 20,
-        ..limits()
-    };
+    let l = limits().max_result_bytes(1 << 20);
     let out = misbehave("big-result", json!({"bytes": 8 << 20}), &l);
     assert_eq!(
         out.result,
@@ -230,12 +208,8 @@ fn deeply_nested_arguments_are_refused_before_the_guest_runs() {
 
 #[test]
 fn huge_arguments_hit_the_memory_cap() {
-    let l = Limits {
-        memory_mib: 16,
-        // Past the argument cap, which would refuse them before the guest runs.
-        max_args_bytes: 128 << 20,
-        ..limits()
-    };
+    // Past the argument cap, which would refuse them before the guest runs.
+    let l = limits().memory_mib(16).max_args_bytes(128 << 20);
     let huge = "x".repeat(64 << 20);
     let out = misbehave("read-env", json!({ "name": huge }), &l);
     let err = out.result.as_ref().unwrap_err();

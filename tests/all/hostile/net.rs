@@ -248,10 +248,7 @@ fn name_lookup_with_a_grant_resolves() {
 #[test]
 fn a_host_call_that_never_returns_is_cut_off() {
     let s = Server::start();
-    let limits = Limits {
-        timeout: Duration::from_millis(300),
-        ..Limits::default()
-    };
+    let limits = Limits::default().timeout(Duration::from_millis(300));
     let started = Instant::now();
     let out = attack(
         "misbehave",

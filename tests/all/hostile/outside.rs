@@ -352,10 +352,7 @@ fn only_the_refusal_a_tool_failed_on_makes_the_call_denied() {
 #[test]
 fn a_directory_granted_at_the_root_keeps_working() {
     let t = Tree::new();
-    let caps = Capabilities {
-        files: vec![FileGrant::dir(t.inside(), "/", false)],
-        ..Capabilities::none()
-    };
+    let caps = Capabilities::none().files(vec![FileGrant::dir(t.inside(), "/", false)]);
     for path in ["/note.txt", "note.txt", "/sub/../note.txt"] {
         let out = misbehave("read-file", json!({ "path": path }), &caps);
         assert_eq!(out.result, Ok(json!("hello")), "{path}");
@@ -377,10 +374,9 @@ fn a_directory_granted_at_the_root_keeps_working() {
 fn file_grants_at_the_root_refuse_the_rest_themselves() {
     let t = Tree::new();
     let host = t.inside().join("note.txt");
-    let caps = Capabilities {
-        files: vec![toolhost_runtime::policy::file_grant(&host, "/note.txt", false).unwrap()],
-        ..Capabilities::none()
-    };
+    let caps = Capabilities::none().files(vec![
+        toolhost_runtime::policy::file_grant(&host, "/note.txt", false).unwrap(),
+    ]);
     let out = misbehave("read-file", json!({"path": "/note.txt"}), &caps);
     assert_eq!(out.result, Ok(json!("hello")));
     let out = misbehave("read-file", json!({"path": "/etc/passwd"}), &caps);

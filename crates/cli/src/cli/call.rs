@@ -120,6 +120,9 @@ fn exit_code(kind: ErrorKind) -> i32 {
             exit::TRAP
         }
         ErrorKind::Denied => exit::DENIED,
+        // `ErrorKind` is non-exhaustive: a kind this mapping does not know yet is a
+        // failure of the call itself, like a trap.
+        _ => exit::TRAP,
     }
 }
 

@@ -241,10 +241,7 @@ fn runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime
     } else {
         cache_dir.or_else(default_cache_dir)
     };
-    Ok(Runtime::new(RuntimeConfig {
-        cache_dir,
-        ..RuntimeConfig::default()
-    })?)
+    Ok(Runtime::new(RuntimeConfig::default().cache_dir(cache_dir))?)
 }
 
 /// The most the binary waits at exit for queued log lines to reach stderr.

@@ -12,6 +12,7 @@ pub mod addr;
 pub mod origin;
 pub mod socket;
 
+use crate::settable::settable;
 use std::path::PathBuf;
 
 pub use self::origin::{HostPattern, Origin, OriginError, Scheme};
@@ -94,21 +95,24 @@ pub struct NetworkGrants {
     pub name_lookup: bool,
 }
 
-/// What a call may reach beyond its own memory.
-///
-/// [`Capabilities::none`] (also `Default`) grants nothing:
-/// - no directories or files granted: the guest's only preopen is the host's empty `/`,
-///   on which every filesystem call is refused and recorded as a denial;
-/// - no environment variables and no arguments;
-/// - stdin closed; stdout/stderr captured per call, capped by [`Limits`](crate::Limits);
-/// - no network (see [`NetworkGrants`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Capabilities {
-    pub files: Vec<FileGrant>,
-    /// `(NAME, value)` pairs the guest sees as its environment.
-    #[serde(serialize_with = "env_names")]
-    pub env: Vec<(String, String)>,
-    pub network: NetworkGrants,
+settable! {
+    /// What a call may reach beyond its own memory.
+    ///
+    /// [`Capabilities::none`] (also `Default`) grants nothing:
+    /// - no directories or files granted: the guest's only preopen is the host's empty `/`,
+    ///   on which every filesystem call is refused and recorded as a denial;
+    /// - no environment variables and no arguments;
+    /// - stdin closed; stdout/stderr captured per call, capped by [`Limits`](crate::Limits);
+    /// - no network (see [`NetworkGrants`]).
+    #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+    #[non_exhaustive]
+    pub struct Capabilities {
+        pub files: Vec<FileGrant>,
+        /// `(NAME, value)` pairs the guest sees as its environment.
+        #[serde(serialize_with = "env_names")]
+        pub env: Vec<(String, String)>,
+        pub network: NetworkGrants,
+    }
 }
 
 /// Environment grants serialise by name only: values may be secrets.

@@ -6,6 +6,7 @@ use std::ops::Range;
 
 /// Why a policy file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PolicyError {
     #[error("cannot read policy `{path}`: {reason}")]
     Read { path: String, reason: String },

@@ -28,6 +28,7 @@ pub enum Decision {
 /// One capability decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AuditEvent {
     /// A filesystem action on a path: `open-read`, `open-write`, `create`, `rename`,
     /// `unlink`, `remove-dir`, `create-dir`, `set-times`, `set-size`, `write`, `symlink`,
