@@ -150,65 +150,87 @@ fn the_published_schema_is_current_and_accepts_the_examples() {
     assert!(!validator.is_valid(&json!({"goal": "g", "steps": [], "extra": 1})));
 }
 
+/// The schema is derived from the Rust types: whatever a plan file may hold, the schema
+/// and the parser agree on, valid or not (examples we ship, and each way to get one wrong).
 #[test]
-fn cli_validates_a_plan_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let good = dir.path().join("good.json");
-    std::fs::write(
-        &good,
-        json!({"goal": "g", "steps": [{"id": "s1", "tool": "calc", "operation": "eval", "args": {"expression": "1"}}]})
-            .to_string(),
-    )
-    .unwrap();
-    let bad = dir.path().join("bad.json");
-    std::fs::write(
-        &bad,
-        json!({"goal": "g", "steps": [
-            {"id": "s1", "tool": "calc", "operation": "eval", "args": {}},
-            {"id": "s2", "tool": "text", "operation": "search", "args": {}}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let run = |plan: &Path, json: bool| {
-        let mut args = vec![
-            "plan".to_string(),
-            "validate".into(),
-            plan.display().to_string(),
-            "--policy".into(),
-            policy.display().to_string(),
-            "--tool".into(),
-            path("calc").into(),
-            "--tool".into(),
-            path("text").into(),
-        ];
-        if json {
-            args.push("--json".into());
-        }
-        cli(args)
+fn the_schema_and_the_parser_agree() {
+    let validator = jsonschema::validator_for(&plan_schema()).unwrap();
+    let step =
+        json!({"id": "s1", "tool": "calc", "operation": "eval", "args": {"expression": "1"}});
+    let with = |key: &str, value: Value| {
+        let mut s = step.clone();
+        s[key] = value;
+        json!({"goal": "g", "steps": [s]})
     };
-    let out = run(&good, false);
-    assert_eq!(out.code, 0, "{out:?}");
+    let mut cases = vec![
+        json!({"goal": "g", "steps": [step.clone()]}),
+        json!({"goal": "g", "revision": 2, "steps": []}),
+        json!({"goal": "g", "revision": 0, "steps": []}),
+        json!({"goal": "g", "revision": -1, "steps": []}),
+        json!({"goal": "g"}),
+        json!({"steps": []}),
+        json!({"goal": 1, "steps": []}),
+        json!({"goal": "g", "steps": [], "extra": 1}),
+        json!({"goal": "g", "steps": [{"id": "s1", "tool": "calc"}]}),
+        with("id", json!("1st")),
+        with("id", json!("a".repeat(64))),
+        with("id", json!("a".repeat(65))),
+        with("id", json!("a b")),
+        with("args", json!([1])),
+        with("args", json!("x")),
+        with("depends_on", json!(["s0"])),
+        with("depends_on", json!(["0"])),
+        with("depends_on", json!(["s0", "s0"])),
+        with(
+            "expect",
+            json!({"equals": [1, {"a": null}], "min": 1.5, "max": 2}),
+        ),
+        with(
+            "expect",
+            json!({"schema": {"type": "string"}, "contains": "x"}),
+        ),
+        with("expect", json!({"schema": "string"})),
+        with("expect", json!({"nearly": 1})),
+        with("expect", json!(null)),
+        with("idempotent", json!(true)),
+        with("idempotent", json!("yes")),
+        with("timeout_ms", json!(100)),
+        with("timeout_ms", json!(0)),
+        with("timeout_ms", json!(1.5)),
+        with("wait", json!(1)),
+    ];
+    // The plans of the example tasks (`[planner.plan]`, `replans`, `repairs`).
+    let tasks = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tasks");
+    let mut shipped = 0;
+    for entry in std::fs::read_dir(&tasks).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let task: Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let planner = &task["planner"];
+        let replans = planner["replans"].as_array().into_iter().flatten();
+        let repairs = planner["repairs"].as_array().into_iter().flatten();
+        for plan in [&planner["plan"]]
+            .into_iter()
+            .chain(replans.map(|r| &r["plan"]))
+            .chain(repairs)
+            .filter(|p| p.is_object())
+        {
+            cases.push(plan.clone());
+            shipped += 1;
+        }
+    }
     assert!(
-        out.stdout.contains("valid, 1 steps, revision 1; order: s1"),
-        "{}",
-        out.stdout
+        shipped >= 3,
+        "the example tasks hold plans ({shipped} found)"
     );
-    let out = run(&bad, false);
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stdout.contains("3 problems:"), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("step `s1`: bad arguments: $: missing argument `expression` of type string"),
-        "{}",
-        out.stdout
-    );
-    let out = run(&bad, true);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(doc["valid"], false);
-    assert_eq!(doc["problems"][1]["kind"], "not_allowed");
-    assert_eq!(doc["problems"][2]["kind"], "bad_arguments");
-    assert_eq!(doc["problems"][1]["step"], "s2");
+    for case in cases {
+        let parsed = serde_json::from_value::<Plan>(case.clone());
+        assert_eq!(
+            validator.is_valid(&case),
+            parsed.is_ok(),
+            "schema and parser disagree on {case}: parser says {parsed:?}"
+        );
+    }
 }
