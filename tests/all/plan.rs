@@ -234,3 +234,66 @@ fn the_schema_and_the_parser_agree() {
         );
     }
 }
+
+#[test]
+fn cli_validates_a_plan_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(
+        &good,
+        json!({"goal": "g", "steps": [{"id": "s1", "tool": "calc", "operation": "eval", "args": {"expression": "1"}}]})
+            .to_string(),
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"goal": "g", "steps": [
+            {"id": "s1", "tool": "calc", "operation": "eval", "args": {}},
+            {"id": "s2", "tool": "text", "operation": "search", "args": {}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let run = |plan: &Path, json: bool| {
+        let mut args = vec![
+            "plan".to_string(),
+            "validate".into(),
+            plan.display().to_string(),
+            "--policy".into(),
+            policy.display().to_string(),
+            "--tool".into(),
+            path("calc").into(),
+            "--tool".into(),
+            path("text").into(),
+        ];
+        if json {
+            args.push("--json".into());
+        }
+        cli(args)
+    };
+    let out = run(&good, false);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("valid, 1 steps, revision 1; order: s1"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&bad, false);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.contains("3 problems:"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("step `s1`: bad arguments: $: missing argument `expression` of type string"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&bad, true);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["valid"], false);
+    assert_eq!(doc["problems"][1]["kind"], "not_allowed");
+    assert_eq!(doc["problems"][2]["kind"], "bad_arguments");
+    assert_eq!(doc["problems"][1]["step"], "s2");
+}
