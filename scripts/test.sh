@@ -34,6 +34,13 @@ fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
+# Everything builds with --release: the dependencies (wasmtime, cranelift) are shared with
+# the README's build, so nothing compiles them twice, and the timing-sensitive tests
+# (deadlines, fuel, the bench) run optimised code. The release profile is incremental for
+# the workspace's own crates only (Cargo.toml; registry crates never are), which is what
+# makes a one-file change quick to re-test; BENCHMARKS.md "Edit–test loop" has the figures.
+# Not CARGO_INCREMENTAL=1 here: it reaches the nested wasm32 tool build, whose components
+# then fail to link, and it would rebuild every workspace crate the README's build made.
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 

@@ -25,7 +25,9 @@ use toolhost_engine::{
 use toolhost_llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
 use toolhost_runtime::{Gate, Runtime};
 
-use self::mock::Mock;
+use toolhost_tests::server::Server;
+
+use self::mock::base_url;
 
 /// A key that must never show up in anything the host prints or returns.
 const KEY: &str = "sk-test-7f3a9c1e5b2d4a60";
@@ -71,9 +73,9 @@ fn mode(mode: Mode) -> RunConfig {
 }
 
 /// A config for `kind` at the mock, with fast retries.
-fn config(kind: ProviderKind, mock: &Mock, model: &str) -> LlmConfig {
+fn config(kind: ProviderKind, mock: &Server, model: &str) -> LlmConfig {
     let mut c = LlmConfig::new(kind, model);
-    c.base_url = Some(mock.base_url());
+    c.base_url = Some(base_url(mock));
     c.backoff_ms = 10;
     c.max_backoff_ms = 50;
     c.timeout_ms = 5_000;

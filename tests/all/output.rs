@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use toolhost_tests::server::Server;
+use toolhost_tests::server::{Server, closed_origin};
 use toolhost_tests::tools_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
@@ -202,9 +202,7 @@ fn one_warning_and_done(endpoint: &str, level: Option<&str>) {
 
 #[test]
 fn a_collector_that_is_down_costs_one_warning() {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("http://{}/v1/traces", l.local_addr().unwrap());
-    drop(l);
+    let endpoint = format!("{}/v1/traces", closed_origin());
     one_warning_and_done(&endpoint, None);
     one_warning_and_done(&endpoint, Some("debug"));
 }

@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::Value;
-use toolhost_tests::server::{Received, Server};
+use toolhost_tests::server::{Received, Server, closed_origin};
 use toolhost_tests::{CliOutput, cli, tools_dir};
 
 const EMAIL: &str = "ada.lovelace@example.com";
@@ -106,14 +106,6 @@ fn parent<'a>(spans: &'a BTreeMap<Vec<u8>, Span>, span: &Span) -> &'a Span {
     spans
         .get(&span.parent_span_id)
         .unwrap_or_else(|| panic!("the parent of `{}` was not exported", span.name))
-}
-
-/// The loopback server's origin with the port of a listener that is closed again.
-fn closed_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("http://{}", l.local_addr().unwrap());
-    drop(l);
-    origin
 }
 
 /// `toolhost run` of [`task`] (`third`, `max_replans`) with `--otlp-endpoint origin` and
@@ -281,7 +273,7 @@ fn a_run_that_stops_early_still_exports_its_spans() {
 
 #[test]
 fn an_unreachable_collector_does_not_fail_the_run() {
-    let origin = closed_port();
+    let origin = closed_origin();
     let started = Instant::now();
     let out = run_traced(&origin, "${sum.output} * 2", 2, &[]);
     assert_eq!(out.code, 0, "{out:?}");

@@ -1,24 +1,30 @@
-//! A small HTTP/1.1 server for network tests: bound to `127.0.0.1:0`, one thread per
-//! connection, canned answers per path, and a record of every request it received (so a
-//! test can assert that a denied request never arrived).
+//! The one HTTP/1.1 server of the tests: bound to `127.0.0.1:0`, one thread per
+//! connection, and a record of every request it received (so a test can assert the wire
+//! shape of what a client sent, or that a denied request never arrived). Two ways to answer:
 //!
-//! Routes of [`Server::start`]:
-//! - `/text`: 200, `text/plain`, [`TEXT`];
-//! - `/page`: 200, `text/html`, [`PAGE`] (links to extract);
-//! - `/echo`: 200, JSON `{"method", "path", "headers": {name: value}, "body"}` of the request;
-//! - `/goto?LOCATION`: 302 to `LOCATION` (the whole query, taken as it is);
-//! - `/slow?MS[&TAG]`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
-//! - `/huge?BYTES`: 200 with a body of BYTES `x`s;
-//! - `/never`: reads the request and answers nothing for [`MAX_WAIT`], then hangs up;
-//! - `/early`: answers 200 `early` as soon as the request head is in, without reading the
-//!   body, and hangs up (a client still sending a body sees its connection reset);
-//! - `/v1/traces`: 200, `application/x-protobuf`, empty (an OTLP/HTTP collector's
-//!   success; the export is in [`Server::received`]);
-//! - `/unavailable…` (any path under it): 503 `unavailable` (a collector that is down);
-//! - anything else: 404 `not found`.
+//! - [`Server::start`]: fixed routes, one request per connection (`connection: close`):
+//!   - `/text`: 200, `text/plain`, [`TEXT`];
+//!   - `/page`: 200, `text/html`, [`PAGE`] (links to extract);
+//!   - `/echo`: 200, JSON `{"method", "path", "headers": {name: value}, "body"}` of the request;
+//!   - `/goto?LOCATION`: 302 to `LOCATION` (the whole query, taken as it is);
+//!   - `/slow?MS[&TAG]`: waits MS milliseconds (at most [`MAX_WAIT`]), then 200 `slow`;
+//!   - `/huge?BYTES`: 200 with a body of BYTES `x`s;
+//!   - `/never`: reads the request and answers nothing for [`MAX_WAIT`], then hangs up;
+//!   - `/early`: answers 200 `early` as soon as the request head is in, without reading the
+//!     body, and hangs up (a client still sending a body sees its connection reset);
+//!   - `/v1/traces`: 200, `application/x-protobuf`, empty (an OTLP/HTTP collector's
+//!     success; the export is in [`Server::received`]);
+//!   - `/unavailable…` (any path under it): 503 `unavailable` (a collector that is down);
+//!   - anything else: 404 `not found`.
+//! - [`Server::replying`]: whatever the path, the next [`Canned`] reply of a queue (a model
+//!   provider's answers, refusals, slow answers), on kept-alive connections as a model
+//!   provider serves them; a 500 once the queue is empty.
 //!
 //! A TLS client hello gets a plain-text 400, so TLS to this server fails fast.
 
+mod wire;
+
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -26,6 +32,9 @@ use std::thread;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+
+pub use self::wire::Received;
+use self::wire::{read_body, read_head, respond, write_head};
 
 /// The body of `/text`.
 pub const TEXT: &str = "hello from the test server";
@@ -41,47 +50,98 @@ pub const MAX_WAIT: Duration = Duration::from_secs(20);
 /// A connection that sends nothing for this long is closed.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A request as the server received it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Received {
-    pub method: String,
-    /// Path and query, as sent.
-    pub target: String,
-    /// Names in lower case, in order.
+/// One queued answer of [`Server::replying`]: JSON unless a header says otherwise.
+#[derive(Debug, Clone)]
+pub struct Canned {
+    pub status: u16,
     pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+    pub body: String,
+    /// How long to wait before answering.
+    pub delay: Duration,
 }
 
-impl Received {
-    /// The first header named `name` (lower case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+impl Canned {
+    /// 200 with `body`.
+    pub fn json(body: Value) -> Canned {
+        Canned::status(200, &body.to_string())
+    }
+
+    pub fn status(status: u16, body: &str) -> Canned {
+        Canned {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Canned {
+        self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// Answers after `ms` milliseconds.
+    pub fn after(mut self, ms: u64) -> Canned {
+        self.delay = Duration::from_millis(ms);
+        self
+    }
+
+    fn exhausted() -> Canned {
+        Canned::status(
+            500,
+            r#"{"error": {"message": "the test server has no more replies"}}"#,
+        )
+    }
+}
+
+enum Answers {
+    Routes,
+    Queue(Mutex<VecDeque<Canned>>),
+}
+
+struct Shared {
+    answers: Answers,
+    received: Mutex<Vec<Received>>,
+}
+
+impl Shared {
+    fn record(&self, request: Received) {
+        self.received.lock().expect("lock").push(request);
     }
 }
 
 /// A running server; it lives until the test process exits.
 pub struct Server {
     addr: SocketAddr,
-    received: Arc<Mutex<Vec<Received>>>,
+    shared: Arc<Shared>,
 }
 
 impl Server {
-    /// Starts a server on a fresh loopback port.
+    /// Starts a server with the routes of the module doc on a fresh loopback port.
     pub fn start() -> Server {
+        Server::spawn(Answers::Routes)
+    }
+
+    /// Starts a server that answers each request with the next of `replies`.
+    pub fn replying(replies: Vec<Canned>) -> Server {
+        Server::spawn(Answers::Queue(Mutex::new(replies.into())))
+    }
+
+    fn spawn(answers: Answers) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let log = received.clone();
+        let shared = Arc::new(Shared {
+            answers,
+            received: Mutex::new(Vec::new()),
+        });
+        let for_thread = shared.clone();
         thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let log = log.clone();
-                thread::spawn(move || serve(stream, &log));
+                let shared = for_thread.clone();
+                thread::spawn(move || serve(stream, &shared));
             }
         });
-        Server { addr, received }
+        Server { addr, shared }
     }
 
     pub fn port(&self) -> u16 {
@@ -100,17 +160,24 @@ impl Server {
 
     /// The requests received so far, in order.
     pub fn received(&self) -> Vec<Received> {
-        self.received.lock().expect("lock").clone()
+        self.shared.received.lock().expect("lock").clone()
     }
 }
 
-fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
+/// `http://127.0.0.1:PORT` of a port nothing listens on (bound, then closed again): a
+/// collector or provider that is down.
+pub fn closed_origin() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    format!("http://{}", listener.local_addr().expect("local address"))
+}
+
+fn serve(stream: TcpStream, shared: &Shared) {
     let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
     let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
     let mut out = stream;
     let tls = reader.fill_buf().is_ok_and(|b| b.first() == Some(&0x16));
     if tls {
-        let _ = reply(
+        let _ = plain(
             &mut out,
             400,
             "text/plain",
@@ -119,49 +186,98 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
         );
         return;
     }
-    let Some(mut request) = read_head(&mut reader) else {
-        return;
-    };
+    match &shared.answers {
+        Answers::Routes => {
+            if let Some(request) = read_head(&mut reader) {
+                route(request, &mut reader, &mut out, shared);
+            }
+        }
+        Answers::Queue(queue) => {
+            // Until the client hangs up: model clients keep their connections alive.
+            while let Some(mut request) = read_head(&mut reader) {
+                let Some(body) = read_body(&mut reader, &request) else {
+                    return;
+                };
+                request.body = body;
+                shared.record(request);
+                let canned = queue
+                    .lock()
+                    .expect("lock")
+                    .pop_front()
+                    .unwrap_or_else(Canned::exhausted);
+                if queued(&mut out, canned).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn queued(out: &mut TcpStream, canned: Canned) -> std::io::Result<()> {
+    thread::sleep(canned.delay);
+    let mut headers: Vec<(&str, &str)> = canned
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    if !headers.iter().any(|(n, _)| *n == "content-type") {
+        headers.insert(0, ("content-type", "application/json"));
+    }
+    respond(out, canned.status, &headers, canned.body.as_bytes())
+}
+
+fn route(mut request: Received, reader: &mut impl BufRead, out: &mut TcpStream, shared: &Shared) {
     if request.target.starts_with("/early") {
-        log.lock().expect("lock").push(request);
-        let _ = reply(&mut out, 200, "text/plain", &[], b"early");
+        shared.record(request);
+        let _ = plain(out, 200, "text/plain", &[], b"early");
         // Unread body bytes make the close a reset, which the sender sees.
         let _ = out.shutdown(std::net::Shutdown::Both);
         return;
     }
-    let Some(body) = read_body(&mut reader, &request) else {
+    let Some(body) = read_body(reader, &request) else {
         return;
     };
     request.body = body;
-    log.lock().expect("lock").push(request.clone());
+    shared.record(request.clone());
     let (path, query) = match request.target.split_once('?') {
         Some((p, q)) => (p, q),
         None => (request.target.as_str(), ""),
     };
     let _ = match path {
-        "/text" => reply(&mut out, 200, "text/plain", &[], TEXT.as_bytes()),
-        "/page" => reply(&mut out, 200, "text/html", &[], PAGE.as_bytes()),
+        "/text" => plain(out, 200, "text/plain", &[], TEXT.as_bytes()),
+        "/page" => plain(out, 200, "text/html", &[], PAGE.as_bytes()),
         "/echo" => {
             let body = echo(&request).to_string();
-            reply(&mut out, 200, "application/json", &[], body.as_bytes())
+            plain(out, 200, "application/json", &[], body.as_bytes())
         }
-        "/goto" => reply(&mut out, 302, "text/plain", &[("location", query)], b""),
+        "/goto" => plain(out, 302, "text/plain", &[("location", query)], b""),
         "/slow" => {
             thread::sleep(wait(query));
-            reply(&mut out, 200, "text/plain", &[], b"slow")
+            plain(out, 200, "text/plain", &[], b"slow")
         }
-        "/huge" => huge(&mut out, query.parse().unwrap_or(0)),
+        "/huge" => huge(out, query.parse().unwrap_or(0)),
         "/never" => {
             thread::sleep(MAX_WAIT);
             Ok(())
         }
         // An empty ExportTraceServiceResponse: everything accepted.
-        "/v1/traces" => reply(&mut out, 200, "application/x-protobuf", &[], b""),
-        p if p.starts_with("/unavailable") => {
-            reply(&mut out, 503, "text/plain", &[], b"unavailable")
-        }
-        _ => reply(&mut out, 404, "text/plain", &[], b"not found"),
+        "/v1/traces" => plain(out, 200, "application/x-protobuf", &[], b""),
+        p if p.starts_with("/unavailable") => plain(out, 503, "text/plain", &[], b"unavailable"),
+        _ => plain(out, 404, "text/plain", &[], b"not found"),
     };
+}
+
+/// A route's answer: one per connection.
+fn plain(
+    out: &mut TcpStream,
+    status: u16,
+    content_type: &str,
+    extra: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut headers = vec![("content-type", content_type), ("connection", "close")];
+    headers.extend_from_slice(extra);
+    respond(out, status, &headers, body)
 }
 
 /// `MS`, or `MS&anything` (a tag that tells requests apart).
@@ -184,89 +300,9 @@ fn echo(r: &Received) -> Value {
     })
 }
 
-/// The request line and headers; the body is left unread (empty).
-fn read_head(reader: &mut impl BufRead) -> Option<Received> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let target = parts.next()?.to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    Some(Received {
-        method,
-        target,
-        headers,
-        body: Vec::new(),
-    })
-}
-
-/// The body `head` announces: by length, chunked, or none.
-fn read_body(reader: &mut impl BufRead, head: &Received) -> Option<Vec<u8>> {
-    if let Some(len) = head.header("content-length") {
-        let mut body = vec![0; len.parse().ok()?];
-        reader.read_exact(&mut body).ok()?;
-        Some(body)
-    } else if head
-        .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
-        read_chunked(reader)
-    } else {
-        Some(Vec::new())
-    }
-}
-
-fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).ok()?;
-        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-        let mut chunk = vec![0; size + 2];
-        reader.read_exact(&mut chunk).ok()?;
-        if size == 0 {
-            return Some(body);
-        }
-        body.extend_from_slice(&chunk[..size]);
-    }
-}
-
-fn reply(
-    out: &mut TcpStream,
-    status: u16,
-    content_type: &str,
-    extra: &[(&str, &str)],
-    body: &[u8],
-) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n",
-        reason(status),
-        body.len()
-    );
-    for (name, value) in extra {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    out.write_all(head.as_bytes())?;
-    out.write_all(body)?;
-    out.flush()
-}
-
 fn huge(out: &mut TcpStream, bytes: usize) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {bytes}\r\nconnection: close\r\n\r\n"
-    );
-    out.write_all(head.as_bytes())?;
+    let headers = [("content-type", "text/plain"), ("connection", "close")];
+    write_head(out, 200, &headers, bytes)?;
     let chunk = [b'x'; 16 << 10];
     let mut left = bytes;
     while left > 0 {
@@ -276,14 +312,4 @@ fn huge(out: &mut TcpStream, bytes: usize) -> std::io::Result<()> {
         left -= n;
     }
     out.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        302 => "Found",
-        400 => "Bad Request",
-        503 => "Service Unavailable",
-        _ => "Not Found",
-    }
 }

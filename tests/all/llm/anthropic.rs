@@ -4,8 +4,9 @@
 use serde_json::json;
 use toolhost_engine::{Mode, StopReason, plan_schema};
 use toolhost_llm::ProviderKind;
+use toolhost_tests::server::Server;
 
-use super::mock::{Mock, anthropic};
+use super::mock::{anthropic, prompt};
 use super::{KEY, calc, config, mode, planner, run};
 
 #[test]
@@ -15,7 +16,7 @@ fn a_plan_comes_from_the_forced_tool_call() {
         {"id": "s2", "tool": "calc", "operation": "eval",
          "args": {"expression": "${s1.output} * 10"}}
     ]});
-    let mock = Mock::start(vec![anthropic("submit_plan", plan, 900, 120)]);
+    let mock = Server::replying(vec![anthropic("submit_plan", plan, 900, 120)]);
     let mut p = planner(config(ProviderKind::Anthropic, &mock, "claude-sonnet-4-5"));
     let report = run(calc(), mode(Mode::PlanThenExecute), "(2 + 3) * 10", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
@@ -25,14 +26,14 @@ fn a_plan_comes_from_the_forced_tool_call() {
         (900, 120)
     );
 
-    let reqs = mock.requests();
+    let reqs = mock.received();
     assert_eq!(reqs.len(), 1);
     let r = &reqs[0];
-    assert_eq!(r.path, "/v1/messages");
+    assert_eq!(r.target, "/v1/messages");
     assert_eq!(r.header("x-api-key"), Some(KEY));
     assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(r.header("authorization"), None);
-    let b = &r.body;
+    let b = &r.json();
     assert_eq!(b["model"], "claude-sonnet-4-5");
     assert!(b["max_tokens"].as_u64().is_some_and(|n| n > 0));
     assert!(b["system"].as_str().unwrap().contains("untrusted-data"));
@@ -57,7 +58,7 @@ fn a_plan_comes_from_the_forced_tool_call() {
 
 #[test]
 fn step_wise_turns_through_tool_calls() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         anthropic(
             "submit_turn",
             json!({"thought": "use calc", "tool": "calc", "operation": "eval",
@@ -77,12 +78,12 @@ fn step_wise_turns_through_tool_calls() {
     assert_eq!(report.stop, StopReason::PlannerStopped, "{report:#?}");
     assert_eq!(report.answer, Some(json!({"value": 42})));
     assert_eq!(report.steps[0].output, Some(json!(42)));
-    let reqs = mock.requests();
-    assert_eq!(reqs[1].body["tool_choice"]["name"], "submit_turn");
+    let reqs = mock.received();
+    assert_eq!(reqs[1].json()["tool_choice"]["name"], "submit_turn");
     assert!(
-        reqs[1].text().contains("\"output\":\"42\""),
+        prompt(&reqs[1]).contains("\"output\":\"42\""),
         "{}",
-        reqs[1].text()
+        prompt(&reqs[1])
     );
     assert_eq!(
         (report.spent.input_tokens, report.spent.output_tokens),

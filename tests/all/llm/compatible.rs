@@ -4,8 +4,9 @@
 use serde_json::json;
 use toolhost_engine::{Mode, StopReason};
 use toolhost_llm::{LlmPlanner, ProviderKind};
+use toolhost_tests::server::{Canned, Server};
 
-use super::mock::{Canned, Mock, openai};
+use super::mock::openai;
 use super::{calc, config, mode, run, strict_turn};
 
 #[test]
@@ -16,7 +17,7 @@ fn a_server_without_json_schema_gets_json_object_from_then_on() {
         json!({"goal": "g", "steps": [{"id": "a", "tool": "calc", "operation": "eval",
                "args": {"expression": "1 + 1"}}]})
     );
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         Canned::status(
             400,
             r#"{"error": {"message": "response_format type json_schema is not supported"}}"#,
@@ -28,25 +29,23 @@ fn a_server_without_json_schema_gets_json_object_from_then_on() {
     let report = run(calc(), mode(Mode::PlanThenExecute), "one plus one", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
     assert_eq!(report.answer, Some(json!(2)));
-    let reqs = mock.requests();
+    let reqs = mock.received();
     assert_eq!(reqs.len(), 2);
-    assert_eq!(reqs[0].body["response_format"]["type"], "json_schema");
-    assert_eq!(
-        reqs[1].body["response_format"],
-        json!({"type": "json_object"})
-    );
+    assert_eq!(reqs[0].json()["response_format"]["type"], "json_schema");
+    let second = reqs[1].json();
+    assert_eq!(second["response_format"], json!({"type": "json_object"}));
     // The schema moves into the prompt; compatible servers take `max_tokens`.
-    let system = reqs[1].body["messages"][0]["content"].as_str().unwrap();
+    let system = second["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("matches this JSON Schema"), "{system}");
-    assert!(reqs[1].body["max_tokens"].as_u64().is_some());
-    assert!(reqs[1].body.get("max_completion_tokens").is_none());
+    assert!(second["max_tokens"].as_u64().is_some());
+    assert!(second.get("max_completion_tokens").is_none());
     // No key configured: no credentials sent.
     assert!(reqs.iter().all(|r| r.header("authorization").is_none()));
 }
 
 #[test]
 fn step_wise_against_a_local_server() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         openai(
             &strict_turn(
                 Some(("calc", "eval", json!({"expression": "2 ^ 10"}))),
@@ -64,8 +63,8 @@ fn step_wise_against_a_local_server() {
     assert_eq!(report.stop, StopReason::PlannerStopped, "{report:#?}");
     assert_eq!(report.answer, Some(json!(1024)));
     assert!(
-        mock.requests()
+        mock.received()
             .iter()
-            .all(|r| r.path == "/v1/chat/completions")
+            .all(|r| r.target == "/v1/chat/completions")
     );
 }

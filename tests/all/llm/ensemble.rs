@@ -7,8 +7,9 @@ use toolhost_engine::{
     Ensemble, EnsembleConfig, Mode, Planner, Price, RunConfig, RunReport, StopReason,
 };
 use toolhost_llm::ProviderKind;
+use toolhost_tests::server::Server;
 
-use super::mock::{Mock, openai};
+use super::mock::{openai, prompt};
 use super::{calc, config, mode, planner, run, strict_plan, strict_step, strict_turn};
 
 const FAST: Price = Price {
@@ -20,7 +21,7 @@ const STRONG: Price = Price {
     output_per_mtok: 15.0,
 };
 
-fn ensemble(fast: &Mock, strong: &Mock) -> Ensemble {
+fn ensemble(fast: &Server, strong: &Server) -> Ensemble {
     let fast: Box<dyn Planner> = Box::new(planner(config(ProviderKind::OpenAi, fast, "fast")));
     let strong: Box<dyn Planner> =
         Box::new(planner(config(ProviderKind::OpenAi, strong, "strong")));
@@ -73,8 +74,8 @@ fn turn(expression: &str, confidence: f64) -> String {
 #[test]
 fn two_invalid_fast_plans_escalate_to_the_strong_model() {
     let bad = plan(json!({"expr": "40 + 2"}));
-    let fast = Mock::start(vec![openai(&bad, 100, 10), openai(&bad, 110, 11)]);
-    let strong = Mock::start(vec![openai(
+    let fast = Server::replying(vec![openai(&bad, 100, 10), openai(&bad, 110, 11)]);
+    let strong = Server::replying(vec![openai(
         &plan(json!({"expression": "40 + 2"})),
         300,
         30,
@@ -83,8 +84,8 @@ fn two_invalid_fast_plans_escalate_to_the_strong_model() {
     let report = run(calc(), priced(mode(Mode::PlanThenExecute)), "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
     assert_eq!(report.answer, Some(json!(42)));
-    assert_eq!(fast.requests().len(), 2);
-    assert_eq!(strong.requests().len(), 1);
+    assert_eq!(fast.received().len(), 2);
+    assert_eq!(strong.received().len(), 1);
     assert_eq!(models(&report), ["fast", "fast", "strong"]);
     assert_eq!(
         p.escalated(),
@@ -92,7 +93,7 @@ fn two_invalid_fast_plans_escalate_to_the_strong_model() {
         "{report:#?}"
     );
     // The strong model is asked afresh: the problems were about an answer it never gave.
-    let asked = strong.requests()[0].text();
+    let asked = prompt(&strong.received()[0]);
     assert!(!asked.contains("previous answer was rejected"), "{asked}");
     spent(
         &report,
@@ -103,8 +104,8 @@ fn two_invalid_fast_plans_escalate_to_the_strong_model() {
 
 #[test]
 fn a_low_confidence_turn_is_asked_again_of_the_strong_model_which_keeps_the_run() {
-    let fast = Mock::start(vec![openai(&turn("40 + 2", 0.3), 100, 10)]);
-    let strong = Mock::start(vec![
+    let fast = Server::replying(vec![openai(&turn("40 + 2", 0.3), 100, 10)]);
+    let strong = Server::replying(vec![
         openai(&turn("6 * 7", 0.9), 300, 30),
         openai(&strict_turn(None, true, Some("42")), 320, 5),
     ]);
@@ -115,7 +116,7 @@ fn a_low_confidence_turn_is_asked_again_of_the_strong_model_which_keeps_the_run(
     // Only the strong model's step ran; the second turn went straight to it.
     assert_eq!(report.steps.len(), 1);
     assert_eq!(report.steps[0].args, json!({"expression": "6 * 7"}));
-    assert_eq!((fast.requests().len(), strong.requests().len()), (1, 2));
+    assert_eq!((fast.received().len(), strong.received().len()), (1, 2));
     assert_eq!(models(&report), ["strong", "strong"]);
     let first = &report.planner_calls[0];
     assert_eq!(first.input_tokens, 300);
@@ -139,18 +140,18 @@ fn a_low_confidence_turn_is_asked_again_of_the_strong_model_which_keeps_the_run(
 
 #[test]
 fn a_fast_model_that_is_good_enough_answers_alone() {
-    let fast = Mock::start(vec![
+    let fast = Server::replying(vec![
         openai(&turn("40 + 2", 0.9), 100, 10),
         openai(&strict_turn(None, true, Some("42")), 120, 5),
     ]);
-    let strong = Mock::start(Vec::new());
+    let strong = Server::replying(Vec::new());
     let mut p = ensemble(&fast, &strong);
     let report = run(calc(), priced(mode(Mode::StepWise)), "g", &mut p);
     assert_eq!(report.stop, StopReason::PlannerStopped, "{report:#?}");
     assert_eq!(report.answer, Some(json!(42)));
     assert_eq!(models(&report), ["fast", "fast"]);
     assert!(report.planner_calls.iter().all(|c| c.also.is_empty()));
-    assert_eq!(strong.requests().len(), 0);
+    assert_eq!(strong.received().len(), 0);
     assert_eq!(p.escalated(), None);
     spent(&report, (220, 15), cost(&FAST, 220, 15));
 }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost_engine::{Budget, Budgets, Mode, RunConfig, StopReason};
 use toolhost_llm::ProviderKind;
+use toolhost_tests::server::{Canned, Server};
 
-use super::mock::{Canned, Mock, openai};
+use super::mock::{openai, prompt};
 use super::{KEY, calc, config, mode, planner, run, strict_plan, strict_step};
 
 fn good() -> Canned {
@@ -38,13 +39,13 @@ fn escalation(stop: &StopReason) -> &str {
 /// Runs a plan whose first request is answered `refusal` with `Retry-After: value`:
 /// the run completes, after at least a second (backoff alone would wait 10 ms).
 fn waits_at_least_a_second(refusal: Canned, value: &str) -> toolhost_engine::RunReport {
-    let mock = Mock::start(vec![refusal.header("retry-after", value), good()]);
+    let mock = Server::replying(vec![refusal.header("retry-after", value), good()]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let t = Instant::now();
     let report = run(calc(), RunConfig::default(), "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
     assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.received().len(), 2);
     report
 }
 
@@ -66,7 +67,7 @@ fn a_retry_after_date_is_waited_for() {
 
 #[test]
 fn server_errors_are_retried() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         Canned::status(500, "{}"),
         Canned::status(503, "overloaded"),
         good(),
@@ -74,12 +75,12 @@ fn server_errors_are_retried() {
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let report = run(calc(), RunConfig::default(), "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
-    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(mock.received().len(), 3);
 }
 
 #[test]
 fn an_answer_slower_than_the_timeout_is_abandoned_and_retried() {
-    let mock = Mock::start(vec![good().after(3_000), good()]);
+    let mock = Server::replying(vec![good().after(3_000), good()]);
     let mut c = config(ProviderKind::OpenAi, &mock, "m");
     c.timeout_ms = 300;
     let mut p = planner(c);
@@ -91,25 +92,25 @@ fn an_answer_slower_than_the_timeout_is_abandoned_and_retried() {
         "{:?}",
         t.elapsed()
     );
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.received().len(), 2);
 }
 
 #[test]
 fn retries_are_capped() {
-    let mock = Mock::start(vec![Canned::status(500, "{}"); 5]);
+    let mock = Server::replying(vec![Canned::status(500, "{}"); 5]);
     let mut c = config(ProviderKind::OpenAi, &mock, "m");
     c.max_retries = 2;
     let mut p = planner(c);
     let report = run(calc(), RunConfig::default(), "g", &mut p);
     let why = escalation(&report.stop);
     assert!(why.contains("gave up after 3 attempts"), "{why}");
-    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(mock.received().len(), 3);
     assert!(report.steps.is_empty());
 }
 
 #[test]
 fn waiting_to_retry_counts_against_the_wall_time_budget() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         Canned::status(429, "{}").header("retry-after", "20"),
         good(),
     ]);
@@ -132,21 +133,21 @@ fn waiting_to_retry_counts_against_the_wall_time_budget() {
         "{report:#?}"
     );
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.received().len(), 1);
 }
 
 #[test]
 fn malformed_json_is_re_asked_with_the_parse_error() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         openai("{\"goal\": \"g\", \"steps\": [", 70, 7),
         good(),
     ]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let report = run(calc(), RunConfig::default(), "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
-    let reqs = mock.requests();
+    let reqs = mock.received();
     assert_eq!(reqs.len(), 2);
-    let again = reqs[1].text();
+    let again = prompt(&reqs[1]);
     assert!(again.contains("the answer is not valid JSON"), "{again}");
     assert!(again.contains("{\"goal\": \"g\", \"steps\": ["), "{again}");
     // Both responses' usage is charged.
@@ -158,7 +159,7 @@ fn malformed_json_is_re_asked_with_the_parse_error() {
 
 #[test]
 fn answers_still_unusable_after_the_repairs_escalate() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         openai("not json", 1, 1),
         openai("{\"goal\": 3}", 1, 1),
     ]);
@@ -169,12 +170,12 @@ fn answers_still_unusable_after_the_repairs_escalate() {
     let why = escalation(&report.stop);
     assert!(why.contains("no usable answer after 2 attempts"), "{why}");
     assert!(why.contains("/goal"), "{why}");
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.received().len(), 2);
 }
 
 #[test]
 fn a_plan_naming_an_unknown_tool_escalates_without_running_anything() {
-    let mock = Mock::start(vec![openai(
+    let mock = Server::replying(vec![openai(
         &strict_plan(
             "g",
             vec![
@@ -193,7 +194,7 @@ fn a_plan_naming_an_unknown_tool_escalates_without_running_anything() {
         "{why}"
     );
     assert!(report.steps.is_empty(), "{:?}", report.steps);
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.received().len(), 1);
 }
 
 #[test]
@@ -202,14 +203,14 @@ fn arguments_failing_the_schema_get_a_repair_round_with_the_exact_problem() {
         "g",
         vec![strict_step("s1", "calc", "eval", json!({"expr": "40 + 2"}))],
     );
-    let mock = Mock::start(vec![openai(&bad, 100, 10), good()]);
+    let mock = Server::replying(vec![openai(&bad, 100, 10), good()]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let report = run(calc(), mode(Mode::PlanThenExecute), "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
     assert_eq!(report.answer, Some(json!(42)));
-    let reqs = mock.requests();
+    let reqs = mock.received();
     assert_eq!(reqs.len(), 2);
-    let repair = reqs[1].text();
+    let repair = prompt(&reqs[1]);
     assert!(
         repair.contains("Your previous answer was rejected"),
         "{repair}"
@@ -223,7 +224,7 @@ fn arguments_failing_the_schema_get_a_repair_round_with_the_exact_problem() {
 
 #[test]
 fn a_request_that_would_exceed_the_token_budget_is_not_sent() {
-    let mock = Mock::start(vec![good()]);
+    let mock = Server::replying(vec![good()]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let cfg = RunConfig {
         budgets: Budgets {
@@ -239,12 +240,12 @@ fn a_request_that_would_exceed_the_token_budget_is_not_sent() {
             which: Budget::InputTokens
         }
     );
-    assert!(mock.requests().is_empty());
+    assert!(mock.received().is_empty());
 }
 
 #[test]
 fn the_response_cap_never_exceeds_the_output_tokens_left() {
-    let mock = Mock::start(vec![good()]);
+    let mock = Server::replying(vec![good()]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     let cfg = RunConfig {
         budgets: Budgets {
@@ -255,14 +256,14 @@ fn the_response_cap_never_exceeds_the_output_tokens_left() {
     };
     let report = run(calc(), cfg, "g", &mut p);
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
-    assert_eq!(mock.requests()[0].body["max_completion_tokens"], 700);
+    assert_eq!(mock.received()[0].json()["max_completion_tokens"], 700);
 }
 
 #[test]
 fn the_key_never_appears_in_errors_reports_or_debug_output() {
     // Providers echo (parts of) a bad key in 401 bodies; the host must not pass it on.
     let body = format!(r#"{{"error": {{"message": "Incorrect API key provided: {KEY}."}}}}"#);
-    let mock = Mock::start(vec![Canned::status(401, &body)]);
+    let mock = Server::replying(vec![Canned::status(401, &body)]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "m"));
     assert!(!format!("{p:?}").contains(KEY));
     let report = run(calc(), RunConfig::default(), "g", &mut p);
@@ -277,7 +278,7 @@ fn the_key_never_appears_in_errors_reports_or_debug_output() {
     assert!(!format!("{report:?}").contains(KEY));
     // It was sent, though: only in the header.
     assert_eq!(
-        mock.requests()[0].header("authorization"),
+        mock.received()[0].header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
     );
 }

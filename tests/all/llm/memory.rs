@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use toolhost_engine::PlanMemory;
 use toolhost_tests::cli;
+use toolhost_tests::server::{Canned, Server};
 
-use super::mock::{Canned, Mock, openai};
+use super::mock::{base_url, openai};
 use super::{catalog_in, strict_plan, strict_step};
 
 struct Setup {
@@ -19,7 +20,7 @@ struct Setup {
 impl Setup {
     /// A task asking `mock` (a keyless compatible server) about `goal` with `tools`, and
     /// the policy allowing them; plan memory enabled unless `memory` is false.
-    fn new(mock: &Mock, goal: &str, tools: &[&str], memory: bool) -> Setup {
+    fn new(mock: &Server, goal: &str, tools: &[&str], memory: bool) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         let mut policy = String::from("version = 1\n");
         let mut paths = Vec::new();
@@ -37,7 +38,7 @@ impl Setup {
                  [planner]\nkind = \"openai-compatible\"\nmodel = \"m\"\nbase_url = {:?}\nmax_retries = 0\n\
                  [memory]\nenabled = {memory}\n",
                 paths.join(", "),
-                mock.base_url()
+                base_url(mock)
             ),
         )
         .unwrap();
@@ -87,21 +88,21 @@ fn journal(report: &Value) -> Vec<Value> {
 
 #[test]
 fn a_stored_plan_is_run_again_without_asking_the_model() {
-    let mock = Mock::start(vec![answer("40 + 2"), answer("40 + 2")]);
+    let mock = Server::replying(vec![answer("40 + 2"), answer("40 + 2")]);
     let s = Setup::new(&mock, "What is 40 + 2?", &["calc"], true);
     let (code, first, stderr) = s.run(&[]);
     assert_eq!(code, 0, "{stderr}\n{first:#}");
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.received().len(), 1);
     assert_eq!(s.entries().len(), 1, "{:?}", s.entries());
 
     // Off for one run: the model is asked.
     let (code, _, stderr) = s.run(&["--no-plan-memory"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.received().len(), 2);
 
     let (code, again, stderr) = s.run(&[]);
     assert_eq!(code, 0, "{stderr}\n{again:#}");
-    assert_eq!(mock.requests().len(), 2, "the hit asked the model");
+    assert_eq!(mock.received().len(), 2, "the hit asked the model");
     assert_eq!(again["answer"], json!(42));
     let call = &again["planner_calls"][0];
     assert_eq!(call["model"], "plan-memory");
@@ -125,7 +126,7 @@ fn a_stored_plan_is_run_again_without_asking_the_model() {
 
 #[test]
 fn a_goal_spelled_differently_hits_and_the_flag_turns_memory_on() {
-    let mock = Mock::start(vec![answer("40 + 2")]);
+    let mock = Server::replying(vec![answer("40 + 2")]);
     let s = Setup::new(&mock, "What is 40 + 2?", &["calc"], false);
     assert_eq!(s.run(&["--plan-memory"]).0, 0);
     assert_eq!(s.entries().len(), 1);
@@ -134,12 +135,12 @@ fn a_goal_spelled_differently_hits_and_the_flag_turns_memory_on() {
     let (code, report, stderr) = t.run(&["--plan-memory"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["planner_calls"][0]["model"], "plan-memory");
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.received().len(), 1);
 }
 
 #[test]
 fn a_changed_tool_set_misses() {
-    let mock = Mock::start(vec![answer("40 + 2"), answer("40 + 2")]);
+    let mock = Server::replying(vec![answer("40 + 2"), answer("40 + 2")]);
     let s = Setup::new(&mock, "What is 40 + 2?", &["calc"], true);
     assert_eq!(s.run(&[]).0, 0);
     let t = Setup::new(&mock, "What is 40 + 2?", &["calc", "text"], true);
@@ -147,7 +148,7 @@ fn a_changed_tool_set_misses() {
     let (code, report, stderr) = t.run(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["planner_calls"][0]["model"], "m");
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.received().len(), 2);
     assert_eq!(t.entries().len(), 2);
 
     // A policy that allows other operations of the same component is another key; one
@@ -170,7 +171,7 @@ fn a_changed_tool_set_misses() {
 
 #[test]
 fn a_failed_run_stores_nothing() {
-    let mock = Mock::start(vec![answer("1 / 0")]);
+    let mock = Server::replying(vec![answer("1 / 0")]);
     let s = Setup::new(&mock, "What is 1 / 0?", &["calc"], true);
     let (code, report, stderr) = s.run(&[]);
     assert_eq!(code, 7, "{stderr}\n{report:#}");
@@ -180,7 +181,7 @@ fn a_failed_run_stores_nothing() {
 
 #[test]
 fn a_corrupt_entry_is_a_miss_with_a_warning_and_is_replaced() {
-    let mock = Mock::start(vec![answer("40 + 2"), answer("40 + 2")]);
+    let mock = Server::replying(vec![answer("40 + 2"), answer("40 + 2")]);
     let s = Setup::new(&mock, "What is 40 + 2?", &["calc"], true);
     assert_eq!(s.run(&[]).0, 0);
     let entry = s.entries().pop().expect("an entry");
@@ -192,7 +193,7 @@ fn a_corrupt_entry_is_a_miss_with_a_warning_and_is_replaced() {
         "{stderr}"
     );
     assert_eq!(report["planner_calls"][0]["model"], "m");
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.received().len(), 2);
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&entry).unwrap()).unwrap();
     assert_eq!(stored["version"], 1);
 }

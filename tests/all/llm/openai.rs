@@ -4,13 +4,14 @@
 use serde_json::json;
 use toolhost_engine::{Mode, RunConfig, StopReason};
 use toolhost_llm::ProviderKind;
+use toolhost_tests::server::Server;
 
-use super::mock::{Mock, openai};
+use super::mock::{openai, prompt};
 use super::{KEY, calc, config, mode, planner, run, strict_plan, strict_step, strict_turn};
 
 #[test]
 fn a_plan_runs_end_to_end_and_the_request_has_the_real_shape() {
-    let mock = Mock::start(vec![openai(
+    let mock = Server::replying(vec![openai(
         &strict_plan(
             "arithmetic",
             vec![strict_step(
@@ -47,15 +48,15 @@ fn a_plan_runs_end_to_end_and_the_request_has_the_real_shape() {
     );
     assert_eq!(report.planner_calls[0].model, "gpt-4o-mini");
 
-    let reqs = mock.requests();
+    let reqs = mock.received();
     assert_eq!(reqs.len(), 1);
     let r = &reqs[0];
-    assert_eq!(r.path, "/v1/chat/completions");
+    assert_eq!(r.target, "/v1/chat/completions");
     assert_eq!(
         r.header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
     );
-    let b = &r.body;
+    let b = &r.json();
     assert_eq!(b["model"], "gpt-4o-mini");
     assert_eq!(b["temperature"], 0.0);
     assert!(
@@ -89,7 +90,7 @@ fn a_plan_runs_end_to_end_and_the_request_has_the_real_shape() {
 
 #[test]
 fn step_wise_turns_see_prior_results_as_data() {
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         openai(
             &strict_turn(
                 Some(("calc", "eval", json!({"expression": "12 * 4 + 5"}))),
@@ -110,13 +111,13 @@ fn step_wise_turns_see_prior_results_as_data() {
         (report.spent.input_tokens, report.spent.output_tokens),
         (1100, 60)
     );
-    let reqs = mock.requests();
+    let reqs = mock.received();
     assert_eq!(reqs.len(), 2);
     assert_eq!(
-        reqs[0].body["response_format"]["json_schema"]["name"],
+        reqs[0].json()["response_format"]["json_schema"]["name"],
         "turn"
     );
-    let second = reqs[1].text();
+    let second = prompt(&reqs[1]);
     assert!(second.contains("This is turn 2"), "{second}");
     assert!(second.contains("<untrusted-data step=\"t1\">"), "{second}");
     assert!(second.contains("\"output\":\"53\""), "{second}");
@@ -136,17 +137,17 @@ fn a_model_can_hand_the_rest_of_the_task_off_to_a_plan() {
     let mut turn: serde_json::Value =
         serde_json::from_str(&strict_turn(None, false, None)).unwrap();
     turn["handoff"] = json!({"goal": "arithmetic", "steps": steps});
-    let mock = Mock::start(vec![openai(&turn.to_string(), 500, 80)]);
+    let mock = Server::replying(vec![openai(&turn.to_string(), 500, 80)]);
     let mut p = planner(config(ProviderKind::OpenAi, &mock, "gpt-4o-mini"));
     let report = run(calc(), mode(Mode::StepWise), "What is 12 * 4 + 5?", &mut p);
     // The handed-off plan ran as a whole and, every step succeeding, ended the run.
     assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
     assert_eq!(report.answer, Some(json!(53)));
     assert_eq!(report.steps.len(), 2);
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.received().len(), 1);
 
     // The turn schema offers `handoff`, nullable, in the strict shape.
-    let schema = &mock.requests()[0].body["response_format"]["json_schema"]["schema"];
+    let schema = &mock.received()[0].json()["response_format"]["json_schema"]["schema"];
     let required = |o: &serde_json::Value| {
         let mut r: Vec<String> = o["required"]
             .as_array()

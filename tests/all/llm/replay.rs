@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 use toolhost_engine::{Mode, Planner, RunReport, StopReason};
 use toolhost_llm::{ProviderKind, Recorder, ReplayPlanner};
 use toolhost_tests::cli;
+use toolhost_tests::server::{Canned, Server};
 
-use super::mock::{Canned, Mock, anthropic, openai};
+use super::mock::{anthropic, base_url, openai};
 use super::{calc, config, mode, planner, run, strict_turn};
 
 /// What must be identical between a recorded run and its replay (timings may differ).
@@ -32,7 +33,7 @@ fn a_recorded_run_replays_offline_with_the_same_outcome() {
     let good = json!({"goal": "g", "steps": [
         {"id": "a", "tool": "calc", "operation": "eval", "args": {"expression": "3 * 3"}},
         {"id": "b", "tool": "calc", "operation": "eval", "args": {"expression": "${a.output} + 1"}}]});
-    let mock = Mock::start(vec![
+    let mock = Server::replying(vec![
         anthropic("submit_plan", bad, 300, 30),
         Canned::status(529, "overloaded"),
         anthropic("submit_plan", good, 400, 40),
@@ -48,7 +49,7 @@ fn a_recorded_run_replays_offline_with_the_same_outcome() {
     drop(rec);
     assert_eq!(recorded.stop, StopReason::Completed, "{recorded:#?}");
     assert_eq!(recorded.answer, Some(json!(10)));
-    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(mock.received().len(), 3);
     let text = std::fs::read_to_string(&cassette).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(!text.contains(super::KEY));
@@ -62,14 +63,14 @@ fn a_recorded_run_replays_offline_with_the_same_outcome() {
     );
     assert_eq!(outcome(&replayed), outcome(&recorded));
     // No request reached the provider during the replay.
-    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(mock.received().len(), 3);
 }
 
 #[test]
 fn a_run_that_diverges_from_the_cassette_stops() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("run.jsonl");
-    let mock = Mock::start(vec![openai(&strict_turn(None, true, Some("1")), 5, 5)]);
+    let mock = Server::replying(vec![openai(&strict_turn(None, true, Some("1")), 5, 5)]);
     let mut rec = Recorder::create(
         Box::new(planner(config(ProviderKind::OpenAi, &mock, "m"))),
         &cassette,
@@ -103,13 +104,13 @@ fn the_cli_records_an_openai_compatible_run_and_replays_it() {
         {"id": "add", "description": "", "tool": "calc", "operation": "eval",
          "args": "{\"expression\": \"${mul.output} + 5\"}", "depends_on": [], "expect": null,
          "idempotent": false, "timeout_ms": null}]});
-    let mock = Mock::start(vec![openai(&plan.to_string(), 1200, 90)]);
+    let mock = Server::replying(vec![openai(&plan.to_string(), 1200, 90)]);
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.jsonl");
     let cassette = cassette.to_str().unwrap();
     let tools = tools_dir();
     let task = example("llm-local.toml");
-    let base = mock.base_url();
+    let base = base_url(&mock);
     let out = cli([
         "run",
         &task,
@@ -126,8 +127,8 @@ fn the_cli_records_an_openai_compatible_run_and_replays_it() {
     assert_eq!(recorded["answer"], json!(53));
     assert_eq!(recorded["planner_calls"][0]["model"], "llama3.1:8b");
     assert_eq!(recorded["spent"]["input_tokens"], 1200);
-    assert_eq!(mock.requests().len(), 1);
-    assert_eq!(mock.requests()[0].body["model"], "llama3.1:8b");
+    assert_eq!(mock.received().len(), 1);
+    assert_eq!(mock.received()[0].json()["model"], "llama3.1:8b");
 
     let out = cli([
         "run",
@@ -146,7 +147,7 @@ fn the_cli_records_an_openai_compatible_run_and_replays_it() {
         assert_eq!(replayed[key], recorded[key], "{key}");
     }
     assert_eq!(replayed["spent"]["input_tokens"], 1200);
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.received().len(), 1);
 
     // Without a base URL the task cannot run, and says how to fix it.
     let out = cli(["run", &task, "--tools-dir", &tools]);
