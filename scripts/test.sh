@@ -36,11 +36,14 @@ cargo fmt --all -- --check
 
 # Everything builds with --release: the dependencies (wasmtime, cranelift) are shared with
 # the README's build, so nothing compiles them twice, and the timing-sensitive tests
-# (deadlines, fuel, the bench) run optimised code. The release profile is incremental for
-# the workspace's own crates only (Cargo.toml; registry crates never are), which is what
-# makes a one-file change quick to re-test; BENCHMARKS.md "Edit–test loop" has the figures.
-# Not CARGO_INCREMENTAL=1 here: it reaches the nested wasm32 tool build, whose components
-# then fail to link, and it would rebuild every workspace crate the README's build made.
+# (deadlines, fuel, the bench) run optimised code. Here the release profile is incremental,
+# which cargo applies to the workspace's own crates only (registry crates never are), so a
+# one-file change re-tests in seconds instead of minutes (BENCHMARKS.md, "Edit–test loop");
+# what `cargo install` and the demo build stay non-incremental (Cargo.toml). The first run
+# after the demo's build recompiles the workspace's crates once, not wasmtime. Not
+# CARGO_INCREMENTAL=1: it reaches the nested wasm32 tool build, whose components then fail
+# to link (the `tool` profile pins `incremental = false`, which this variable cannot undo).
+export CARGO_PROFILE_RELEASE_INCREMENTAL="${CARGO_PROFILE_RELEASE_INCREMENTAL:-true}"
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 
