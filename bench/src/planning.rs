@@ -42,7 +42,7 @@ impl Planner for Counted {
                 model: "counted".into(),
                 input_tokens: (sent / 4) as u64,
                 output_tokens: (answer / 4) as u64,
-                also: Vec::new(),
+                ..Usage::default()
             };
             Ok((reply, usage))
         })

@@ -18,7 +18,8 @@ use super::fault::Fault;
 use super::plan::{Step, StepId};
 use super::record::{Evaluation, StepError, StepRecord, StepStatus, Verdict};
 use super::reference;
-use super::run::{Engine, State, step_budget};
+use super::engine::Engine;
+use super::state::State;
 use super::validate::ValidPlan;
 use crate::trace;
 use toolhost_runtime::Limits;
@@ -110,7 +111,7 @@ impl Engine<'_> {
                 st.tick();
                 let mut would = st.spent.clone();
                 would.fuel += reserved;
-                if let Some(which) = step_budget(&self.config.budgets, &would) {
+                if let Some(which) = self.config.budgets.before_tool_call(&would) {
                     // Running steps reserved their whole fuel limit but usually hand most
                     // of it back: wait for them before calling the fuel budget spent.
                     if which == Budget::Fuel && reserved > 0 {

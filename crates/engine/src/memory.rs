@@ -28,13 +28,13 @@ use serde_json::json;
 
 use super::budget::StopReason;
 use super::plan::Plan;
-use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Usage};
-use super::run::{RunReport, tool_summaries};
+use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Usage, tool_summaries};
+use super::report::RunReport;
 use super::validate::{Catalog, validate};
 use toolhost_runtime::cache::sha256_hex;
 
-/// The model name of a reply served from plan memory (reserved: the engine marks a call
-/// with it `cached`).
+/// The model name of a reply served from plan memory; its [`Usage`] is marked `cached`, so
+/// the run records the call as served from memory.
 pub const MODEL: &str = "plan-memory";
 
 /// The version of the entry format; another version is a miss.
@@ -229,6 +229,7 @@ impl Planner for MemoryPlanner {
         if self.serves(req) {
             Usage {
                 model: MODEL.into(),
+                cached: true,
                 ..Usage::default()
             }
         } else {
@@ -244,6 +245,7 @@ impl Planner for MemoryPlanner {
                 self.served = true;
                 let usage = Usage {
                     model: MODEL.into(),
+                    cached: true,
                     ..Usage::default()
                 };
                 return Ok((Reply::Plan { plan }, usage));

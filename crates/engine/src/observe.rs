@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::budget::{Spent, StopReason};
 use super::plan::Step;
 use super::record::StepRecord;
-use super::run::PlannerCall;
+use super::report::PlannerCall;
 use super::validate::{Problem, ValidPlan};
 
 /// Live progress of a run. Every method has an empty default.

@@ -10,7 +10,8 @@ use super::budget::StopReason;
 use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::StepStatus;
-use super::run::{Engine, State};
+use super::engine::Engine;
+use super::state::State;
 use super::validate::{ProblemKind, ValidPlan, validate};
 
 impl Engine<'_> {
