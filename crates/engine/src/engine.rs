@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use super::approval::Approver;
+use super::approval::{ApprovalMode, Approver, Unattended};
 use super::budget::{Budgets, Prices, StopReason, cost};
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
-use super::observe::Observer;
+use super::observe::{Observer, Quiet};
 use super::planner::{Ask, Mode, PlanRequest, Planner, Remaining, Reply, Usage, tool_summaries};
 use super::report::PlannerCall;
 use super::state::State;
@@ -56,15 +56,73 @@ impl Default for RunConfig {
     }
 }
 
-/// Everything a run needs besides its planner.
+/// Everything a run needs besides its planner. Built with [`Engine::builder`].
 pub struct Engine<'a> {
-    pub rt: Arc<Runtime>,
-    pub catalog: Arc<Catalog>,
-    pub config: RunConfig,
-    pub approver: &'a mut dyn Approver,
-    pub observer: &'a mut dyn Observer,
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) config: RunConfig,
+    pub(crate) approver: Box<dyn Approver + 'a>,
+    pub(crate) observer: Box<dyn Observer + 'a>,
     /// Shared by the run's calls, so per-tool rate limits hold across the run.
-    pub gate: Arc<Gate>,
+    pub(crate) gate: Arc<Gate>,
+}
+
+/// Builds an [`Engine`]; see [`Engine::builder`] for what it starts with.
+#[must_use]
+pub struct EngineBuilder<'a> {
+    engine: Engine<'a>,
+}
+
+impl<'a> Engine<'a> {
+    /// An engine for the tools of `catalog`, loaded in `rt`. Until told otherwise:
+    /// - `config`: [`RunConfig::default`];
+    /// - `approver`: none present ([`Unattended`] with [`ApprovalMode::Deny`]): plans run
+    ///   as validated, and a step that needs approval (a `sensitive` tool, a step-wise turn
+    ///   below the confidence threshold) does not run: the run stops `escalated`;
+    /// - `observer`: [`Quiet`], nothing recorded (no journal: nothing is made durable);
+    /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls.
+    pub fn builder(rt: Arc<Runtime>, catalog: Arc<Catalog>) -> EngineBuilder<'a> {
+        EngineBuilder {
+            engine: Engine {
+                rt,
+                catalog,
+                config: RunConfig::default(),
+                approver: Box::new(Unattended(ApprovalMode::Deny)),
+                observer: Box::new(Quiet),
+                gate: Arc::new(Gate::new()),
+            },
+        }
+    }
+}
+
+impl<'a> EngineBuilder<'a> {
+    /// How runs are carried out.
+    pub fn config(mut self, config: RunConfig) -> EngineBuilder<'a> {
+        self.engine.config = config;
+        self
+    }
+
+    /// Who reviews plans and approves steps (`&mut A` lends one).
+    pub fn approver(mut self, approver: impl Approver + 'a) -> EngineBuilder<'a> {
+        self.engine.approver = Box::new(approver);
+        self
+    }
+
+    /// What the run reports to as it goes (`&mut O` lends one).
+    pub fn observer(mut self, observer: impl Observer + 'a) -> EngineBuilder<'a> {
+        self.engine.observer = Box::new(observer);
+        self
+    }
+
+    /// A gate shared with other engines, so per-tool rate limits count their calls too.
+    pub fn gate(mut self, gate: Arc<Gate>) -> EngineBuilder<'a> {
+        self.engine.gate = gate;
+        self
+    }
+
+    pub fn build(self) -> Engine<'a> {
+        self.engine
+    }
 }
 
 impl Engine<'_> {

@@ -35,6 +35,38 @@ pub trait Observer {
     }
 }
 
+/// A lent observer (`Engine::builder(..).observer(&mut mine)`), read by its owner after
+/// the run.
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn plan_accepted(&mut self, plan: &ValidPlan) {
+        (**self).plan_accepted(plan);
+    }
+    fn plan_rejected(&mut self, problems: &[Problem]) {
+        (**self).plan_rejected(problems);
+    }
+    fn planner_called(&mut self, call: &PlannerCall) {
+        (**self).planner_called(call);
+    }
+    fn step_started(&mut self, step: &Step, revision: u32) {
+        (**self).step_started(step, revision);
+    }
+    fn step_finished(&mut self, record: &StepRecord) {
+        (**self).step_finished(record);
+    }
+    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
+        (**self).stopped(reason, spent, answer);
+    }
+    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
+        (**self).durable()
+    }
+    fn failed(&self) -> Option<String> {
+        (**self).failed()
+    }
+    fn run_id(&self) -> Option<String> {
+        (**self).run_id()
+    }
+}
+
 /// An observer that ignores everything.
 #[derive(Debug, Default)]
 pub struct Quiet;

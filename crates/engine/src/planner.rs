@@ -25,6 +25,7 @@ pub enum Mode {
 
 /// One operation as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct OperationSummary {
     pub name: String,
     pub description: Option<String>,
@@ -34,6 +35,7 @@ pub struct OperationSummary {
 
 /// One tool the policy allows, as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolSummary {
     pub name: String,
     pub description: Option<String>,
@@ -73,6 +75,7 @@ pub(crate) fn tool_summaries(catalog: &Catalog) -> Vec<ToolSummary> {
 
 /// Budgets left when the planner is called.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Remaining {
     pub steps: u32,
     pub replans: u32,
@@ -85,6 +88,7 @@ pub struct Remaining {
 
 /// Everything a planner is given.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PlanRequest {
     pub goal: String,
     pub mode: Mode,

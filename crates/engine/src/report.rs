@@ -13,6 +13,7 @@ use super::record::StepRecord;
 /// One planner call, for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PlannerCall {
     pub revision: u32,
     pub model: String,
@@ -35,6 +36,7 @@ pub struct PlannerCall {
 
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RunReport {
     pub goal: String,
     pub mode: Mode,

@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use super::budget::{Spent, StopReason};
 use super::cancel::Cancel;
+use super::engine::Engine;
 use super::plan::{Plan, StepId};
 use super::planner::Planner;
 use super::record::{StepRecord, StepStatus};
-use super::engine::Engine;
 use super::report::{PlannerCall, RunReport};
 use super::state::{ResumePoint, State};
 use super::validate::validate;

@@ -14,7 +14,7 @@ use super::validate::{ProblemKind, ValidPlan, validate};
 use crate::trace;
 
 // Where callers have always found them; the types live below the loop.
-pub use super::engine::{Engine, RunConfig};
+pub use super::engine::{Engine, EngineBuilder, RunConfig};
 pub use super::observe::{Observer, Quiet};
 pub use super::report::{PlannerCall, RunReport};
 

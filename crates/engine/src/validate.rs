@@ -24,6 +24,7 @@ use toolhost_runtime::{Tool, convert};
 /// The class of a plan problem, stable for machines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProblemKind {
     TooManySteps,
     DuplicateId,
@@ -39,6 +40,7 @@ pub enum ProblemKind {
 
 /// One thing wrong with a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Problem {
     pub kind: ProblemKind,
     /// The step it concerns, if one.

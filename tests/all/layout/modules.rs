@@ -29,12 +29,18 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `a::b` for `src/a/b.rs` and `src/a/b/mod.rs`; `` for `lib.rs` and `main.rs`.
 fn module_of(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).expect("under src").with_extension("");
+    let rel = file
+        .strip_prefix(src)
+        .expect("under src")
+        .with_extension("");
     let mut parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts.join("::")
@@ -99,8 +105,10 @@ fn imports(krate: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let src = krate.join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
-    let modules: BTreeMap<String, PathBuf> =
-        files.iter().map(|f| (module_of(&src, f), f.clone())).collect();
+    let modules: BTreeMap<String, PathBuf> = files
+        .iter()
+        .map(|f| (module_of(&src, f), f.clone()))
+        .collect();
     let mut graph = BTreeMap::new();
     for (m, file) in &modules {
         let text = std::fs::read_to_string(file).expect("read a source file");
@@ -209,7 +217,9 @@ fn the_checker_finds_a_cycle_and_ignores_doc_links_and_parents() {
     .map(|(m, to)| (m.into(), to.into_iter().map(String::from).collect()))
     .collect();
     assert_eq!(cycles(&graph), vec![vec!["a", "b", "c"]]);
-    let code = code("//! see [`x`](super::x)\nuse super::{y, z::W};\nlet v = crate::q::f();\n#[cfg(test)]\nmod tests {\n use super::t;\n}\n");
+    let code = code(
+        "//! see [`x`](super::x)\nuse super::{y, z::W};\nlet v = crate::q::f();\n#[cfg(test)]\nmod tests {\n use super::t;\n}\n",
+    );
     assert_eq!(paths_after(&code, "super::"), vec!["y", "z::W"]);
     assert_eq!(paths_after(&code, "crate::"), vec!["q::f"]);
 }

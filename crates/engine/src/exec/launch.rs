@@ -18,8 +18,8 @@ use crate::plan::Step;
 use crate::record::{StepError, StepRecord, StepStatus};
 use crate::reference;
 use crate::state::State;
-use crate::validate::Entry;
 use crate::trace;
+use crate::validate::Entry;
 use toolhost_runtime::call::CallOutcome;
 use toolhost_runtime::error::CallError;
 use toolhost_runtime::policy::Gate;
@@ -243,7 +243,14 @@ impl Call {
                 let entry = &self.entry;
                 let CallOutcome { result, report } = self
                     .gate
-                    .call(&self.rt, &entry.policy, &entry.tool, &self.op, &args, &self.limits)
+                    .call(
+                        &self.rt,
+                        &entry.policy,
+                        &entry.tool,
+                        &self.op,
+                        &args,
+                        &self.limits,
+                    )
                     .await;
                 record.fuel = report.fuel_consumed;
                 record.events = report.events;
