@@ -10,7 +10,7 @@ use toolhost_engine::{
     ApprovalMode, Catalog, Engine, Entry, Quiet, RunConfig, Script, ScriptedPlanner, StopReason,
     Unattended,
 };
-use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
+use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
 use toolhost_tests::server::Server;
 
 use super::{Figure, Scale, median};
@@ -24,17 +24,14 @@ fn run_plan(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, url: &str, parallel: usiz
     let mut planner = ScriptedPlanner::new(script);
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
-    let mut engine = Engine {
-        rt: rt.clone(),
-        catalog: catalog.clone(),
-        config: RunConfig {
+    let mut engine = Engine::builder(rt.clone(), catalog.clone())
+        .config(RunConfig {
             max_parallel: parallel,
             ..RunConfig::default()
-        },
-        approver: &mut approver,
-        observer: &mut observer,
-        gate: Arc::new(Gate::new()),
-    };
+        })
+        .approver(&mut approver)
+        .observer(&mut observer)
+        .build();
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -17,7 +17,7 @@ use toolhost_engine::{
 };
 use toolhost_journal::writer::FileDigest;
 use toolhost_journal::{Journal, Redactor, RunStart};
-use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
+use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
 
 use super::{Figure, Scale, median};
 
@@ -36,21 +36,18 @@ fn run_plan(
         serde_json::from_value(json!({"plan": {"goal": "evaluate", "steps": steps}})).unwrap();
     let mut planner = ScriptedPlanner::new(script);
     let mut approver = Unattended(ApprovalMode::Deny);
-    let mut engine = Engine {
-        rt: rt.clone(),
-        catalog: catalog.clone(),
-        config: RunConfig {
+    let mut engine = Engine::builder(rt.clone(), catalog.clone())
+        .config(RunConfig {
             max_parallel: 4,
             budgets: Budgets {
                 max_steps: STEPS as u32,
                 ..Budgets::default()
             },
             ..RunConfig::default()
-        },
-        approver: &mut approver,
-        observer,
-        gate: Arc::new(Gate::new()),
-    };
+        })
+        .approver(&mut approver)
+        .observer(observer)
+        .build();
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

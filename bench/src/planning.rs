@@ -13,7 +13,7 @@ use toolhost_engine::{
     ScriptedPlanner, Spent, StopReason, Unattended, Usage,
 };
 use toolhost_llm::{LlmConfig, ProviderKind, prompt};
-use toolhost_runtime::{Gate, Policy, Runtime, RuntimeConfig};
+use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
 
 use super::Figure;
 
@@ -42,7 +42,7 @@ impl Planner for Counted {
                 model: "counted".into(),
                 input_tokens: (sent / 4) as u64,
                 output_tokens: (answer / 4) as u64,
-                also: Vec::new(),
+                ..Usage::default()
             };
             Ok((reply, usage))
         })
@@ -57,17 +57,14 @@ fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -
     };
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
-    let mut engine = Engine {
-        rt: rt.clone(),
-        catalog: catalog.clone(),
-        config: RunConfig {
+    let mut engine = Engine::builder(rt.clone(), catalog.clone())
+        .config(RunConfig {
             mode,
             ..RunConfig::default()
-        },
-        approver: &mut approver,
-        observer: &mut observer,
-        gate: Arc::new(Gate::new()),
-    };
+        })
+        .approver(&mut approver)
+        .observer(&mut observer)
+        .build();
     let report = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

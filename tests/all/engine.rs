@@ -16,7 +16,7 @@ use toolhost_engine::{
     RunConfig, RunReport, Script, ScriptedPlanner, Step, StepDecision, StepRecord, Unattended,
     Usage, ValidPlan,
 };
-use toolhost_runtime::{Gate, Runtime};
+use toolhost_runtime::Runtime;
 
 /// [`toolhost_tests::catalog_in`], shared by the engine.
 fn catalog_in(policy: &str, base: &Path) -> Arc<Catalog> {
@@ -103,14 +103,11 @@ fn run_with(
 ) -> RunReport {
     let mut observer = Quiet;
     let observer: &mut dyn Observer = &mut observer;
-    let mut engine = Engine {
-        rt: rt(),
-        catalog,
-        config,
-        approver,
-        observer,
-        gate: Arc::new(Gate::new()),
-    };
+    let mut engine = Engine::builder(rt(), catalog)
+        .config(config)
+        .approver(approver)
+        .observer(observer)
+        .build();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()

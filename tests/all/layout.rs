@@ -1,9 +1,12 @@
 //! The crates' wiring, checked from the lock file with `cargo tree`: dependencies point
 //! only down (runtime ← engine ← llm, journal ← cli), and an embedder of the runtime gets
-//! none of the command line's, the model planners' or the exporters' dependencies.
+//! none of the command line's, the model planners' or the exporters' dependencies. Inside
+//! each crate, module imports point one way too ([`modules`]).
 
 use std::path::Path;
 use std::process::Command;
+
+mod modules;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -23,7 +23,7 @@ use toolhost_engine::{
     ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
 };
 use toolhost_llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
-use toolhost_runtime::{Gate, Runtime};
+use toolhost_runtime::Runtime;
 
 use toolhost_tests::server::Server;
 
@@ -49,14 +49,11 @@ fn run(
 ) -> RunReport {
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
-    let mut engine = Engine {
-        rt: rt(),
-        catalog,
-        config,
-        approver: &mut approver,
-        observer: &mut observer,
-        gate: Arc::new(Gate::new()),
-    };
+    let mut engine = Engine::builder(rt(), catalog)
+        .config(config)
+        .approver(&mut approver)
+        .observer(&mut observer)
+        .build();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

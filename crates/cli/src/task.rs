@@ -52,10 +52,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use toolhost_engine::RunConfig;
 use toolhost_engine::budget::{Budgets, Prices};
 use toolhost_engine::evaluate::EvaluatorConfig;
 use toolhost_engine::planner::{Mode, Usage};
-use toolhost_engine::run::RunConfig;
 use toolhost_engine::scripted::Script;
 use toolhost_runtime::policy::PolicyError;
 

@@ -34,6 +34,17 @@ pub trait Approver {
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision;
 }
 
+/// A lent approver (`Engine::builder(..).approver(&mut mine)`), kept by its owner.
+impl<A: Approver + ?Sized> Approver for &mut A {
+    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        (**self).review_plan(plan, catalog)
+    }
+
+    fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
+        (**self).approve_step(step, why, catalog)
+    }
+}
+
 /// No person present: plans run as validated; steps needing approval follow the mode.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Unattended(pub ApprovalMode);

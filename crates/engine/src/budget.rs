@@ -74,6 +74,7 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 /// Which budget stopped a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Budget {
     Steps,
     WallTime,
@@ -99,6 +100,7 @@ impl std::fmt::Display for Budget {
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// Every step of the final plan succeeded (plan-then-execute).
     Completed,
@@ -147,7 +149,7 @@ impl std::fmt::Display for StopReason {
 
 impl Budgets {
     /// The budget a tool call would exceed, given what is spent.
-    pub fn before_tool_call(&self, spent: &Spent) -> Option<Budget> {
+    pub(crate) fn before_tool_call(&self, spent: &Spent) -> Option<Budget> {
         if spent.steps >= self.max_steps {
             Some(Budget::Steps)
         } else if spent.fuel >= self.max_fuel {
@@ -161,7 +163,7 @@ impl Budgets {
 
     /// The budget a planner call expected to use `input` tokens and at most `output`
     /// tokens (priced with `price`) would exceed.
-    pub fn before_planner_call(
+    pub(crate) fn before_planner_call(
         &self,
         spent: &Spent,
         input: u64,
@@ -183,12 +185,12 @@ impl Budgets {
     }
 
     /// Fuel left for the next call.
-    pub fn fuel_left(&self, spent: &Spent) -> u64 {
+    pub(crate) fn fuel_left(&self, spent: &Spent) -> u64 {
         self.max_fuel.saturating_sub(spent.fuel)
     }
 
     /// Wall time left.
-    pub fn wall_left(&self, spent: &Spent) -> Duration {
+    pub(crate) fn wall_left(&self, spent: &Spent) -> Duration {
         Duration::from_millis(self.max_wall_ms).saturating_sub(spent.wall)
     }
 }

@@ -125,7 +125,7 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 /// The verdict an evaluator tool's output stands for.
-pub fn verdict_of(output: &Value) -> Evaluation {
+pub(crate) fn verdict_of(output: &Value) -> Evaluation {
     let text = output
         .as_str()
         .or_else(|| output.get("verdict").and_then(Value::as_str))

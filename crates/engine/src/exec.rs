@@ -3,27 +3,30 @@
 //! each call runs through the policy [`Gate`](toolhost_runtime::policy::Gate) with the step's limits
 //! capped by the run's remaining fuel and wall time; outputs are evaluated; a failed step
 //! marks its dependents skipped.
+//!
+//! Each round of [`Engine::execute`]: skip the steps a failure blocked, launch what is
+//! ready as one batch (`launch`), start the batch after one sync, then take in every step
+//! that has finished by then.
+
+mod launch;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::task::JoinSet;
+use tokio::task::{JoinError, JoinSet};
 use tracing::Instrument;
 
-use super::approval::StepDecision;
-use super::budget::{Budget, StopReason};
+use super::budget::StopReason;
+use super::engine::Engine;
 use super::evaluate::{self, Reaction};
-use super::fault::Fault;
 use super::plan::{Step, StepId};
 use super::record::{Evaluation, StepError, StepRecord, StepStatus, Verdict};
-use super::reference;
-use super::run::{Engine, State, step_budget};
+use super::state::State;
 use super::validate::ValidPlan;
 use crate::trace;
 use toolhost_runtime::Limits;
-use toolhost_runtime::call::CallOutcome;
-use toolhost_runtime::error::CallError;
+
+use self::launch::{Admission, Batch};
 
 /// A launched step's result, with what it reserved.
 struct Done {
@@ -33,14 +36,71 @@ struct Done {
     span: tracing::Span,
 }
 
-fn error_of(e: &CallError) -> StepError {
-    StepError {
-        kind: e.kind().as_str().to_string(),
-        message: e.to_string(),
-        value: match e {
-            CallError::ToolError { value } => Some(value.clone()),
-            _ => None,
-        },
+/// One revision's execution under way: what has finished, what runs, what it holds.
+struct Progress<'p> {
+    plan: &'p ValidPlan,
+    steps: BTreeMap<&'p StepId, &'p Step>,
+    revision: u32,
+    /// The step-wise turn's confidence, for approval.
+    confidence: Option<f64>,
+    /// Finished steps; `launched` also holds the running ones.
+    status: BTreeMap<StepId, StepStatus>,
+    launched: BTreeSet<StepId>,
+    running: JoinSet<Done>,
+    /// Fuel the running steps reserved (each its whole limit) and have not handed back.
+    reserved: u64,
+    /// Why the revision ends, once it must: nothing more starts, running steps finish.
+    stop: Option<StopReason>,
+    /// What each running step looked like at launch, for records if it is cut off.
+    in_flight: BTreeMap<StepId, StepRecord>,
+}
+
+impl<'p> Progress<'p> {
+    /// A resumed revision starts with `prior`, the steps that finished before the run
+    /// stopped.
+    fn new(
+        plan: &'p ValidPlan,
+        prior: BTreeMap<StepId, StepStatus>,
+        confidence: Option<f64>,
+    ) -> Progress<'p> {
+        Progress {
+            plan,
+            steps: plan.plan.steps.iter().map(|s| (&s.id, s)).collect(),
+            revision: plan.plan.revision,
+            confidence,
+            status: prior,
+            launched: BTreeSet::new(),
+            running: JoinSet::new(),
+            reserved: 0,
+            stop: None,
+            in_flight: BTreeMap::new(),
+        }
+    }
+
+    /// Neither started nor finished.
+    fn waiting(&self, id: &StepId) -> bool {
+        !self.launched.contains(id) && !self.status.contains_key(id)
+    }
+
+    /// The first waiting step, in plan order, whose dependencies all succeeded.
+    fn next_ready(&self) -> Option<&'p StepId> {
+        let plan = self.plan;
+        plan.order.iter().find(|id| {
+            self.waiting(id)
+                && plan.deps[*id]
+                    .iter()
+                    .all(|d| self.status.get(d) == Some(&StepStatus::Succeeded))
+        })
+    }
+
+    /// A dependency of `id` that failed or was skipped, so `id` can never run.
+    fn blocked_by(&self, id: &StepId) -> Option<&'p StepId> {
+        self.plan.deps[id].iter().find(|d| {
+            matches!(
+                self.status.get(*d),
+                Some(StepStatus::Failed | StepStatus::Skipped)
+            )
+        })
     }
 }
 
@@ -52,234 +112,20 @@ impl Engine<'_> {
         st: &mut State,
         confidence: Option<f64>,
     ) -> Result<(), StopReason> {
-        let steps: BTreeMap<&StepId, &Step> = plan.plan.steps.iter().map(|s| (&s.id, s)).collect();
-        let revision = plan.plan.revision;
-        // Finished steps; `launched` also holds the running ones.
-        // A resumed revision starts with the steps that finished before the run stopped.
-        let mut status: BTreeMap<StepId, StepStatus> = std::mem::take(&mut st.prior);
-        let mut launched: BTreeSet<StepId> = BTreeSet::new();
-        let mut running: JoinSet<Done> = JoinSet::new();
-        let mut reserved: u64 = 0;
-        let mut stop: Option<StopReason> = None;
-        // What each running step looked like at launch, for records if it is cut off.
-        let mut in_flight: BTreeMap<StepId, StepRecord> = BTreeMap::new();
+        let mut x = Progress::new(plan, std::mem::take(&mut st.prior), confidence);
         loop {
             if st.cancel.is_cancelled() {
-                stop.get_or_insert(StopReason::Cancelled);
+                x.stop.get_or_insert(StopReason::Cancelled);
             }
-            // Skip what can no longer run.
-            for id in &plan.order {
-                if launched.contains(id) || status.contains_key(id) {
-                    continue;
-                }
-                let deps = &plan.deps[id];
-                if let Some(bad) = deps.iter().find(|d| {
-                    matches!(
-                        status.get(*d),
-                        Some(StepStatus::Failed | StepStatus::Skipped)
-                    )
-                }) {
-                    let record = StepRecord::not_run(
-                        steps[id],
-                        revision,
-                        StepStatus::Skipped,
-                        "skipped",
-                        format!("step `{bad}`, which it depends on, did not succeed"),
-                        st.micros(),
-                    );
-                    self.observer.step_finished(&record);
-                    st.records.push(record);
-                    status.insert(id.clone(), StepStatus::Skipped);
-                }
-            }
-            // Launch what is ready: the steps that start together form a batch, whose
-            // `step_started` records are made durable by one sync before any of them runs.
-            let mut batch = Vec::new();
-            let mut needs_sync = false;
-            while stop.is_none() && running.len() + batch.len() < self.config.max_parallel.max(1) {
-                let Some(id) = plan.order.iter().find(|id| {
-                    !launched.contains(*id)
-                        && !status.contains_key(*id)
-                        && plan.deps[*id]
-                            .iter()
-                            .all(|d| status.get(d) == Some(&StepStatus::Succeeded))
-                }) else {
-                    break;
-                };
-                let step = steps[id];
-                st.tick();
-                let mut would = st.spent.clone();
-                would.fuel += reserved;
-                if let Some(which) = step_budget(&self.config.budgets, &would) {
-                    // Running steps reserved their whole fuel limit but usually hand most
-                    // of it back: wait for them before calling the fuel budget spent.
-                    if which == Budget::Fuel && reserved > 0 {
-                        break;
-                    }
-                    stop = Some(StopReason::BudgetExhausted { which });
-                    break;
-                }
-                if let Some(why) = self.needs_approval(step, confidence) {
-                    match self.approver.approve_step(step, &why, &self.catalog) {
-                        StepDecision::Approve => {}
-                        StepDecision::Reject(reason) => {
-                            stop = Some(StopReason::RejectedByHuman {
-                                what: format!("step `{}`: {reason}", step.id),
-                            });
-                            break;
-                        }
-                        StepDecision::NoApprover => {
-                            stop = Some(StopReason::Escalated {
-                                why: format!(
-                                    "step `{}` needs approval ({why}) and no approver is present",
-                                    step.id
-                                ),
-                            });
-                            break;
-                        }
-                    }
-                }
-                let entry = self.catalog.tools[&step.tool].clone();
-                let fuel_left = self
-                    .config
-                    .budgets
-                    .fuel_left(&st.spent)
-                    .saturating_sub(reserved);
-                let wall_left = self.config.budgets.wall_left(&st.spent);
-                if fuel_left == 0 {
-                    stop = Some(StopReason::BudgetExhausted {
-                        which: Budget::Fuel,
-                    });
-                    break;
-                }
-                if wall_left.is_zero() {
-                    stop = Some(StopReason::BudgetExhausted {
-                        which: Budget::WallTime,
-                    });
-                    break;
-                }
-                let policy_limits = &entry.policy.limits;
-                let timeout = step
-                    .timeout_ms
-                    .map_or(policy_limits.timeout, Duration::from_millis)
-                    .min(policy_limits.timeout)
-                    .min(wall_left);
-                let limits = Limits {
-                    fuel: policy_limits.fuel.min(fuel_left),
-                    timeout,
-                    ..policy_limits.clone()
-                };
-                reserved += limits.fuel;
-                st.spent.steps += 1;
-                launched.insert(id.clone());
-                self.observer.step_started(step, revision);
-                needs_sync |= !step.idempotent;
-                let args = reference::substitute(&step.args, &mut |r| {
-                    let out = st
-                        .outputs
-                        .get(&r.step)
-                        .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
-                    reference::value_at(out, &r.path)
-                        .cloned()
-                        .map_err(|why| format!("`{}`: {why}", r.text))
-                });
-                let started_us = st.micros();
-                let base = StepRecord {
-                    id: id.clone(),
-                    revision,
-                    tool: step.tool.clone(),
-                    operation: step.operation.clone(),
-                    args: args.clone().unwrap_or_else(|_| step.args.clone()),
-                    status: StepStatus::Failed,
-                    output: None,
-                    error: None,
-                    evaluation: None,
-                    fuel: 0,
-                    started_us,
-                    finished_us: started_us,
-                    events: Vec::new(),
-                };
-                in_flight.insert(id.clone(), base.clone());
-                let rt = self.rt.clone();
-                let gate = self.gate.clone();
-                let started = st.started;
-                let op = step.operation.clone();
-                let reserved_fuel = limits.fuel;
-                let fault = self.config.faults.find(id, revision);
-                let span = trace::step_span(step, revision);
-                let step_span = span.clone();
-                let task = async move {
-                    let mut record = base;
-                    match args {
-                        _ if fault.is_some() => {
-                            record.error = fault.map(Fault::error);
-                        }
-                        Err(why) => {
-                            record.error = Some(StepError {
-                                kind: "bad_reference".into(),
-                                message: why,
-                                value: None,
-                            });
-                        }
-                        Ok(args) => {
-                            let CallOutcome { result, report } = gate
-                                .call(&rt, &entry.policy, &entry.tool, &op, &args, &limits)
-                                .await;
-                            record.fuel = report.fuel_consumed;
-                            record.events = report.events;
-                            match result {
-                                Ok(v) => {
-                                    record.status = StepStatus::Succeeded;
-                                    record.output = Some(v);
-                                }
-                                Err(e) => record.error = Some(error_of(&e)),
-                            }
-                        }
-                    }
-                    record.finished_us =
-                        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    Done {
-                        id: record.id.clone(),
-                        record,
-                        reserved_fuel,
-                        span,
-                    }
-                };
-                batch.push((id.clone(), task.instrument(step_span)));
-                if self.observer.failed().is_some() {
-                    break;
-                }
-            }
-            if !batch.is_empty() {
-                // A step that is not idempotent may have effects a resume must not repeat
-                // unasked: its start is on disk before it runs (an idempotent step may be
-                // run again, so its record need not be). Nothing starts once the journal
-                // has failed.
-                let ready = if needs_sync {
-                    self.make_durable().await
-                } else {
-                    self.journal_ok()
-                };
-                match ready {
-                    Ok(()) => {
-                        for (_, task) in batch {
-                            running.spawn(task);
-                        }
-                    }
-                    Err(reason) => {
-                        for (id, _) in &batch {
-                            in_flight.remove(id);
-                        }
-                        stop = Some(reason);
-                    }
-                }
-            }
+            self.skip_blocked(&mut x, st);
+            let batch = self.launch_ready(&mut x, st);
+            self.start(&mut x, batch).await;
             let cancel = st.cancel.clone();
             let joined = tokio::select! {
-                j = running.join_next() => j,
+                j = x.running.join_next() => j,
                 () = cancel.cancelled() => {
-                    running.abort_all();
-                    self.cut_off(&in_flight, st);
+                    x.running.abort_all();
+                    self.cut_off(&x.in_flight, st);
                     return Err(StopReason::Cancelled);
                 }
             };
@@ -289,54 +135,149 @@ impl Engine<'_> {
             // Every step that has finished by now is taken in, so the steps they free up
             // start together: one batch, one sync.
             let mut finished = vec![joined];
-            while let Some(j) = running.try_join_next() {
+            while let Some(j) = x.running.try_join_next() {
                 finished.push(j);
             }
             for joined in finished {
-                let Done {
-                    id,
-                    mut record,
-                    reserved_fuel,
-                    span,
-                } = match joined {
-                    Ok(done) => done,
-                    Err(e) => {
-                        // A panic in the host's own call path: stop rather than guess.
-                        return Err(StopReason::Escalated {
-                            why: format!("a step's task failed in the host: {e}"),
-                        });
-                    }
-                };
-                in_flight.remove(&id);
-                reserved -= reserved_fuel;
-                st.spent.fuel += record.fuel;
-                st.tick();
-                if record.status == StepStatus::Succeeded
-                    && let Err(reason) = self
-                        .evaluate(steps[&id], &mut record, st, reserved)
-                        .instrument(span.clone())
-                        .await
-                {
-                    stop.get_or_insert(reason);
-                }
-                if let Some(out) = &record.output
-                    && record.status == StepStatus::Succeeded
-                {
-                    st.outputs.insert(id.clone(), out.clone());
-                    st.done
-                        .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
-                }
-                status.insert(id.clone(), record.status);
-                trace::record_step(&span, &record);
-                self.observer.step_finished(&record);
-                st.records.push(record);
+                self.take_in(&mut x, joined, st).await?;
             }
         }
-        match stop {
+        match x.stop {
             Some(reason) => Err(reason),
             // A step's end that could not be recorded: the revision did not complete.
             None => self.journal_ok(),
         }
+    }
+
+    /// Records as skipped every waiting step that a failed or skipped dependency blocks:
+    /// it can no longer run, and the planner should hear so.
+    fn skip_blocked(&mut self, x: &mut Progress<'_>, st: &mut State) {
+        let plan = x.plan;
+        for id in &plan.order {
+            if !x.waiting(id) {
+                continue;
+            }
+            if let Some(bad) = x.blocked_by(id) {
+                let record = StepRecord::not_run(
+                    x.steps[id],
+                    x.revision,
+                    StepStatus::Skipped,
+                    "skipped",
+                    format!("step `{bad}`, which it depends on, did not succeed"),
+                    st.micros(),
+                );
+                self.observer.step_finished(&record);
+                st.records.push(record);
+                x.status.insert(id.clone(), StepStatus::Skipped);
+            }
+        }
+    }
+
+    /// Launches what is ready, up to `max_parallel` running: the steps that start
+    /// together form a batch, whose `step_started` records are made durable by one sync
+    /// before any of them runs.
+    fn launch_ready(&mut self, x: &mut Progress<'_>, st: &mut State) -> Batch {
+        let mut batch = Batch::default();
+        while x.stop.is_none()
+            && x.running.len() + batch.tasks.len() < self.config.max_parallel.max(1)
+        {
+            let Some(id) = x.next_ready() else {
+                break;
+            };
+            let step = x.steps[id];
+            let limits = match self.admit(step, x, st) {
+                Admission::Go(limits) => limits,
+                Admission::Wait => break,
+                Admission::Stop(reason) => {
+                    x.stop = Some(reason);
+                    break;
+                }
+            };
+            batch.needs_sync |= !step.idempotent;
+            let task = self.launch(step, limits, x, st);
+            batch.tasks.push((id.clone(), task));
+            if self.observer.failed().is_some() {
+                break;
+            }
+        }
+        batch
+    }
+
+    /// Starts a launched batch once its start is recorded.
+    async fn start(&mut self, x: &mut Progress<'_>, batch: Batch) {
+        if batch.tasks.is_empty() {
+            return;
+        }
+        // A step that is not idempotent may have effects a resume must not repeat
+        // unasked: its start is on disk before it runs (an idempotent step may be
+        // run again, so its record need not be). Nothing starts once the journal
+        // has failed.
+        let ready = if batch.needs_sync {
+            self.make_durable().await
+        } else {
+            self.journal_ok()
+        };
+        match ready {
+            Ok(()) => {
+                for (_, task) in batch.tasks {
+                    x.running.spawn(task);
+                }
+            }
+            Err(reason) => {
+                for (id, _) in &batch.tasks {
+                    x.in_flight.remove(id);
+                }
+                x.stop = Some(reason);
+            }
+        }
+    }
+
+    /// Takes in a finished step: hands back its reserved fuel, charges what it used,
+    /// evaluates its output, keeps the output for later references, and records it.
+    async fn take_in(
+        &mut self,
+        x: &mut Progress<'_>,
+        joined: Result<Done, JoinError>,
+        st: &mut State,
+    ) -> Result<(), StopReason> {
+        let Done {
+            id,
+            mut record,
+            reserved_fuel,
+            span,
+        } = match joined {
+            Ok(done) => done,
+            Err(e) => {
+                // A panic in the host's own call path: stop rather than guess.
+                return Err(StopReason::Escalated {
+                    why: format!("a step's task failed in the host: {e}"),
+                });
+            }
+        };
+        x.in_flight.remove(&id);
+        x.reserved -= reserved_fuel;
+        st.spent.fuel += record.fuel;
+        st.tick();
+        if record.status == StepStatus::Succeeded
+            && let Err(reason) = self
+                .evaluate(x.steps[&id], &mut record, st, x.reserved)
+                .instrument(span.clone())
+                .await
+        {
+            x.stop.get_or_insert(reason);
+        }
+        if let Some(out) = &record.output
+            && record.status == StepStatus::Succeeded
+        {
+            st.outputs.insert(id.clone(), out.clone());
+            st.done
+                .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
+        }
+        x.status.insert(id.clone(), record.status);
+        trace::record_step(&span, &record);
+        self.observer.step_finished(&record);
+        st.records.push(record);
+        Ok(())
     }
 
     /// Records the steps a cancellation cut off.
@@ -353,21 +294,6 @@ impl Engine<'_> {
             });
             self.observer.step_finished(&record);
             st.records.push(record);
-        }
-    }
-
-    /// Why `step` needs approval, if it does.
-    fn needs_approval(&self, step: &Step, confidence: Option<f64>) -> Option<String> {
-        let entry = &self.catalog.tools[&step.tool];
-        if entry.policy.sensitive {
-            return Some(format!("tool `{}` is marked sensitive", step.tool));
-        }
-        match confidence {
-            Some(c) if c < self.config.confidence_threshold => Some(format!(
-                "the planner's confidence {c} is below the threshold {}",
-                self.config.confidence_threshold
-            )),
-            _ => None,
         }
     }
 

@@ -23,8 +23,13 @@
 //! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
+//! - `engine`: the [`Engine`] (built with [`Engine::builder`], which lists its closed
+//!   defaults) and its [`RunConfig`], and what the loops share: asking the planner under
+//!   the budgets, durability; `state`: a run's mutable state; `report`: the [`RunReport`]
+//!   and [`PlannerCall`] records, below everything that reads them.
 //! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
-//!   one plan revision's DAG (the steps that start together made durable by one sync);
+//!   one plan revision's DAG, round by round (skip, launch a batch made durable by one
+//!   sync, take in what finished), with `exec::launch` admitting and calling one step;
 //!   `observe`: the [`Observer`] a run reports to (journal, progress), which tells the
 //!   engine when a record failed.
 //! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
@@ -35,6 +40,7 @@
 pub mod approval;
 pub mod budget;
 pub mod cancel;
+mod engine;
 pub mod ensemble;
 pub mod evaluate;
 mod exec;
@@ -45,10 +51,12 @@ pub mod plan;
 pub mod planner;
 pub mod record;
 pub mod reference;
+mod report;
 pub mod resume;
 pub mod run;
 mod sample;
 pub mod scripted;
+mod state;
 mod stepwise;
 pub mod trace;
 pub mod validate;
@@ -56,14 +64,16 @@ pub mod validate;
 pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
+pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};
 pub use self::fault::{Fault, FaultKind, Faults};
 pub use self::memory::{MemoryPlanner, PlanMemory};
+pub use self::observe::{Observer, Quiet};
 pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
 pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
 pub use self::record::{StepRecord, StepStatus, Verdict};
+pub use self::report::{PlannerCall, RunReport};
 pub use self::resume::{Checkpoint, Current, Unfinished};
-pub use self::run::{Engine, Observer, Quiet, RunConfig, RunReport};
 pub use self::scripted::{Script, ScriptedPlanner};
 pub use self::validate::{Catalog, Entry, Problem, ProblemKind, ValidPlan, validate};

@@ -1,8 +1,8 @@
 //! Plan memory: an opt-in cache of plans that completed, so the same goal with the same
 //! tools skips the planner.
 //!
-//! The key is the SHA-256 of the normalised goal ([`normalise_goal`]) and the tool-set
-//! digest ([`tools_digest`]: each tool's name, component SHA-256 and the operations the
+//! The key is the SHA-256 of the normalised goal (`normalise_goal`) and the tool-set
+//! digest (`tools_digest`: each tool's name, component SHA-256 and the operations the
 //! policy allows), so a changed component or a policy that allows other operations misses.
 //! Entries live in `STATE_DIR/plans/KEY.json`, written atomically (temporary file, then
 //! rename).
@@ -28,14 +28,14 @@ use serde_json::json;
 
 use super::budget::StopReason;
 use super::plan::Plan;
-use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Usage};
-use super::run::{RunReport, tool_summaries};
+use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Usage, tool_summaries};
+use super::report::RunReport;
 use super::validate::{Catalog, validate};
 use toolhost_runtime::cache::sha256_hex;
 
-/// The model name of a reply served from plan memory (reserved: the engine marks a call
-/// with it `cached`).
-pub const MODEL: &str = "plan-memory";
+/// The model name of a reply served from plan memory; its [`Usage`] is marked `cached`, so
+/// the run records the call as served from memory.
+pub(crate) const MODEL: &str = "plan-memory";
 
 /// The version of the entry format; another version is a miss.
 const VERSION: u32 = 1;
@@ -56,7 +56,7 @@ struct Entry {
     version: u32,
     /// The normalised goal, for whoever reads the file.
     goal: String,
-    /// [`tools_digest`] when stored; checked again on recall.
+    /// `tools_digest` when stored; checked again on recall.
     tools: String,
     plan: Plan,
 }
@@ -64,7 +64,7 @@ struct Entry {
 /// The goal as keyed: lowercase, every run of whitespace one space, trimmed, and trailing
 /// `.`, `!`, `?`, `,`, `;` and `:` removed. So "What is 12*4?  " and "what is 12*4"
 /// share an entry; anything else that differs (numbers, names, word order) does not.
-pub fn normalise_goal(goal: &str) -> String {
+pub(crate) fn normalise_goal(goal: &str) -> String {
     let words: Vec<String> = goal.split_whitespace().map(str::to_lowercase).collect();
     words
         .join(" ")
@@ -76,7 +76,7 @@ pub fn normalise_goal(goal: &str) -> String {
 
 /// SHA-256 of the tool set as the planner sees it: each tool's name, its component's
 /// SHA-256, and the operations the policy allows it, in name order.
-pub fn tools_digest(catalog: &Catalog) -> String {
+pub(crate) fn tools_digest(catalog: &Catalog) -> String {
     let tools: Vec<serde_json::Value> = tool_summaries(catalog)
         .iter()
         .map(|t| {
@@ -229,6 +229,7 @@ impl Planner for MemoryPlanner {
         if self.serves(req) {
             Usage {
                 model: MODEL.into(),
+                cached: true,
                 ..Usage::default()
             }
         } else {
@@ -244,6 +245,7 @@ impl Planner for MemoryPlanner {
                 self.served = true;
                 let usage = Usage {
                     model: MODEL.into(),
+                    cached: true,
                     ..Usage::default()
                 };
                 return Ok((Reply::Plan { plan }, usage));

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::budget::{Spent, StopReason};
 use super::plan::Step;
 use super::record::StepRecord;
-use super::run::PlannerCall;
+use super::report::PlannerCall;
 use super::validate::{Problem, ValidPlan};
 
 /// Live progress of a run. Every method has an empty default.
@@ -32,6 +32,38 @@ pub trait Observer {
     /// The id the run is known by (the journal's), for its trace.
     fn run_id(&self) -> Option<String> {
         None
+    }
+}
+
+/// A lent observer (`Engine::builder(..).observer(&mut mine)`), read by its owner after
+/// the run.
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn plan_accepted(&mut self, plan: &ValidPlan) {
+        (**self).plan_accepted(plan);
+    }
+    fn plan_rejected(&mut self, problems: &[Problem]) {
+        (**self).plan_rejected(problems);
+    }
+    fn planner_called(&mut self, call: &PlannerCall) {
+        (**self).planner_called(call);
+    }
+    fn step_started(&mut self, step: &Step, revision: u32) {
+        (**self).step_started(step, revision);
+    }
+    fn step_finished(&mut self, record: &StepRecord) {
+        (**self).step_finished(record);
+    }
+    fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
+        (**self).stopped(reason, spent, answer);
+    }
+    fn durable(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
+        (**self).durable()
+    }
+    fn failed(&self) -> Option<String> {
+        (**self).failed()
+    }
+    fn run_id(&self) -> Option<String> {
+        (**self).run_id()
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::plan::{Plan, StepId};
 use super::record::StepRecord;
-use super::validate::Problem;
+use super::validate::{Catalog, Problem};
 
 /// How the planner and executor take turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,7 @@ pub enum Mode {
 
 /// One operation as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct OperationSummary {
     pub name: String,
     pub description: Option<String>,
@@ -34,6 +35,7 @@ pub struct OperationSummary {
 
 /// One tool the policy allows, as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolSummary {
     pub name: String,
     pub description: Option<String>,
@@ -41,8 +43,39 @@ pub struct ToolSummary {
     pub sensitive: bool,
 }
 
+/// What the planner can use: the catalog's tools and their allowed operations.
+pub(crate) fn tool_summaries(catalog: &Catalog) -> Vec<ToolSummary> {
+    catalog
+        .tools
+        .iter()
+        .map(|(name, e)| ToolSummary {
+            name: name.clone(),
+            description: e.tool.description.clone(),
+            sensitive: e.policy.sensitive,
+            operations: e
+                .tool
+                .operations
+                .iter()
+                .filter(|o| {
+                    e.policy
+                        .operations
+                        .as_ref()
+                        .is_none_or(|ops| ops.contains(&o.name))
+                })
+                .map(|o| OperationSummary {
+                    name: o.name.clone(),
+                    description: o.description.clone(),
+                    params_schema: o.params_schema.clone(),
+                    result_schema: o.result_schema.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// Budgets left when the planner is called.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Remaining {
     pub steps: u32,
     pub replans: u32,
@@ -55,6 +88,7 @@ pub struct Remaining {
 
 /// Everything a planner is given.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PlanRequest {
     pub goal: String,
     pub mode: Mode,
@@ -167,6 +201,10 @@ pub struct Usage {
     /// one answered), each charged at its own model's price.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<Usage>,
+    /// The reply was served from a cache (plan memory), not asked of a model: the run
+    /// records the call `cached`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl Usage {

@@ -47,6 +47,7 @@ pub struct Evaluation {
 
 /// One step as it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StepRecord {
     pub id: StepId,
     /// The plan revision (plan-then-execute) or turn (step-wise) it belongs to.
@@ -74,7 +75,7 @@ pub struct StepRecord {
 impl StepRecord {
     /// The record of `step` (of `revision`) ending at `at_us` without running: skipped, or
     /// failed with `kind` for a step a resume abandoned.
-    pub fn not_run(
+    pub(crate) fn not_run(
         step: &super::plan::Step,
         revision: u32,
         status: StepStatus,

@@ -156,7 +156,7 @@ fn interpolations(s: &str) -> Vec<Result<&str, String>> {
 }
 
 /// The type found at `path` inside a value of type `ty`, or why there is none.
-pub fn type_at<'a>(ty: &'a WitType, path: &[Seg]) -> Result<&'a WitType, String> {
+pub(crate) fn type_at<'a>(ty: &'a WitType, path: &[Seg]) -> Result<&'a WitType, String> {
     let mut t = ty;
     for seg in path {
         // A path through an `option` reaches into its `some` value.
@@ -200,7 +200,7 @@ pub fn type_at<'a>(ty: &'a WitType, path: &[Seg]) -> Result<&'a WitType, String>
 }
 
 /// The value at `path` inside `v`, or why there is none.
-pub fn value_at<'a>(v: &'a Value, path: &[Seg]) -> Result<&'a Value, String> {
+pub(crate) fn value_at<'a>(v: &'a Value, path: &[Seg]) -> Result<&'a Value, String> {
     let mut cur = v;
     for seg in path {
         // `option<option<T>>` writes an outer `some` as `{"some": …}`.
@@ -232,7 +232,7 @@ pub fn value_at<'a>(v: &'a Value, path: &[Seg]) -> Result<&'a Value, String> {
 
 /// Replaces every reference in `args` with `lookup(reference)`: whole values by the
 /// value, interpolations by its text. Stops at the first failing lookup.
-pub fn substitute(
+pub(crate) fn substitute(
     args: &Value,
     lookup: &mut dyn FnMut(&Ref) -> Result<Value, String>,
 ) -> Result<Value, String> {

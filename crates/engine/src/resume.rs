@@ -8,11 +8,13 @@ use std::time::Instant;
 
 use super::budget::{Spent, StopReason};
 use super::cancel::Cancel;
+use super::engine::Engine;
 use super::plan::{Plan, StepId};
 use super::planner::Planner;
 use super::record::{StepRecord, StepStatus};
-use super::run::{Engine, PlannerCall, RunReport, State};
-use super::validate::{ValidPlan, validate};
+use super::report::{PlannerCall, RunReport};
+use super::state::{ResumePoint, State};
+use super::validate::validate;
 
 /// Where a run stopped, as its journal tells it.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,15 +59,6 @@ pub struct Unfinished {
     pub abandon: BTreeSet<StepId>,
 }
 
-/// The revision a resumed run carries on with (taken by the mode's loop).
-#[derive(Debug, Clone)]
-pub(crate) struct ResumePoint {
-    pub plan: ValidPlan,
-    pub approved: bool,
-    pub handoff: bool,
-    pub confidence: f64,
-}
-
 impl Engine<'_> {
     /// Carries a stopped run on from `checkpoint` to a new stop.
     pub async fn resume(
@@ -91,7 +84,7 @@ impl Engine<'_> {
         // Outputs and ids of earlier revisions: what the current one was validated against.
         for r in &checkpoint.records {
             if r.status == StepStatus::Succeeded && Some(r.revision) != current_rev {
-                remember(&mut st, r);
+                st.remember(r);
             }
         }
         let Some(current) = checkpoint.current else {
@@ -122,7 +115,7 @@ impl Engine<'_> {
         for r in &checkpoint.records {
             if r.revision == current.plan.revision && !cut_off.contains(&r.id) {
                 if r.status == StepStatus::Succeeded {
-                    remember(&mut st, r);
+                    st.remember(r);
                 }
                 st.prior.insert(r.id.clone(), r.status);
             }
@@ -171,12 +164,4 @@ impl Engine<'_> {
         });
         self.drive(&goal, planner, st).await
     }
-}
-
-fn remember(st: &mut State, r: &StepRecord) {
-    if let Some(out) = &r.output {
-        st.outputs.insert(r.id.clone(), out.clone());
-    }
-    st.done
-        .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
 }

@@ -7,10 +7,11 @@ use tracing::Instrument;
 
 use super::approval::PlanDecision;
 use super::budget::StopReason;
+use super::engine::Engine;
 use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::StepStatus;
-use super::run::{Engine, State};
+use super::state::State;
 use super::validate::{ProblemKind, ValidPlan, validate};
 
 impl Engine<'_> {

@@ -47,7 +47,7 @@ fn serde_name(v: &impl Serialize) -> String {
 use toolhost_runtime::trace::int;
 
 /// The span of a whole run; `run_id` when the caller knows one (the journal's).
-pub fn run_span(mode: Mode, run_id: Option<&str>) -> Span {
+pub(crate) fn run_span(mode: Mode, run_id: Option<&str>) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "run",
@@ -71,7 +71,7 @@ pub fn run_span(mode: Mode, run_id: Option<&str>) -> Span {
 
 /// Records how the run ended and what it spent (only the stop's kind: an escalation's
 /// reason is free text).
-pub fn record_stop(span: &Span, stop: &StopReason, spent: &Spent) {
+pub(crate) fn record_stop(span: &Span, stop: &StopReason, spent: &Spent) {
     span.record("toolhost.run.stop_reason", serde_name(stop));
     if let StopReason::BudgetExhausted { which } = stop {
         span.record("toolhost.run.exhausted_budget", serde_name(which));
@@ -88,7 +88,7 @@ pub fn record_stop(span: &Span, stop: &StopReason, spent: &Spent) {
 }
 
 /// The span of one validated plan revision (or step-wise turn) being executed.
-pub fn revision_span(plan: &ValidPlan) -> Span {
+pub(crate) fn revision_span(plan: &ValidPlan) -> Span {
     tracing::info_span!(
         target: TARGET,
         "plan_revision",
@@ -98,7 +98,7 @@ pub fn revision_span(plan: &ValidPlan) -> Span {
 }
 
 /// The span of one step, from its launch until its record is final.
-pub fn step_span(step: &Step, revision: u32) -> Span {
+pub(crate) fn step_span(step: &Step, revision: u32) -> Span {
     tracing::info_span!(
         target: TARGET,
         "step",
@@ -114,7 +114,7 @@ pub fn step_span(step: &Step, revision: u32) -> Span {
 }
 
 /// Records a step's final status, fuel and error kind.
-pub fn record_step(span: &Span, record: &StepRecord) {
+pub(crate) fn record_step(span: &Span, record: &StepRecord) {
     span.record("toolhost.step.status", serde_name(&record.status));
     span.record("toolhost.step.fuel", int(record.fuel));
     if let Some(e) = &record.error {
@@ -137,7 +137,7 @@ fn provider(planner: &str) -> Option<&'static str> {
 
 /// The span of one planner call (a GenAI client span), before it is sent: `estimate` is
 /// the planner's estimate, whose model is the requested one.
-pub fn planner_span(planner: &str, estimate: &Usage, revision: u32) -> Span {
+pub(crate) fn planner_span(planner: &str, estimate: &Usage, revision: u32) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "planner_call",
@@ -163,7 +163,7 @@ pub fn planner_span(planner: &str, estimate: &Usage, revision: u32) -> Span {
 }
 
 /// Records the tokens a planner call used and the kind of its reply (never its content).
-pub fn record_planner(span: &Span, result: &Result<(Reply, Usage), PlannerError>) {
+pub(crate) fn record_planner(span: &Span, result: &Result<(Reply, Usage), PlannerError>) {
     let usage = match result {
         Ok((reply, usage)) => {
             let kind = match reply {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::plan::{Plan, StepId};
+use super::plan::{Plan, Step, StepId};
 use super::reference::{self, Found};
 use super::sample::sample;
 use toolhost_runtime::policy::ToolPolicy;
@@ -24,6 +24,7 @@ use toolhost_runtime::{Tool, convert};
 /// The class of a plan problem, stable for machines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProblemKind {
     TooManySteps,
     DuplicateId,
@@ -39,6 +40,7 @@ pub enum ProblemKind {
 
 /// One thing wrong with a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Problem {
     pub kind: ProblemKind,
     /// The step it concerns, if one.
@@ -95,143 +97,222 @@ fn output_type(op: &Operation) -> Option<WitType> {
 /// Validates `plan` against `catalog`; returns every problem at once. `prior` holds the
 /// `(tool, operation)` of steps that already succeeded in earlier revisions: the plan may
 /// reference their outputs but not reuse their ids.
+///
+/// The checks run in this order, and problems are listed in it (a step's own problems
+/// together): the step cap and ids; then per step its tool and operation, what the policy
+/// allows, its dependencies, its references and its arguments' types; last the order.
 pub fn validate(
     plan: &Plan,
     catalog: &Catalog,
     max_steps: usize,
     prior: &BTreeMap<StepId, (String, String)>,
 ) -> Result<ValidPlan, Vec<Problem>> {
-    let mut problems = Vec::new();
-    let mut push = |kind, step: Option<&StepId>, message: String| {
-        problems.push(Problem {
+    let mut v = Validation {
+        catalog,
+        prior,
+        by_id: BTreeMap::new(),
+        deps: BTreeMap::new(),
+        problems: Vec::new(),
+    };
+    v.step_cap(plan, max_steps);
+    v.ids(plan);
+    for step in &plan.steps {
+        let op = v.operation(step);
+        if let Some((entry, _)) = op {
+            v.policy(step, entry);
+        }
+        if !v.args_are_object(step) {
+            continue;
+        }
+        v.dependencies(step);
+        let stand_ins = v.references(step);
+        if let (Some((_, op)), Some(stand_ins)) = (op, stand_ins) {
+            v.arguments(step, op, &stand_ins);
+        }
+    }
+    let order = v.order(plan);
+    if v.problems.is_empty() {
+        Ok(ValidPlan {
+            plan: plan.clone(),
+            deps: v.deps,
+            order,
+        })
+    } else {
+        Err(v.problems)
+    }
+}
+
+/// One validation under way: what it checks against, what it has found.
+struct Validation<'a> {
+    catalog: &'a Catalog,
+    prior: &'a BTreeMap<StepId, (String, String)>,
+    /// The plan's steps by id (the first of a duplicated id).
+    by_id: BTreeMap<StepId, &'a Step>,
+    /// Each step's dependencies: `depends_on` plus the steps its arguments reference.
+    deps: BTreeMap<StepId, BTreeSet<StepId>>,
+    problems: Vec<Problem>,
+}
+
+impl<'a> Validation<'a> {
+    fn push(&mut self, kind: ProblemKind, step: Option<&StepId>, message: String) {
+        self.problems.push(Problem {
             kind,
             step: step.cloned(),
             message,
         });
-    };
-    if plan.steps.len() > max_steps {
-        push(
-            ProblemKind::TooManySteps,
-            None,
-            format!(
-                "the plan has {} steps; at most {max_steps} are allowed",
-                plan.steps.len()
-            ),
-        );
     }
-    let mut by_id = BTreeMap::new();
-    for step in &plan.steps {
-        if prior.contains_key(&step.id) {
-            push(
-                ProblemKind::DuplicateId,
-                Some(&step.id),
-                "the id belongs to a step that already ran; choose a new one".into(),
-            );
-        }
-        if by_id.insert(step.id.clone(), step).is_some() {
-            push(
-                ProblemKind::DuplicateId,
-                Some(&step.id),
-                "the id is used by more than one step".into(),
-            );
-        }
-    }
-    let mut deps: BTreeMap<StepId, BTreeSet<StepId>> = BTreeMap::new();
-    for step in &plan.steps {
-        let here = Some(&step.id);
-        let entry = catalog.tools.get(&step.tool);
-        let op = match entry {
-            None => {
-                let names: Vec<&str> = catalog.tools.keys().map(String::as_str).collect();
-                push(
-                    ProblemKind::UnknownTool,
-                    here,
-                    format!(
-                        "tool `{}` is not available; the tools are: {}",
-                        step.tool,
-                        names.join(", ")
-                    ),
-                );
-                None
-            }
-            Some(e) => match e.tool.operation(&step.operation) {
-                None => {
-                    push(
-                        ProblemKind::UnknownOperation,
-                        here,
-                        format!(
-                            "tool `{}` has no operation `{}`; its operations are: {}",
-                            step.tool,
-                            step.operation,
-                            e.tool.operation_names()
-                        ),
-                    );
-                    None
-                }
-                Some(op) => Some((e, op)),
-            },
-        };
-        if let Some((e, _)) = op {
-            if let Some(allowed) = &e.policy.operations
-                && !allowed.contains(&step.operation)
-            {
-                push(
-                    ProblemKind::NotAllowed,
-                    here,
-                    format!(
-                        "the policy does not allow operation `{}` of tool `{}`; allowed: {}",
-                        step.operation,
-                        step.tool,
-                        allowed.join(", ")
-                    ),
-                );
-            }
-            let limit = u64::try_from(e.policy.limits.timeout.as_millis()).unwrap_or(u64::MAX);
-            if let Some(t) = step.timeout_ms
-                && (t == 0 || t > limit)
-            {
-                push(
-                    ProblemKind::TimeoutAbovePolicy,
-                    here,
-                    format!(
-                        "timeout_ms {t} must be between 1 and the policy's {limit} ms for tool `{}`",
-                        step.tool
-                    ),
-                );
-            }
-        }
-        if !step.args.is_object() {
-            push(
-                ProblemKind::BadArguments,
-                here,
+
+    /// A planner may not hand the executor more steps than the run allows.
+    fn step_cap(&mut self, plan: &Plan, max_steps: usize) {
+        if plan.steps.len() > max_steps {
+            self.push(
+                ProblemKind::TooManySteps,
+                None,
                 format!(
-                    "`args` must be an object keyed by parameter name, not `{}`",
-                    step.args
+                    "the plan has {} steps; at most {max_steps} are allowed",
+                    plan.steps.len()
                 ),
             );
-            continue;
         }
-        let d = deps.entry(step.id.clone()).or_default();
+    }
+
+    /// Ids name outputs and records: unique within the plan and new to the run.
+    fn ids(&mut self, plan: &'a Plan) {
+        for step in &plan.steps {
+            if self.prior.contains_key(&step.id) {
+                self.push(
+                    ProblemKind::DuplicateId,
+                    Some(&step.id),
+                    "the id belongs to a step that already ran; choose a new one".into(),
+                );
+            }
+            if self.by_id.insert(step.id.clone(), step).is_some() {
+                self.push(
+                    ProblemKind::DuplicateId,
+                    Some(&step.id),
+                    "the id is used by more than one step".into(),
+                );
+            }
+        }
+    }
+
+    /// The step's tool and operation, if both exist.
+    fn operation(&mut self, step: &Step) -> Option<(&'a Entry, &'a Operation)> {
+        let here = Some(&step.id);
+        let catalog = self.catalog;
+        let Some(e) = catalog.tools.get(&step.tool) else {
+            let names: Vec<&str> = catalog.tools.keys().map(String::as_str).collect();
+            self.push(
+                ProblemKind::UnknownTool,
+                here,
+                format!(
+                    "tool `{}` is not available; the tools are: {}",
+                    step.tool,
+                    names.join(", ")
+                ),
+            );
+            return None;
+        };
+        let Some(op) = e.tool.operation(&step.operation) else {
+            self.push(
+                ProblemKind::UnknownOperation,
+                here,
+                format!(
+                    "tool `{}` has no operation `{}`; its operations are: {}",
+                    step.tool,
+                    step.operation,
+                    e.tool.operation_names()
+                ),
+            );
+            return None;
+        };
+        Some((e, op))
+    }
+
+    /// What the tool's policy section allows: the operation, and the step's deadline.
+    fn policy(&mut self, step: &Step, e: &Entry) {
+        let here = Some(&step.id);
+        if let Some(allowed) = &e.policy.operations
+            && !allowed.contains(&step.operation)
+        {
+            self.push(
+                ProblemKind::NotAllowed,
+                here,
+                format!(
+                    "the policy does not allow operation `{}` of tool `{}`; allowed: {}",
+                    step.operation,
+                    step.tool,
+                    allowed.join(", ")
+                ),
+            );
+        }
+        let limit = u64::try_from(e.policy.limits.timeout.as_millis()).unwrap_or(u64::MAX);
+        if let Some(t) = step.timeout_ms
+            && (t == 0 || t > limit)
+        {
+            self.push(
+                ProblemKind::TimeoutAbovePolicy,
+                here,
+                format!(
+                    "timeout_ms {t} must be between 1 and the policy's {limit} ms for tool `{}`",
+                    step.tool
+                ),
+            );
+        }
+    }
+
+    /// Arguments are keyed by parameter name; anything else has no references or types to
+    /// check, so the step's other checks are skipped.
+    fn args_are_object(&mut self, step: &Step) -> bool {
+        if step.args.is_object() {
+            return true;
+        }
+        self.push(
+            ProblemKind::BadArguments,
+            Some(&step.id),
+            format!(
+                "`args` must be an object keyed by parameter name, not `{}`",
+                step.args
+            ),
+        );
+        false
+    }
+
+    /// `depends_on` names other steps of the plan (or steps that already succeeded).
+    fn dependencies(&mut self, step: &Step) {
+        let here = Some(&step.id);
+        self.deps.entry(step.id.clone()).or_default();
         for dep in &step.depends_on {
             if dep == &step.id {
-                push(
+                self.push(
                     ProblemKind::UnknownDependency,
                     here,
                     "depends on itself".into(),
                 );
-            } else if by_id.contains_key(dep) {
-                d.insert(dep.clone());
-            } else if prior.contains_key(dep) {
+            } else if self.by_id.contains_key(dep) {
+                self.deps
+                    .entry(step.id.clone())
+                    .or_default()
+                    .insert(dep.clone());
+            } else if self.prior.contains_key(dep) {
                 // It succeeded in an earlier revision: already satisfied.
             } else {
-                push(
+                self.push(
                     ProblemKind::UnknownDependency,
                     here,
                     format!("depends on `{dep}`, which is not a step of the plan"),
                 );
             }
         }
-        // Stand-ins for the referenced values; `None` once a reference cannot be typed.
+    }
+
+    /// Each reference in the arguments points at another step whose result has a value at
+    /// its path; a reference to a step of this plan is a dependency. Returns stand-ins for
+    /// the whole-value references (by their text), to type-check the arguments with;
+    /// `None` once a reference cannot be typed.
+    fn references(&mut self, step: &Step) -> Option<BTreeMap<String, Value>> {
+        let here = Some(&step.id);
+        let (catalog, prior) = (self.catalog, self.prior);
         let mut typed = true;
         let mut stand_ins: BTreeMap<String, Value> = BTreeMap::new();
         for Found {
@@ -243,13 +324,13 @@ pub fn validate(
             let r = match reference {
                 Ok(r) => r,
                 Err(why) => {
-                    push(ProblemKind::BadReference, here, format!("{at}: {why}"));
+                    self.push(ProblemKind::BadReference, here, format!("{at}: {why}"));
                     typed = false;
                     continue;
                 }
             };
             if r.step == step.id {
-                push(
+                self.push(
                     ProblemKind::BadReference,
                     here,
                     format!("{at}: `{}` refers to the step itself", r.text),
@@ -259,15 +340,19 @@ pub fn validate(
             }
             // A step of this plan runs first; one that succeeded in an earlier revision
             // has its output already, so it adds no dependency.
-            let producer = match by_id.get(&r.step) {
-                Some(p) => {
-                    d.insert(r.step.clone());
-                    Some((p.tool.as_str(), p.operation.as_str()))
+            let producer = match self.by_id.get(&r.step) {
+                Some(&p) => {
+                    let p = (p.tool.as_str(), p.operation.as_str());
+                    self.deps
+                        .entry(step.id.clone())
+                        .or_default()
+                        .insert(r.step.clone());
+                    Some(p)
                 }
                 None => prior.get(&r.step).map(|(t, o)| (t.as_str(), o.as_str())),
             };
             let Some((producer_tool, producer_op)) = producer else {
-                push(
+                self.push(
                     ProblemKind::BadReference,
                     here,
                     format!(
@@ -286,7 +371,7 @@ pub fn validate(
             let ty = match &out {
                 None if r.path.is_empty() => None,
                 None => {
-                    push(
+                    self.push(
                         ProblemKind::BadReference,
                         here,
                         format!("{at}: `{}`: step `{}` returns nothing", r.text, r.step),
@@ -297,7 +382,7 @@ pub fn validate(
                 Some(t) => match reference::type_at(t, &r.path) {
                     Ok(t) => Some(t.clone()),
                     Err(why) => {
-                        push(
+                        self.push(
                             ProblemKind::BadReference,
                             here,
                             format!("{at}: `{}`: the output of `{}` {why}", r.text, r.step),
@@ -312,53 +397,50 @@ pub fn validate(
                 stand_ins.insert(r.text.clone(), v);
             }
         }
-        if let (Some((_, op)), true) = (op, typed) {
-            let args = reference::substitute(&step.args, &mut |r| {
-                Ok(stand_ins
-                    .get(&r.text)
-                    .cloned()
-                    .unwrap_or(Value::String(String::new())))
-            });
-            if let Ok(args) = args
-                && let Err(e) = convert::args_to_vals(&op.params, &args)
-            {
-                push(
-                    ProblemKind::BadArguments,
-                    here,
-                    format!("bad arguments: {e}"),
-                );
-            }
+        typed.then_some(stand_ins)
+    }
+
+    /// The arguments, with stand-ins for references, convert to the operation's WIT
+    /// parameter types.
+    fn arguments(&mut self, step: &Step, op: &Operation, stand_ins: &BTreeMap<String, Value>) {
+        let args = reference::substitute(&step.args, &mut |r| {
+            Ok(stand_ins
+                .get(&r.text)
+                .cloned()
+                .unwrap_or(Value::String(String::new())))
+        });
+        if let Ok(args) = args
+            && let Err(e) = convert::args_to_vals(&op.params, &args)
+        {
+            self.push(
+                ProblemKind::BadArguments,
+                Some(&step.id),
+                format!("bad arguments: {e}"),
+            );
         }
     }
-    let order = match topological(
-        &plan.steps.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
-        &deps,
-    ) {
-        Ok(order) => order,
-        Err(cycle) => {
-            push(
-                ProblemKind::Cycle,
-                None,
-                format!(
-                    "steps {} depend on each other in a cycle",
-                    cycle
-                        .iter()
-                        .map(|s| format!("`{s}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            );
-            Vec::new()
+
+    /// An order that respects the dependencies; none if they form a cycle.
+    fn order(&mut self, plan: &Plan) -> Vec<StepId> {
+        let ids: Vec<StepId> = plan.steps.iter().map(|s| s.id.clone()).collect();
+        match topological(&ids, &self.deps) {
+            Ok(order) => order,
+            Err(cycle) => {
+                self.push(
+                    ProblemKind::Cycle,
+                    None,
+                    format!(
+                        "steps {} depend on each other in a cycle",
+                        cycle
+                            .iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+                Vec::new()
+            }
         }
-    };
-    if problems.is_empty() {
-        Ok(ValidPlan {
-            plan: plan.clone(),
-            deps,
-            order,
-        })
-    } else {
-        Err(problems)
     }
 }
 

@@ -91,6 +91,7 @@ fn usage_of(c: &PlannerCall) -> Usage {
         input_tokens: c.input_tokens,
         output_tokens: c.output_tokens,
         also: c.also.clone(),
+        cached: c.cached,
     }
 }
 

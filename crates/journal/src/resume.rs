@@ -132,6 +132,7 @@ pub fn checkpoint(
                     input_tokens: call.input_tokens,
                     output_tokens: call.output_tokens,
                     also: call.also.clone(),
+                    cached: call.cached,
                 };
                 for u in own.calls() {
                     spent.input_tokens += u.input_tokens;

@@ -101,17 +101,19 @@ impl Recorder {
         })
     }
 
-    fn write(&mut self, line: &Value) -> Result<(), PlannerError> {
+    fn write(&mut self, line: &Value) -> std::io::Result<()> {
         // One line per call, flushed at once, so a run that dies mid-way leaves every
         // call before it on disk.
-        writeln!(self.out, "{line}")
-            .and_then(|()| self.out.flush())
-            .map_err(|e| PlannerError {
-                planner: self.name(),
-                reason: format!("cannot write cassette `{}`: {e}", self.path.display()),
-                usage: Usage::default(),
-                budget: None,
-            })
+        writeln!(self.out, "{line}").and_then(|()| self.out.flush())
+    }
+
+    fn write_failed(&self, e: &std::io::Error) -> PlannerError {
+        PlannerError {
+            planner: self.name(),
+            reason: format!("cannot write cassette `{}`: {e}", self.path.display()),
+            usage: Usage::default(),
+            budget: None,
+        }
     }
 }
 
@@ -139,7 +141,7 @@ impl Planner for Recorder {
                 }
                 Err(e) => line["error"] = json!(e.reason),
             }
-            self.write(&line)?;
+            self.write(&line).map_err(|e| self.write_failed(&e))?;
             result
         })
     }

@@ -266,10 +266,7 @@ fn a_turn_below_the_confidence_threshold_escalates_unattended() {
 
 #[test]
 fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
-    use std::sync::Arc;
-
     use toolhost_engine::{ApprovalMode, Cancel, Engine, Quiet, Unattended};
-    use toolhost_runtime::Gate;
 
     let mut planner = Recording::new(json!({"plan": {"goal": "wait", "steps": [
         {"id": "long", "tool": "misbehave", "operation": "sleep", "args": {"ms": 30000}},
@@ -279,20 +276,17 @@ fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
     let catalog = catalog("version = 1\n[tools.misbehave]\nlimits = { timeout_ms = 60000 }\n");
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
-    let mut engine = Engine {
-        rt: super::rt(),
-        catalog,
-        config: RunConfig {
+    let mut engine = Engine::builder(super::rt(), catalog)
+        .config(RunConfig {
             budgets: toolhost_engine::Budgets {
                 max_wall_ms: 120_000,
                 ..Default::default()
             },
             ..RunConfig::default()
-        },
-        approver: &mut approver,
-        observer: &mut observer,
-        gate: Arc::new(Gate::new()),
-    };
+        })
+        .approver(&mut approver)
+        .observer(&mut observer)
+        .build();
     let cancel = Cancel::new();
     let report = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -9,7 +9,7 @@ use toolhost_engine::{
     ApprovalMode, Engine, Observer, RunConfig, Script, ScriptedPlanner, Step, StopReason,
     Unattended,
 };
-use toolhost_runtime::{Gate, Runtime};
+use toolhost_runtime::Runtime;
 use toolhost_tests::server::Server;
 
 /// What the observer saw: syncs asked for, and starts that reached the server before the
@@ -77,17 +77,14 @@ fn run(server: &Arc<Server>, tag: &str, idempotent: bool) -> Seen {
         seen: seen.clone(),
     };
     let rt: Arc<Runtime> = toolhost_tests::runtime_arc().clone();
-    let mut engine = Engine {
-        rt,
-        catalog: Arc::new(catalog),
-        config: RunConfig {
+    let mut engine = Engine::builder(rt, Arc::new(catalog))
+        .config(RunConfig {
             max_parallel: 4,
             ..RunConfig::default()
-        },
-        approver: &mut approver,
-        observer: &mut watch,
-        gate: Arc::new(Gate::new()),
-    };
+        })
+        .approver(&mut approver)
+        .observer(&mut watch)
+        .build();
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolhost_engine::budget::{Spent, StopReason};
-use toolhost_engine::run::{Observer, PlannerCall, RunReport};
 use toolhost_engine::validate::{Problem, ValidPlan};
+use toolhost_engine::{Observer, PlannerCall, RunReport};
 use toolhost_engine::{Step, StepRecord, StepStatus};
 
 /// How long a step runs before the spinner shows it.

@@ -19,7 +19,6 @@ use toolhost_engine::validate::Catalog;
 use toolhost_engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Unfinished};
 use toolhost_journal::{Journal, Tee};
 use toolhost_runtime::Runtime;
-use toolhost_runtime::policy::Gate;
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
 ///
@@ -145,14 +144,11 @@ pub(crate) fn drive(
     };
     let mut journal_observer = journal.clone();
     let mut tee = Tee(&mut journal_observer, observer);
-    let mut engine = Engine {
-        rt: Arc::new(rt),
-        catalog: Arc::new(Catalog { tools }),
-        config: task.config.clone(),
-        approver: &mut approvals,
-        observer: &mut tee,
-        gate: Arc::new(Gate::new()),
-    };
+    let mut engine = Engine::builder(Arc::new(rt), Arc::new(Catalog { tools }))
+        .config(task.config.clone())
+        .approver(&mut approvals)
+        .observer(&mut tee)
+        .build();
     // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
     let cancel = Cancel::new();
     let on_interrupt = cancel.clone();

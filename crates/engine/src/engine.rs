@@ -1,0 +1,259 @@
+//! The [`Engine`] and its [`RunConfig`], and what the mode loops and the executor share:
+//! asking the planner under the budgets, charging what it used, and the journal's
+//! durability. The loops themselves are in `run`, `stepwise` and `exec`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use super::approval::{ApprovalMode, Approver, Unattended};
+use super::budget::{Budgets, Prices, StopReason, cost};
+use super::evaluate::EvaluatorConfig;
+use super::fault::Faults;
+use super::observe::{Observer, Quiet};
+use super::planner::{Ask, Mode, PlanRequest, Planner, Remaining, Reply, Usage, tool_summaries};
+use super::report::PlannerCall;
+use super::state::State;
+use super::validate::Catalog;
+use crate::trace;
+use toolhost_runtime::Runtime;
+use toolhost_runtime::policy::Gate;
+
+/// How a run is carried out. `RunConfig::default()`:
+/// - `mode`: plan-then-execute;
+/// - `budgets`: [`Budgets::default`];
+/// - `prices`: empty (planner calls cost nothing unless priced);
+/// - `max_parallel`: 4 steps at once;
+/// - `confidence_threshold`: 0.6 (step-wise turns below it need approval);
+/// - `max_plan_steps`: 50;
+/// - `evaluator`: [`EvaluatorConfig::default`];
+/// - `faults`: none (faults are injected by `toolhost replay` only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    pub mode: Mode,
+    pub budgets: Budgets,
+    pub prices: Prices,
+    pub max_parallel: usize,
+    pub confidence_threshold: f64,
+    pub max_plan_steps: usize,
+    pub evaluator: EvaluatorConfig,
+    pub faults: Faults,
+}
+
+impl Default for RunConfig {
+    fn default() -> RunConfig {
+        RunConfig {
+            mode: Mode::PlanThenExecute,
+            budgets: Budgets::default(),
+            prices: Prices::new(),
+            max_parallel: 4,
+            confidence_threshold: 0.6,
+            max_plan_steps: 50,
+            evaluator: EvaluatorConfig::default(),
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// Everything a run needs besides its planner. Built with [`Engine::builder`].
+pub struct Engine<'a> {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) config: RunConfig,
+    pub(crate) approver: Box<dyn Approver + 'a>,
+    pub(crate) observer: Box<dyn Observer + 'a>,
+    /// Shared by the run's calls, so per-tool rate limits hold across the run.
+    pub(crate) gate: Arc<Gate>,
+}
+
+/// Builds an [`Engine`]; see [`Engine::builder`] for what it starts with.
+#[must_use]
+pub struct EngineBuilder<'a> {
+    engine: Engine<'a>,
+}
+
+impl<'a> Engine<'a> {
+    /// An engine for the tools of `catalog`, loaded in `rt`. Until told otherwise:
+    /// - `config`: [`RunConfig::default`];
+    /// - `approver`: none present ([`Unattended`] with [`ApprovalMode::Deny`]): plans run
+    ///   as validated, and a step that needs approval (a `sensitive` tool, a step-wise turn
+    ///   below the confidence threshold) does not run: the run stops `escalated`;
+    /// - `observer`: [`Quiet`], nothing recorded (no journal: nothing is made durable);
+    /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls.
+    pub fn builder(rt: Arc<Runtime>, catalog: Arc<Catalog>) -> EngineBuilder<'a> {
+        EngineBuilder {
+            engine: Engine {
+                rt,
+                catalog,
+                config: RunConfig::default(),
+                approver: Box::new(Unattended(ApprovalMode::Deny)),
+                observer: Box::new(Quiet),
+                gate: Arc::new(Gate::new()),
+            },
+        }
+    }
+}
+
+impl<'a> EngineBuilder<'a> {
+    /// How runs are carried out.
+    pub fn config(mut self, config: RunConfig) -> EngineBuilder<'a> {
+        self.engine.config = config;
+        self
+    }
+
+    /// Who reviews plans and approves steps (`&mut A` lends one).
+    pub fn approver(mut self, approver: impl Approver + 'a) -> EngineBuilder<'a> {
+        self.engine.approver = Box::new(approver);
+        self
+    }
+
+    /// What the run reports to as it goes (`&mut O` lends one).
+    pub fn observer(mut self, observer: impl Observer + 'a) -> EngineBuilder<'a> {
+        self.engine.observer = Box::new(observer);
+        self
+    }
+
+    /// A gate shared with other engines, so per-tool rate limits count their calls too.
+    pub fn gate(mut self, gate: Arc<Gate>) -> EngineBuilder<'a> {
+        self.engine.gate = gate;
+        self
+    }
+
+    pub fn build(self) -> Engine<'a> {
+        self.engine
+    }
+}
+
+impl Engine<'_> {
+    /// Makes what the observer recorded durable, off the async workers; the journal's
+    /// failure, if it failed.
+    pub(crate) async fn make_durable(&mut self) -> Result<(), StopReason> {
+        if let Some(job) = self.observer.durable() {
+            // An fsync can take milliseconds: it must not hold up a worker's other tasks.
+            if let Err(e) = tokio::task::spawn_blocking(job).await {
+                return Err(StopReason::JournalFailed {
+                    why: format!("the journal's sync did not finish: {e}"),
+                });
+            }
+        }
+        self.journal_ok()
+    }
+
+    /// `journal_failed` when the observer can record nothing more.
+    pub(crate) fn journal_ok(&self) -> Result<(), StopReason> {
+        match self.observer.failed() {
+            Some(why) => Err(StopReason::JournalFailed { why }),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn remaining(&self, st: &State) -> Remaining {
+        let b = &self.config.budgets;
+        let s = &st.spent;
+        Remaining {
+            steps: b.max_steps.saturating_sub(s.steps),
+            replans: b.max_replans.saturating_sub(s.replans),
+            wall_ms: u64::try_from(b.wall_left(s).as_millis()).unwrap_or(u64::MAX),
+            fuel: b.fuel_left(s),
+            input_tokens: b.max_input_tokens.saturating_sub(s.input_tokens),
+            output_tokens: b.max_output_tokens.saturating_sub(s.output_tokens),
+            cost_usd: (b.max_cost_usd - s.cost_usd).max(0.0),
+        }
+    }
+
+    /// Asks the planner, after checking the budgets it would spend.
+    pub(crate) async fn ask(
+        &mut self,
+        planner: &mut dyn Planner,
+        st: &mut State,
+        req: PlanRequest,
+    ) -> Result<Reply, StopReason> {
+        st.tick();
+        if st.cancel.is_cancelled() {
+            return Err(StopReason::Cancelled);
+        }
+        // A run whose journal failed spends nothing more.
+        self.journal_ok()?;
+        match st.pending.take() {
+            // Received, paid for and journaled before the resume: served as it is, neither
+            // asked for nor journaled a second time (a replay of the run sees each answer
+            // once).
+            Some(call) if call.ask == Ask::of(&req) => return Ok(call.response),
+            _ => {}
+        }
+        let estimate = planner.estimate(&req);
+        let price = self.config.prices.get(&estimate.model);
+        if let Some(which) = self.config.budgets.before_planner_call(
+            &st.spent,
+            estimate.input_tokens,
+            estimate.output_tokens,
+            price,
+        ) {
+            return Err(StopReason::BudgetExhausted { which });
+        }
+        let asked = Instant::now();
+        let cancel = st.cancel.clone();
+        let span = trace::planner_span(&planner.name(), &estimate, req.revision);
+        let result = tokio::select! {
+            r = planner.plan(&req).instrument(span.clone()) => r,
+            () = cancel.cancelled() => return Err(StopReason::Cancelled),
+        };
+        trace::record_planner(&span, &result);
+        st.spent.planner_calls += 1;
+        let (reply, usage) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.charge(st, &e.usage);
+                return Err(match e.budget {
+                    Some(which) => StopReason::BudgetExhausted { which },
+                    None => StopReason::Escalated { why: e.to_string() },
+                });
+            }
+        };
+        self.charge(st, &usage);
+        let call = PlannerCall {
+            ask: Ask::of(&req),
+            response: reply.clone(),
+            revision: req.revision,
+            model: usage.model.clone(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            latency_us: u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX),
+            reply: match &reply {
+                Reply::Plan { .. } => "plan",
+                Reply::Turn { .. } => "turn",
+                Reply::GiveUp { .. } => "give_up",
+            }
+            .into(),
+            cached: usage.cached,
+            also: usage.also.clone(),
+        };
+        self.observer.planner_called(&call);
+        st.calls.push(call);
+        Ok(reply)
+    }
+
+    pub(crate) fn charge(&self, st: &mut State, usage: &Usage) {
+        for usage in usage.calls() {
+            st.spent.input_tokens += usage.input_tokens;
+            st.spent.output_tokens += usage.output_tokens;
+            if let Some(p) = self.config.prices.get(&usage.model) {
+                st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+            }
+        }
+    }
+
+    pub(crate) fn request(&self, goal: &str, st: &State, revision: u32) -> PlanRequest {
+        PlanRequest {
+            goal: goal.to_string(),
+            mode: self.config.mode,
+            tools: tool_summaries(&self.catalog),
+            history: st.records.clone(),
+            failure: None,
+            problems: Vec::new(),
+            remaining: self.remaining(st),
+            revision,
+        }
+    }
+}

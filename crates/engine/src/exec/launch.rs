@@ -1,0 +1,274 @@
+//! Launching one step: whether it may start (budgets, approval), the limits it runs
+//! under, and the task that calls it through the policy gate.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::{Done, Progress};
+use crate::approval::StepDecision;
+use crate::budget::{Budget, StopReason};
+use crate::engine::Engine;
+use crate::fault::Fault;
+use crate::plan::Step;
+use crate::record::{StepError, StepRecord, StepStatus};
+use crate::reference;
+use crate::state::State;
+use crate::trace;
+use crate::validate::Entry;
+use toolhost_runtime::call::CallOutcome;
+use toolhost_runtime::error::CallError;
+use toolhost_runtime::policy::Gate;
+use toolhost_runtime::{Limits, Runtime};
+
+/// A launched step, not yet spawned.
+pub(super) type StepTask = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// The steps launched together, started after one sync.
+#[derive(Default)]
+pub(super) struct Batch {
+    pub tasks: Vec<(crate::plan::StepId, StepTask)>,
+    /// Some step of the batch is not idempotent: its start must be durable first.
+    pub needs_sync: bool,
+}
+
+/// Whether a ready step may start now.
+pub(super) enum Admission {
+    /// Yes, under these limits.
+    Go(Limits),
+    /// Not yet: running steps hold fuel they will mostly hand back.
+    Wait,
+    /// No: the revision ends.
+    Stop(StopReason),
+}
+
+fn error_of(e: &CallError) -> StepError {
+    StepError {
+        kind: e.kind().as_str().to_string(),
+        message: e.to_string(),
+        value: match e {
+            CallError::ToolError { value } => Some(value.clone()),
+            _ => None,
+        },
+    }
+}
+
+impl Engine<'_> {
+    /// Whether `step` may start: within the budgets (counting the fuel the running steps
+    /// reserved), approved if it needs approval, with fuel and wall time left to give it.
+    pub(super) fn admit(&mut self, step: &Step, x: &Progress<'_>, st: &mut State) -> Admission {
+        st.tick();
+        let mut would = st.spent.clone();
+        would.fuel += x.reserved;
+        if let Some(which) = self.config.budgets.before_tool_call(&would) {
+            // Running steps reserved their whole fuel limit but usually hand most
+            // of it back: wait for them before calling the fuel budget spent.
+            if which == Budget::Fuel && x.reserved > 0 {
+                return Admission::Wait;
+            }
+            return Admission::Stop(StopReason::BudgetExhausted { which });
+        }
+        if let Err(reason) = self.approve(step, x.confidence) {
+            return Admission::Stop(reason);
+        }
+        match self.limits(step, x.reserved, st) {
+            Ok(limits) => Admission::Go(limits),
+            Err(reason) => Admission::Stop(reason),
+        }
+    }
+
+    /// Asks the approver about a step that needs approval; a step without an approver
+    /// present does not run (the run escalates).
+    fn approve(&mut self, step: &Step, confidence: Option<f64>) -> Result<(), StopReason> {
+        let Some(why) = self.needs_approval(step, confidence) else {
+            return Ok(());
+        };
+        match self.approver.approve_step(step, &why, &self.catalog) {
+            StepDecision::Approve => Ok(()),
+            StepDecision::Reject(reason) => Err(StopReason::RejectedByHuman {
+                what: format!("step `{}`: {reason}", step.id),
+            }),
+            StepDecision::NoApprover => Err(StopReason::Escalated {
+                why: format!(
+                    "step `{}` needs approval ({why}) and no approver is present",
+                    step.id
+                ),
+            }),
+        }
+    }
+
+    /// Why `step` needs approval, if it does.
+    fn needs_approval(&self, step: &Step, confidence: Option<f64>) -> Option<String> {
+        let entry = &self.catalog.tools[&step.tool];
+        if entry.policy.sensitive {
+            return Some(format!("tool `{}` is marked sensitive", step.tool));
+        }
+        match confidence {
+            Some(c) if c < self.config.confidence_threshold => Some(format!(
+                "the planner's confidence {c} is below the threshold {}",
+                self.config.confidence_threshold
+            )),
+            _ => None,
+        }
+    }
+
+    /// The policy's limits for `step`, capped by its own timeout and by the fuel (less
+    /// what running steps reserved) and wall time the run has left.
+    fn limits(&self, step: &Step, reserved: u64, st: &State) -> Result<Limits, StopReason> {
+        let policy_limits = &self.catalog.tools[&step.tool].policy.limits;
+        let fuel_left = self
+            .config
+            .budgets
+            .fuel_left(&st.spent)
+            .saturating_sub(reserved);
+        let wall_left = self.config.budgets.wall_left(&st.spent);
+        if fuel_left == 0 {
+            return Err(StopReason::BudgetExhausted {
+                which: Budget::Fuel,
+            });
+        }
+        if wall_left.is_zero() {
+            return Err(StopReason::BudgetExhausted {
+                which: Budget::WallTime,
+            });
+        }
+        let timeout = step
+            .timeout_ms
+            .map_or(policy_limits.timeout, Duration::from_millis)
+            .min(policy_limits.timeout)
+            .min(wall_left);
+        Ok(Limits {
+            fuel: policy_limits.fuel.min(fuel_left),
+            timeout,
+            ..policy_limits.clone()
+        })
+    }
+
+    /// Reserves the step's fuel, records its start, resolves its references and returns
+    /// the task that calls it (not yet spawned: its batch's sync comes first).
+    pub(super) fn launch(
+        &mut self,
+        step: &Step,
+        limits: Limits,
+        x: &mut Progress<'_>,
+        st: &mut State,
+    ) -> StepTask {
+        let id = &step.id;
+        x.reserved += limits.fuel;
+        st.spent.steps += 1;
+        x.launched.insert(id.clone());
+        self.observer.step_started(step, x.revision);
+        let args = reference::substitute(&step.args, &mut |r| {
+            let out = st
+                .outputs
+                .get(&r.step)
+                .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
+            reference::value_at(out, &r.path)
+                .cloned()
+                .map_err(|why| format!("`{}`: {why}", r.text))
+        });
+        let started_us = st.micros();
+        let base = StepRecord {
+            id: id.clone(),
+            revision: x.revision,
+            tool: step.tool.clone(),
+            operation: step.operation.clone(),
+            args: args.clone().unwrap_or_else(|_| step.args.clone()),
+            status: StepStatus::Failed,
+            output: None,
+            error: None,
+            evaluation: None,
+            fuel: 0,
+            started_us,
+            finished_us: started_us,
+            events: Vec::new(),
+        };
+        x.in_flight.insert(id.clone(), base.clone());
+        let span = trace::step_span(step, x.revision);
+        let call = Call {
+            rt: self.rt.clone(),
+            gate: self.gate.clone(),
+            entry: self.catalog.tools[&step.tool].clone(),
+            op: step.operation.clone(),
+            args,
+            fault: self.config.faults.find(id, x.revision),
+            record: base,
+            started: st.started,
+            reserved_fuel: limits.fuel,
+            limits,
+            span: span.clone(),
+        };
+        Box::pin(call.run().instrument(span))
+    }
+}
+
+/// Everything a step's task owns.
+struct Call {
+    rt: Arc<Runtime>,
+    gate: Arc<Gate>,
+    entry: Entry,
+    op: String,
+    /// The arguments with references resolved, or why one could not be.
+    args: Result<Value, String>,
+    /// A fault injected by replay, which stands in for the call.
+    fault: Option<Fault>,
+    /// The record as launched.
+    record: StepRecord,
+    /// When the run started, for `finished_us`.
+    started: Instant,
+    reserved_fuel: u64,
+    limits: Limits,
+    span: tracing::Span,
+}
+
+impl Call {
+    async fn run(self) -> Done {
+        let mut record = self.record;
+        match self.args {
+            _ if self.fault.is_some() => {
+                record.error = self.fault.map(Fault::error);
+            }
+            Err(why) => {
+                record.error = Some(StepError {
+                    kind: "bad_reference".into(),
+                    message: why,
+                    value: None,
+                });
+            }
+            Ok(args) => {
+                let entry = &self.entry;
+                let CallOutcome { result, report } = self
+                    .gate
+                    .call(
+                        &self.rt,
+                        &entry.policy,
+                        &entry.tool,
+                        &self.op,
+                        &args,
+                        &self.limits,
+                    )
+                    .await;
+                record.fuel = report.fuel_consumed;
+                record.events = report.events;
+                match result {
+                    Ok(v) => {
+                        record.status = StepStatus::Succeeded;
+                        record.output = Some(v);
+                    }
+                    Err(e) => record.error = Some(error_of(&e)),
+                }
+            }
+        }
+        record.finished_us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        Done {
+            id: record.id.clone(),
+            record,
+            reserved_fuel: self.reserved_fuel,
+            span: self.span,
+        }
+    }
+}

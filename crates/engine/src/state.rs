@@ -1,0 +1,81 @@
+//! The mutable state of one run, shared by the mode loops, the executor and resume. Below
+//! all of them: a resumed run is a [`State`] filled from a checkpoint, handed to the same
+//! loops.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::budget::Spent;
+use super::cancel::Cancel;
+use super::plan::{Plan, StepId};
+use super::record::{StepRecord, StepStatus};
+use super::report::PlannerCall;
+use super::validate::ValidPlan;
+
+/// Mutable state of a run.
+pub(crate) struct State {
+    pub cancel: Cancel,
+    pub started: Instant,
+    pub spent: Spent,
+    pub outputs: BTreeMap<StepId, Value>,
+    /// `(tool, operation)` of each succeeded step, for references from later revisions.
+    pub done: BTreeMap<StepId, (String, String)>,
+    pub records: Vec<StepRecord>,
+    pub revisions: Vec<Plan>,
+    pub calls: Vec<PlannerCall>,
+    /// A resumed run's revision to carry on with, taken by the first loop iteration.
+    pub resume: Option<ResumePoint>,
+    /// Steps of the revision about to run that finished before a resume, taken by
+    /// `execute`.
+    pub prior: BTreeMap<StepId, StepStatus>,
+    /// A planner answer received (and journaled, and paid for) before a resume, not yet
+    /// acted on: served to the first question it answers instead of asking again.
+    pub pending: Option<PlannerCall>,
+}
+
+/// The revision a resumed run carries on with (taken by the mode's loop).
+#[derive(Debug, Clone)]
+pub(crate) struct ResumePoint {
+    pub plan: ValidPlan,
+    pub approved: bool,
+    pub handoff: bool,
+    pub confidence: f64,
+}
+
+impl State {
+    pub fn new(cancel: &Cancel) -> State {
+        State {
+            cancel: cancel.clone(),
+            started: Instant::now(),
+            spent: Spent::default(),
+            outputs: BTreeMap::new(),
+            done: BTreeMap::new(),
+            records: Vec::new(),
+            revisions: Vec::new(),
+            calls: Vec::new(),
+            resume: None,
+            prior: BTreeMap::new(),
+            pending: None,
+        }
+    }
+
+    pub fn tick(&mut self) {
+        self.spent.wall = self.started.elapsed();
+    }
+
+    pub fn micros(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Takes in a step that succeeded: its output for later references, its id and
+    /// operation for later revisions' validation.
+    pub fn remember(&mut self, r: &StepRecord) {
+        if let Some(out) = &r.output {
+            self.outputs.insert(r.id.clone(), out.clone());
+        }
+        self.done
+            .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
+    }
+}
