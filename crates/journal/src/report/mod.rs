@@ -5,7 +5,7 @@
 //!
 //! Data flows: journal file → [`verify()`](super::verify()) (the verdict) and a lenient
 //! re-read ([`Entry`] per line, kinds as strings, blob references resolved) → [`model`] (steps, revisions, budgets)
-//! → [`page`] with [`dag`] and [`lanes`] (inline SVG) and [`steps`] → one HTML string.
+//! → [`page`] with [`dag`] and [`lanes`] (inline SVG) and [`steps`], values shown by `show` → one HTML string.
 //!
 //! Journal content is untrusted (tool output, planner text): every piece of it goes
 //! through [`escape`], no journal text ever reaches the inline scripts, and the page's
@@ -17,6 +17,7 @@ pub mod dag;
 pub mod lanes;
 pub mod model;
 pub mod page;
+mod show;
 pub mod steps;
 
 use std::path::{Path, PathBuf};

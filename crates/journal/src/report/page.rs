@@ -8,6 +8,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::model::{self, BudgetRow, StepRun, Unit, num, text};
+use super::show::short;
 use super::{Report, dag, escape, lanes, steps};
 
 const CSS: &str = include_str!("report.css");
@@ -20,8 +21,6 @@ const ON_ERROR: &str = r#"window.onerror = function (message, source, line) {
   root.setAttribute("data-script-errors", seen + message + " (line " + line + ")\n");
   return false;
 };"#;
-/// Longest JSON shown for one value; the journal holds the rest.
-const SHOWN: usize = 6000;
 
 /// `'sha256-…'` of an inline script, for the Content-Security-Policy.
 fn csp_hash(script: &str) -> String {
@@ -29,31 +28,6 @@ fn csp_hash(script: &str) -> String {
     let digest = Sha256::digest(script.as_bytes());
     let b64 = base64::engine::general_purpose::STANDARD.encode(digest);
     format!("'sha256-{b64}'")
-}
-
-/// A JSON value as readable text: strings as they are, the rest pretty-printed; cut at
-/// [`SHOWN`] characters.
-pub(super) fn pretty(v: &Value) -> String {
-    let s = match v {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-    };
-    let n = s.chars().count();
-    if n > SHOWN {
-        let cut: String = s.chars().take(SHOWN).collect();
-        format!("{cut}\n… ({} more characters in the journal)", n - SHOWN)
-    } else {
-        s
-    }
-}
-
-/// A value on one line, cut at `n` characters.
-pub(super) fn short(v: &Value, n: usize) -> String {
-    let s = match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    dag::clip(&s, n)
 }
 
 fn amount(x: f64, unit: Unit) -> String {

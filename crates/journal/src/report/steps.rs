@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::model::{self, StepRun, text};
-use super::page::{pretty, short};
+use super::show::{pretty, short};
 use super::{escape, lanes};
 
 fn events_table(s: &mut String, events: &[Value]) {
