@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost_engine::{
-    ApprovalMode, Catalog, Engine, Entry, Quiet, RunConfig, Script, ScriptedPlanner, StopReason,
-    Unattended,
+    ApprovalMode, Canned, Catalog, Engine, Entry, Quiet, RunConfig, Script, StopReason, Unattended,
 };
 use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
 use toolhost_tests::server::Server;
@@ -21,7 +20,7 @@ fn run_plan(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, url: &str, parallel: usiz
         .collect();
     let script: Script =
         serde_json::from_value(json!({"plan": {"goal": "fetch 8", "steps": steps}})).unwrap();
-    let mut planner = ScriptedPlanner::new(script);
+    let mut planner = Canned::scripted(script);
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
     let mut engine = Engine::builder(rt.clone(), catalog.clone())

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost_engine::{
-    ApprovalMode, Budgets, Catalog, Engine, Entry, Mode, Observer, Quiet, RunConfig, Script,
-    ScriptedPlanner, StopReason, Unattended,
+    ApprovalMode, Budgets, Canned, Catalog, Engine, Entry, Mode, Observer, Quiet, RunConfig,
+    Script, StopReason, Unattended,
 };
 use toolhost_journal::writer::FileDigest;
 use toolhost_journal::{Journal, Redactor, RunStart};
@@ -34,7 +34,7 @@ fn run_plan(
         .collect();
     let script: Script =
         serde_json::from_value(json!({"plan": {"goal": "evaluate", "steps": steps}})).unwrap();
-    let mut planner = ScriptedPlanner::new(script);
+    let mut planner = Canned::scripted(script);
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut engine = Engine::builder(rt.clone(), catalog.clone())
         .config(RunConfig {

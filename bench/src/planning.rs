@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolhost_engine::planner::PlanFuture;
 use toolhost_engine::{
-    ApprovalMode, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig, Script,
-    ScriptedPlanner, Spent, StopReason, Unattended, Usage,
+    ApprovalMode, Canned, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig,
+    Script, Spent, StopReason, Unattended, Usage,
 };
 use toolhost_llm::{LlmConfig, ProviderKind, prompt};
 use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
@@ -19,7 +19,7 @@ use super::Figure;
 
 /// The scripted answers, charged as a model's would be.
 struct Counted {
-    script: ScriptedPlanner,
+    script: Canned,
     context_chars: usize,
 }
 
@@ -52,7 +52,7 @@ impl Planner for Counted {
 fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -> Spent {
     let script: Script = serde_json::from_value(script).unwrap();
     let mut planner = Counted {
-        script: ScriptedPlanner::new(script),
+        script: Canned::scripted(script),
         context_chars: LlmConfig::new(ProviderKind::OpenAi, "bench").context_chars,
     };
     let mut approver = Unattended(ApprovalMode::Deny);

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_engine::planner::PlanFuture;
 use toolhost_engine::{
-    ApprovalMode, Approver, Catalog, Engine, Observer, PlanDecision, PlanRequest, Planner, Quiet,
-    RunConfig, RunReport, Script, ScriptedPlanner, Step, StepDecision, StepRecord, Unattended,
-    Usage, ValidPlan,
+    ApprovalMode, Approver, Canned, Catalog, Engine, Observer, PlanDecision, PlanRequest, Planner,
+    Quiet, RunConfig, RunReport, Script, Step, StepDecision, StepRecord, Unattended, Usage,
+    ValidPlan,
 };
 use toolhost_runtime::Runtime;
 
@@ -34,14 +34,14 @@ fn script(v: Value) -> Script {
 /// A scripted planner that keeps every request it answered: the requests it never saw are
 /// the planner calls the engine did not make.
 struct Recording {
-    inner: ScriptedPlanner,
+    inner: Canned,
     requests: Vec<PlanRequest>,
 }
 
 impl Recording {
     fn new(v: Value) -> Recording {
         Recording {
-            inner: ScriptedPlanner::new(script(v)),
+            inner: Canned::scripted(script(v)),
             requests: Vec::new(),
         }
     }

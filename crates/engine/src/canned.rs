@@ -1,6 +1,6 @@
 //! [`Canned`]: the one planner that answers from a record instead of a model. Three
 //! sources fill it with [`Answer`]s, and differ only in how an answer is found:
-//! - a task's script ([`Canned::scripted`]): [`Order::ByKind`], the first unused answer
+//! - a task's script ([`Canned::scripted`], in `scripted`): [`Order::ByKind`], the first unused answer
 //!   of the kind asked (a revised plan for the failed step, or for any step); none left,
 //!   and the planner gives up, as a scripted demo ends;
 //! - a cassette (`toolhost_llm::cassette`) and a journal's planner calls
@@ -114,6 +114,7 @@ impl Canned {
     }
 
     /// The answer to `ask` at `revision`, used up.
+    #[allow(clippy::result_large_err)] // what `Planner::plan` resolves to, unboxed
     fn answer(&mut self, ask: &Ask, revision: u32) -> Result<(Reply, Usage), PlannerError> {
         let Some(i) = self.find(ask) else {
             return match self.order {

@@ -16,8 +16,10 @@
 //! - [`reference`]: `{"$ref": "s1.output.x"}` and `${s1.output.x}` in arguments.
 //! - `sample`: stand-in values used to type-check references.
 //! - [`validate`]: every problem of a plan, before any step runs.
-//! - [`planner`]: the [`Planner`] trait and what it is asked; [`scripted`]: the offline
-//!   planner; [`ensemble`]: a fast planner escalating to a strong one.
+//! - [`planner`]: the [`Planner`] trait and what it is asked; [`canned`]: [`Canned`], the
+//!   planner answering from a record (a [`scripted`] task's script here; a cassette in
+//!   `toolhost-llm`, a journal's calls in `toolhost-journal`); [`ensemble`]: a fast
+//!   planner escalating to a strong one.
 //! - [`memory`]: plan memory, completed plans served again for the same goal and tools.
 //! - [`budget`]: run budgets, checked before spending; [`StopReason`].
 //! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
@@ -40,6 +42,7 @@
 pub mod approval;
 pub mod budget;
 pub mod cancel;
+pub mod canned;
 mod engine;
 pub mod ensemble;
 pub mod evaluate;
@@ -64,6 +67,7 @@ pub mod validate;
 pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
+pub use self::canned::{Answer, Canned, Order, Serves};
 pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};
@@ -75,5 +79,5 @@ pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
 pub use self::record::{StepRecord, StepStatus, Verdict};
 pub use self::report::{PlannerCall, RunReport};
 pub use self::resume::{Checkpoint, Current, Unfinished};
-pub use self::scripted::{Script, ScriptedPlanner};
+pub use self::scripted::Script;
 pub use self::validate::{Catalog, Entry, Problem, ProblemKind, ValidPlan, validate};

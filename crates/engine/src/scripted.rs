@@ -12,12 +12,11 @@
 //! }
 //! ```
 
-use std::collections::VecDeque;
-
 use serde::Deserialize;
 
+use super::canned::{Answer, Canned, Order, Serves};
 use super::plan::{Plan, StepId};
-use super::planner::{Ask, PlanFuture, PlanRequest, Planner, Reply, Turn, Usage};
+use super::planner::{Ask, Reply, Turn, Usage};
 
 /// A revised plan for a failure of `after_failure_of` (`*`: any step).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -44,91 +43,46 @@ pub struct Script {
     pub usage_per_call: Usage,
 }
 
-/// Answers from a [`Script`], in order; each answer is used once.
-#[derive(Debug)]
-pub struct ScriptedPlanner {
-    first: Option<Plan>,
-    replans: Vec<ScriptedReplan>,
-    repairs: VecDeque<Plan>,
-    turns: VecDeque<Turn>,
-    usage: Usage,
-}
-
-impl ScriptedPlanner {
-    pub fn new(script: Script) -> ScriptedPlanner {
+impl Canned {
+    /// The scripted planner: the script's answers found by kind ([`Order::ByKind`]),
+    /// each used once; with none left for a request the planner gives up. Every call,
+    /// answered or not, is charged the script's `usage_per_call` (model `scripted`
+    /// unless it names one).
+    pub fn scripted(script: Script) -> Canned {
         let mut usage = script.usage_per_call;
         if usage.model.is_empty() {
             usage.model = "scripted".into();
         }
-        ScriptedPlanner {
-            first: script.plan,
-            replans: script.replans,
-            repairs: script.repairs.into(),
-            turns: script.turns.into(),
-            usage,
-        }
-    }
-
-    fn answer(&mut self, ask: &Ask) -> Reply {
-        if matches!(ask, Ask::Turn | Ask::TurnRepair) {
-            return match self.turns.pop_front() {
-                Some(turn) => Reply::Turn {
-                    turn: Box::new(turn),
-                },
-                None => Reply::GiveUp {
-                    why: "the script has no more turns".into(),
-                },
+        let answer = |serves: Serves, reply: Reply| Answer {
+            serves,
+            revision: None,
+            reply: Ok(reply),
+            usage: usage.clone(),
+        };
+        let plan = |plan: Plan| Reply::Plan { plan };
+        let mut answers = Vec::new();
+        answers.extend(script.plan.map(|p| answer(Serves::Ask(Ask::Plan), plan(p))));
+        for r in script.replans {
+            let serves = if r.after_failure_of == "*" {
+                Serves::AnyReplan
+            } else {
+                match StepId::try_from(r.after_failure_of) {
+                    Ok(failed) => Serves::Ask(Ask::Replan { failed }),
+                    // Not a step id: no failure can match it, as before.
+                    Err(_) => continue,
+                }
             };
+            answers.push(answer(serves, plan(r.plan)));
         }
-        if *ask == Ask::Repair {
-            return match self.repairs.pop_front() {
-                Some(plan) => Reply::Plan { plan },
-                None => Reply::GiveUp {
-                    why: "the script has no repaired plan for the validation problems".into(),
-                },
+        for p in script.repairs {
+            answers.push(answer(Serves::Ask(Ask::Repair), plan(p)));
+        }
+        for turn in script.turns {
+            let turn = Reply::Turn {
+                turn: Box::new(turn),
             };
+            answers.push(answer(Serves::AnyTurn, turn));
         }
-        if let Ask::Replan { failed } = ask {
-            let matches = |r: &ScriptedReplan| {
-                r.after_failure_of == "*"
-                    || StepId::try_from(r.after_failure_of.clone()).ok().as_ref() == Some(failed)
-            };
-            return match self.replans.iter().position(matches) {
-                Some(i) => Reply::Plan {
-                    plan: self.replans.remove(i).plan,
-                },
-                None => Reply::GiveUp {
-                    why: format!("the script has no revised plan for a failure of step `{failed}`"),
-                },
-            };
-        }
-        match self.first.take() {
-            Some(plan) => Reply::Plan { plan },
-            None => Reply::GiveUp {
-                why: "the script has no plan".into(),
-            },
-        }
-    }
-}
-
-impl Planner for ScriptedPlanner {
-    fn name(&self) -> String {
-        "scripted".into()
-    }
-
-    fn estimate(&self, _req: &PlanRequest) -> Usage {
-        self.usage.clone()
-    }
-
-    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
-        let reply = self.answer(&Ask::of(req));
-        let usage = self.usage.clone();
-        Box::pin(async move { Ok((reply, usage)) })
-    }
-
-    fn fast_forward(&mut self, asked: &[Ask]) {
-        for ask in asked {
-            self.answer(ask);
-        }
+        Canned::new("scripted", "the script", Order::ByKind, answers).charging_misses(usage)
     }
 }

@@ -1,4 +1,4 @@
-//! Replaying a journaled run: [`Recorded`] serves the planner's journaled answers in
+//! Replaying a journaled run: [`recorded`] serves the planner's journaled answers in
 //! order (no model is called) while the tools run afresh, and [`compare`] lists where the
 //! replay's steps and stop differ from the recording.
 //!
@@ -6,83 +6,46 @@
 //! argument that held an e-mail address replays as `[redacted:email]`, and a replayed
 //! output is redacted the same way before it is compared.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Kind, Record, Redactor};
 use toolhost_engine::StepRecord;
-use toolhost_engine::planner::{Ask, PlanFuture, PlanRequest, Planner, PlannerError, Usage};
+use toolhost_engine::planner::Usage;
+use toolhost_engine::{Answer, Canned, Order, Serves};
 use toolhost_engine::run::{PlannerCall, RunReport};
 
-/// A planner that gives the journaled answers back, in order, and fails — so the run
-/// escalates — as soon as the replay asks for something the recording did not.
-#[derive(Debug)]
-pub struct Recorded {
-    calls: VecDeque<PlannerCall>,
-    served: usize,
-}
-
-impl Recorded {
-    /// The planner calls of `records`.
-    pub fn from_records(records: &[Record]) -> Result<Recorded, super::ResumeError> {
-        let calls = records
-            .iter()
-            .filter(|r| r.kind == Kind::PlannerCalled)
-            .map(|r| {
-                PlannerCall::deserialize(&r.data).map_err(|e| super::ResumeError::BadRecord {
+/// The planner of a replay: the journaled answers given back in order
+/// ([`Order::Recorded`]), failing the call — so the run escalates — as soon as the replay
+/// asks for something the recording did not.
+pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
+    let answers = records
+        .iter()
+        .filter(|r| r.kind == Kind::PlannerCalled)
+        .map(|r| {
+            let call = PlannerCall::deserialize(&r.data).map_err(|e| {
+                super::ResumeError::BadRecord {
                     seq: r.seq,
                     kind: r.kind.as_str(),
                     reason: e.to_string(),
-                })
+                }
+            })?;
+            Ok(Answer {
+                serves: Serves::Ask(call.ask.clone()),
+                revision: Some(call.revision),
+                usage: usage_of(&call),
+                reply: Ok(call.response),
             })
-            .collect::<Result<_, _>>()?;
-        Ok(Recorded { calls, served: 0 })
-    }
-
-    fn fail(&self, reason: String) -> PlannerError {
-        PlannerError {
-            planner: "recorded".into(),
-            reason,
-            usage: Usage::default(),
-            budget: None,
-        }
-    }
-}
-
-impl Planner for Recorded {
-    fn name(&self) -> String {
-        "recorded".into()
-    }
-
-    /// The recorded usage: the replay's budgets see what the recorded run's saw.
-    fn estimate(&self, _req: &PlanRequest) -> Usage {
-        self.calls.front().map(usage_of).unwrap_or_default()
-    }
-
-    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
-        let asked = Ask::of(req);
-        let result = match self.calls.pop_front() {
-            None => Err(self.fail(format!(
-                "the replay asked the planner for {} (revision {}), but the recorded run made only {} planner call(s): the replay went another way",
-                describe(&asked),
-                req.revision,
-                self.served
-            ))),
-            Some(call) if call.ask != asked => Err(self.fail(format!(
-                "planner call {} of the replay asks for {}, where the recorded run asked for {}: the replay went another way",
-                self.served + 1,
-                describe(&asked),
-                describe(&call.ask)
-            ))),
-            Some(call) => {
-                self.served += 1;
-                Ok((call.response.clone(), usage_of(&call)))
-            }
-        };
-        Box::pin(async move { result })
-    }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Canned::new(
+        "recorded",
+        "the recorded run",
+        Order::Recorded,
+        answers,
+    ))
 }
 
 fn usage_of(c: &PlannerCall) -> Usage {
@@ -92,16 +55,6 @@ fn usage_of(c: &PlannerCall) -> Usage {
         output_tokens: c.output_tokens,
         also: c.also.clone(),
         cached: c.cached,
-    }
-}
-
-fn describe(a: &Ask) -> String {
-    match a {
-        Ask::Plan => "a first plan".into(),
-        Ask::Replan { failed } => format!("a revised plan after step `{failed}` failed"),
-        Ask::Repair => "a repaired plan".into(),
-        Ask::Turn => "a turn".into(),
-        Ask::TurnRepair => "a repaired turn".into(),
     }
 }
 

@@ -1,14 +1,13 @@
 //! Record and replay of planner calls. `toolhost run --record FILE` wraps the run's planner
 //! in a [`Recorder`], which appends one JSON line per call: the request, then the reply and
-//! usage or the error. A task with `kind = "replay"` runs a [`ReplayPlanner`] that serves
-//! those lines back in order with no network, so a recorded run of a real model replays
-//! offline with the same outcome (only timings differ).
+//! usage or the error. A task with `kind = "replay"` runs [`open`]'s planner, a
+//! [`Canned`] that serves those lines back in order with no network, so a recorded run of
+//! a real model replays offline with the same outcome (only timings differ).
 //!
 //! Each answer is checked against the request it is served for (mode, revision, whether
 //! it is a repair or a replan, and for which step); a run that diverges from the recording
 //! stops with an error naming the call, rather than answering the wrong question.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::LlmError;
-use toolhost_engine::plan::Plan;
+use toolhost_engine::plan::{Plan, StepId};
+use toolhost_engine::{Answer, Canned, Order, Serves};
 use toolhost_engine::planner::{
     Ask, Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage,
 };
@@ -52,6 +52,19 @@ struct Key {
 }
 
 impl Key {
+    /// The request kind this key records (the same mapping as [`Ask::of`]).
+    fn ask(&self) -> Result<Ask, String> {
+        Ok(match (self.mode, self.repair, &self.failure) {
+            (Mode::StepWise, false, _) => Ask::Turn,
+            (Mode::StepWise, true, _) => Ask::TurnRepair,
+            (Mode::PlanThenExecute, true, _) => Ask::Repair,
+            (Mode::PlanThenExecute, false, Some(f)) => Ask::Replan {
+                failed: StepId::try_from(f.clone())?,
+            },
+            (Mode::PlanThenExecute, false, None) => Ask::Plan,
+        })
+    }
+
     fn of(req: &PlanRequest) -> Key {
         Key {
             mode: req.mode,
@@ -151,99 +164,48 @@ impl Planner for Recorder {
     }
 }
 
-/// Serves a cassette's answers in order, with no network.
-#[derive(Debug)]
-pub struct ReplayPlanner {
-    path: String,
-    lines: VecDeque<Line>,
-    served: usize,
-}
-
-impl ReplayPlanner {
-    /// Reads the cassette at `path`.
-    pub fn open(path: &Path) -> Result<ReplayPlanner, LlmError> {
-        let shown = path.display().to_string();
-        let bad = |reason: String| LlmError::Cassette {
-            path: shown.clone(),
-            reason,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str::<Line>(l).map_err(|e| bad(format!("line {}: {e}", i + 1)))
-            })
-            .collect::<Result<VecDeque<Line>, LlmError>>()?;
-        Ok(ReplayPlanner {
-            path: shown,
-            lines,
-            served: 0,
-        })
-    }
-
-    fn fail(&self, reason: String) -> PlannerError {
-        PlannerError {
-            planner: self.name(),
-            reason: format!("cassette `{}`: {reason}", self.path),
-            usage: Usage::default(),
-            budget: None,
+/// The planner of `kind = "replay"`: the cassette at `path`'s answers, served in recorded
+/// order with no network ([`Order::Recorded`]: a request that is not the one recorded
+/// next fails the call, naming both).
+pub fn open(path: &Path) -> Result<Canned, LlmError> {
+    let shown = path.display().to_string();
+    let bad = |reason: String| LlmError::Cassette {
+        path: shown.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let mut answers = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
         }
-    }
-}
-
-impl Planner for ReplayPlanner {
-    fn name(&self) -> String {
-        "replay".into()
-    }
-
-    /// The recorded usage: the budgets see exactly what the recorded run saw.
-    fn estimate(&self, _req: &PlanRequest) -> Usage {
-        self.lines
-            .front()
-            .map(|l| l.usage.clone())
-            .unwrap_or_default()
-    }
-
-    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
-        let result = match self.lines.pop_front() {
-            None => Err(self.fail(format!(
-                "call {} was not recorded (the cassette has {} calls)",
-                self.served + 1,
-                self.served
-            ))),
-            Some(line) => {
-                self.served += 1;
-                let asked = Key::of(req);
-                if line.key != asked {
-                    Err(self.fail(format!(
-                        "call {} diverges from the recording: recorded {:?}, asked {:?}",
-                        self.served, line.key, asked
-                    )))
-                } else if let Some(e) = line.error {
-                    Err(PlannerError {
-                        planner: line.planner,
-                        reason: e,
-                        usage: Usage::default(),
-                        budget: None,
-                    })
-                } else if let Some(r) = line.reply {
-                    Ok((Reply::from(r), line.usage))
-                } else {
-                    Err(self.fail(format!("call {} has neither reply nor error", self.served)))
-                }
-            }
+        let line: Line =
+            serde_json::from_str(l).map_err(|e| bad(format!("line {}: {e}", i + 1)))?;
+        let reply = match (line.reply, line.error) {
+            (_, Some(reason)) => Err(PlannerError {
+                planner: line.planner,
+                reason,
+                usage: Usage::default(),
+                budget: None,
+            }),
+            (Some(r), None) => Ok(Reply::from(r)),
+            (None, None) => return Err(bad(format!("line {}: neither reply nor error", i + 1))),
         };
-        Box::pin(async move { result })
+        answers.push(Answer {
+            serves: Serves::Ask(
+                line.key
+                    .ask()
+                    .map_err(|e| bad(format!("line {}: {e}", i + 1)))?,
+            ),
+            revision: Some(line.key.revision),
+            reply,
+            usage: line.usage,
+        });
     }
-
-    /// Skips the recorded calls that a resumed run already made.
-    fn fast_forward(&mut self, asked: &[Ask]) {
-        for _ in asked {
-            if self.lines.pop_front().is_some() {
-                self.served += 1;
-            }
-        }
-    }
+    Ok(Canned::new(
+        "replay",
+        format!("cassette `{shown}`"),
+        Order::Recorded,
+        answers,
+    ))
 }

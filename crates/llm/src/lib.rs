@@ -17,7 +17,7 @@
 //! - [`transport`]: POST with retries on 429/5xx/timeouts, `Retry-After`, jitter.
 //! - [`openai`], [`anthropic`], [`compatible`]: one provider each; `Provider` dispatches.
 //! - [`planner`]: [`LlmPlanner`], the loop around a provider.
-//! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`ReplayPlanner`]).
+//! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`cassette::open`]).
 
 pub mod anthropic;
 pub mod cassette;
@@ -32,7 +32,7 @@ pub mod transport;
 
 use std::time::Instant;
 
-pub use self::cassette::{Recorder, ReplayPlanner};
+pub use self::cassette::Recorder;
 pub use self::config::{ApiKey, LlmConfig, ProviderKind, Structured, key_from_env};
 pub use self::planner::LlmPlanner;
 

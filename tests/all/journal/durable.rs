@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use toolhost_engine::{
-    ApprovalMode, Engine, Observer, RunConfig, Script, ScriptedPlanner, Step, StopReason,
-    Unattended,
+    ApprovalMode, Canned, Engine, Observer, RunConfig, Script, Step, StopReason, Unattended,
 };
 use toolhost_runtime::Runtime;
 use toolhost_tests::server::Server;
@@ -67,7 +66,7 @@ fn run(server: &Arc<Server>, tag: &str, idempotent: bool) -> Seen {
         .collect();
     let script: Script =
         serde_json::from_value(json!({"plan": {"goal": "fetch 4", "steps": steps}})).unwrap();
-    let mut planner = ScriptedPlanner::new(script);
+    let mut planner = Canned::scripted(script);
     let mut approver = Unattended(ApprovalMode::Deny);
     let seen = Arc::new(Mutex::new(Seen::default()));
     let mut watch = Watch {

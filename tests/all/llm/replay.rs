@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use toolhost_engine::{Mode, Planner, RunReport, StopReason};
-use toolhost_llm::{ProviderKind, Recorder, ReplayPlanner};
+use toolhost_llm::{ProviderKind, Recorder, cassette};
 use toolhost_tests::cli;
 use toolhost_tests::server::{Canned, Server};
 
@@ -54,7 +54,7 @@ fn a_recorded_run_replays_offline_with_the_same_outcome() {
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(!text.contains(super::KEY));
 
-    let mut replay = ReplayPlanner::open(&cassette).unwrap();
+    let mut replay = cassette::open(&cassette).unwrap();
     let replayed = run(
         calc(),
         mode(Mode::PlanThenExecute),
@@ -78,7 +78,7 @@ fn a_run_that_diverges_from_the_cassette_stops() {
     .unwrap();
     let r = run(calc(), mode(Mode::StepWise), "g", &mut rec);
     assert_eq!(r.stop, StopReason::PlannerStopped);
-    let mut replay = ReplayPlanner::open(&cassette).unwrap();
+    let mut replay = cassette::open(&cassette).unwrap();
     let r = run(calc(), mode(Mode::PlanThenExecute), "g", &mut replay);
     match &r.stop {
         StopReason::Escalated { why } => assert!(why.contains("diverges"), "{why}"),

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use super::{Failure, exit};
 use crate::task::Task;
 use crate::task::{PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost_engine::{Ensemble, EnsembleConfig, MemoryPlanner, Plan, Planner, ScriptedPlanner};
-use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, ReplayPlanner};
+use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Plan, Planner};
+use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, cassette};
 
 /// Planner settings that replace the task file's `[planner]` values.
 #[derive(Debug, Clone, clap::Args)]
@@ -75,10 +75,10 @@ pub(crate) fn build(
         ))
     };
     let mut planner: Box<dyn Planner> = match &task.planner {
-        PlannerSpec::Scripted => Box::new(ScriptedPlanner::new(task.script.clone())),
+        PlannerSpec::Scripted => Box::new(Canned::scripted(task.script.clone())),
         PlannerSpec::Llm(config) => model(config)?,
         PlannerSpec::Replay(path) => {
-            Box::new(ReplayPlanner::open(path).map_err(|e| usage(e.to_string()))?)
+            Box::new(cassette::open(path).map_err(|e| usage(e.to_string()))?)
         }
         PlannerSpec::Ensemble {
             fast,

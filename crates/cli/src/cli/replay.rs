@@ -71,7 +71,7 @@ pub(crate) fn run(
     let then = start["task"]["sha256"].as_str().unwrap_or_default();
     super::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;
     loaded.task.config.faults.0 = faults.clone();
-    let mut planner = replay::Recorded::from_records(&recorded.records)
+    let mut planner = replay::recorded(&recorded.records)
         .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
     let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
     let telemetry = telemetry(&args.view)?;
