@@ -14,9 +14,8 @@ use super::validate::{ProblemKind, ValidPlan, validate};
 use crate::trace;
 
 // Where callers have always found them; the types live below the loop.
-pub use super::engine::{Engine, EngineBuilder, RunConfig};
-pub use super::observe::{Observer, Quiet};
-pub use super::report::{PlannerCall, RunReport};
+use super::engine::Engine;
+use super::report::RunReport;
 
 impl Engine<'_> {
     /// Runs `goal` with `planner` to a stop reason.

@@ -9,8 +9,8 @@ use super::writer::Journal;
 use toolhost_engine::budget::{Spent, StopReason};
 use toolhost_engine::plan::Step;
 use toolhost_engine::record::StepRecord;
-use toolhost_engine::run::{Observer, PlannerCall};
 use toolhost_engine::validate::{Problem, ValidPlan};
+use toolhost_engine::{Observer, PlannerCall};
 
 impl Observer for Journal {
     fn plan_accepted(&mut self, plan: &ValidPlan) {

@@ -15,7 +15,7 @@ use super::{Kind, Record, Redactor};
 use toolhost_engine::StepRecord;
 use toolhost_engine::planner::Usage;
 use toolhost_engine::{Answer, Canned, Order, Serves};
-use toolhost_engine::run::{PlannerCall, RunReport};
+use toolhost_engine::{PlannerCall, RunReport};
 
 /// The planner of a replay: the journaled answers given back in order
 /// ([`Order::Recorded`]), failing the call — so the run escalates — as soon as the replay
@@ -25,13 +25,12 @@ pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
         .iter()
         .filter(|r| r.kind == Kind::PlannerCalled)
         .map(|r| {
-            let call = PlannerCall::deserialize(&r.data).map_err(|e| {
-                super::ResumeError::BadRecord {
+            let call =
+                PlannerCall::deserialize(&r.data).map_err(|e| super::ResumeError::BadRecord {
                     seq: r.seq,
                     kind: r.kind.as_str(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
             Ok(Answer {
                 serves: Serves::Ask(call.ask.clone()),
                 revision: Some(call.revision),

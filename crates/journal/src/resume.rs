@@ -15,12 +15,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Kind, Record, time};
+use toolhost_engine::PlannerCall;
 use toolhost_engine::budget::{Prices, Spent, StopReason, cost};
 use toolhost_engine::plan::{Plan, StepId};
 use toolhost_engine::planner::{Mode, Reply, Usage};
 use toolhost_engine::record::StepRecord;
 use toolhost_engine::resume::{Checkpoint, Current};
-use toolhost_engine::run::PlannerCall;
 
 /// Why a journal cannot be carried on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

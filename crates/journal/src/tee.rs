@@ -5,8 +5,8 @@ use serde_json::Value;
 use toolhost_engine::budget::{Spent, StopReason};
 use toolhost_engine::plan::Step;
 use toolhost_engine::record::StepRecord;
-use toolhost_engine::run::{Observer, PlannerCall};
 use toolhost_engine::validate::{Problem, ValidPlan};
+use toolhost_engine::{Observer, PlannerCall};
 
 /// Feeds every event to two observers, `0` first (put the journal there, so a record is
 /// on disk before it is shown).

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 
 use super::LlmError;
 use toolhost_engine::plan::{Plan, StepId};
-use toolhost_engine::{Answer, Canned, Order, Serves};
 use toolhost_engine::planner::{
     Ask, Mode, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Turn, Usage,
 };
+use toolhost_engine::{Answer, Canned, Order, Serves};
 
 /// A reply as a cassette holds it (the same JSON as [`Reply`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -14,9 +14,9 @@ use super::{CmdResult, Failure, exit};
 use crate::task::Task;
 use crate::telemetry::{OtlpConfig, Telemetry};
 use toolhost_engine::approval::{Approver, Unattended};
-use toolhost_engine::run::{Engine, Quiet, RunReport};
 use toolhost_engine::validate::Catalog;
 use toolhost_engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Unfinished};
+use toolhost_engine::{Engine, Quiet, RunReport};
 use toolhost_journal::{Journal, Tee};
 use toolhost_runtime::Runtime;
 
