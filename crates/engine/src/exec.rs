@@ -24,7 +24,6 @@ use super::record::{Evaluation, StepError, StepRecord, StepStatus, Verdict};
 use super::state::State;
 use super::validate::ValidPlan;
 use crate::trace;
-use toolhost_runtime::Limits;
 
 use self::launch::{Admission, Batch};
 
@@ -376,10 +375,11 @@ impl Engine<'_> {
                 detail: format!("no fuel is left in the run's budget for evaluator tool `{tool}`"),
             });
         }
-        let limits = Limits {
-            fuel: entry.policy.limits.fuel.min(fuel_left),
-            ..entry.policy.limits.clone()
-        };
+        let limits = entry
+            .policy
+            .limits
+            .clone()
+            .fuel(entry.policy.limits.fuel.min(fuel_left));
         let args = json!({"step": step.id.as_str(), "output": output.to_string()});
         let out = self
             .gate

@@ -45,6 +45,7 @@ fn as_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
 
 /// The result of a call (the operation's success value as JSON) and its report.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CallOutcome {
     pub result: Result<Value, CallError>,
     pub report: CallReport,

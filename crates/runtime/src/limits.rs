@@ -40,6 +40,7 @@ settable! {
     /// - `max_audit_bytes`: 1 MiB of audit events kept per call (allowed reads beyond the first
     ///   256 are counted, not kept; once spent, the call ends rather than go on unaudited).
     #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
     pub struct Limits {
         pub fuel: u64,
         pub timeout: Duration,

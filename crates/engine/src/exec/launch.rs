@@ -141,11 +141,10 @@ impl Engine<'_> {
             .map_or(policy_limits.timeout, Duration::from_millis)
             .min(policy_limits.timeout)
             .min(wall_left);
-        Ok(Limits {
-            fuel: policy_limits.fuel.min(fuel_left),
-            timeout,
-            ..policy_limits.clone()
-        })
+        Ok(policy_limits
+            .clone()
+            .fuel(policy_limits.fuel.min(fuel_left))
+            .timeout(timeout))
     }
 
     /// Reserves the step's fuel, records its start, resolves its references and returns
@@ -241,7 +240,7 @@ impl Call {
             }
             Ok(args) => {
                 let entry = &self.entry;
-                let CallOutcome { result, report } = self
+                let CallOutcome { result, report, .. } = self
                     .gate
                     .call(
                         &self.rt,
