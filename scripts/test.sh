@@ -47,6 +47,11 @@ export CARGO_PROFILE_RELEASE_INCREMENTAL="${CARGO_PROFILE_RELEASE_INCREMENTAL:-t
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 
+# Each crate's doc opens with a map of its modules: its links must resolve, and a public
+# doc must not point at a private item. Reuses clippy's dependency metadata (seconds).
+echo "== cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --lib --no-deps --release
+
 # The CLI binary itself: the README's quickstart runs `target/release/toolhost` after this
 # command too (the tests drive `toolhost-test-cli`, another package's binary).
 echo "== cargo build -p toolhost"

@@ -7,15 +7,15 @@
 //!
 //! # Layout
 //!
-//! Data flows: goal → [`Planner`] → [`Plan`] → [`validate`] (against the [`Catalog`] of
+//! Data flows: goal → [`Planner`] → [`Plan`] → [`validate()`] (against the [`Catalog`] of
 //! tools and their policy) → approval → executor (concurrent DAG, references resolved,
 //! calls through the policy gate) → evaluation → [`StepRecord`]s → replan on failure,
 //! until a [`StopReason`].
 //!
 //! - [`plan`]: the plan artifact and its published JSON Schema.
-//! - [`reference`]: `{"$ref": "s1.output.x"}` and `${s1.output.x}` in arguments.
+//! - [`mod@reference`]: `{"$ref": "s1.output.x"}` and `${s1.output.x}` in arguments.
 //! - `sample`: stand-in values used to type-check references.
-//! - [`validate`]: every problem of a plan, before any step runs.
+//! - [`mod@validate`]: every problem of a plan, before any step runs.
 //! - [`planner`]: the [`Planner`] trait and what it is asked; [`canned`]: [`Canned`], the
 //!   planner answering from a record (a [`scripted`] task's script here; a cassette in
 //!   `toolhost-llm`, a journal's calls in `toolhost-journal`); [`ensemble`]: a fast

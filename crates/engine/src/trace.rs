@@ -12,7 +12,7 @@
 //! `planner_call` around each planner request.
 //! Attribute names follow the OpenTelemetry conventions where there is one (`gen_ai.*` for
 //! planner calls, `error.type`, `otel.kind`, `otel.status_code`), `toolhost.*` otherwise.
-//! [`telemetry`](toolhost::telemetry) exports them over OTLP.
+//! The CLI's `telemetry` module exports them over OTLP.
 //!
 //! Spans carry only ids, names, numbers and kinds: never a goal, tool arguments or
 //! outputs, error messages or planner content, which may hold secrets or personal data

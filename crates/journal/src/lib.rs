@@ -41,7 +41,7 @@
 //! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
 //!   line). `crash`: the test hooks (a kill after record N, a full disk at record N).
-//! - [`replay`]: the journaled planner answers served back ([`replay::Recorded`]) and the
+//! - [`replay`]: the journaled planner answers served back ([`replay::recorded`]) and the
 //!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.
 
