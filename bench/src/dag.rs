@@ -57,7 +57,7 @@ pub fn run(scale: Scale) -> Figure {
     let tool = Arc::new(rt.load(toolhost_tools::HTTP.as_ref()).expect("load http"));
     let catalog = Arc::new(Catalog {
         tools: [(
-            "http".to_string(),
+            "http".into(),
             Entry {
                 tool,
                 policy: policy.tools["http"].clone(),

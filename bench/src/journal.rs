@@ -85,7 +85,7 @@ pub fn run(scale: Scale) -> Figure {
     let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));
     let catalog = Arc::new(Catalog {
         tools: [(
-            "calc".to_string(),
+            "calc".into(),
             Entry {
                 tool,
                 policy: policy.tools["calc"].clone(),

@@ -100,7 +100,7 @@ pub fn run() -> Vec<Figure> {
     let policy = Policy::parse("bench.toml", "version = 1\n[tools.calc]\n", ".".as_ref()).unwrap();
     let catalog = Arc::new(Catalog {
         tools: [(
-            "calc".to_string(),
+            "calc".into(),
             Entry {
                 tool: Arc::new(rt.load(toolhost_tools::CALC.as_ref()).unwrap()),
                 policy: policy.tools["calc"].clone(),

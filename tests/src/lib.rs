@@ -44,7 +44,7 @@ pub fn catalog_in(policy: &str, base: &std::path::Path) -> toolhost_engine::Cata
                 tool: tool(&section.name),
                 policy: section.clone(),
             };
-            (section.name, entry)
+            (section.name.into(), entry)
         })
         .collect();
     toolhost_engine::Catalog { tools }

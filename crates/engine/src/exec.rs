@@ -357,7 +357,7 @@ impl Engine<'_> {
     ) -> Option<Evaluation> {
         let cfg = &self.config.evaluator;
         let (tool, op) = (cfg.tool.as_ref()?, cfg.operation.as_ref()?);
-        let Some(entry) = self.catalog.tools.get(tool).cloned() else {
+        let Some(entry) = self.catalog.tools.get(tool.as_str()).cloned() else {
             return Some(Evaluation {
                 verdict: Verdict::Uncertain,
                 detail: format!("evaluator tool `{tool}` is not in the run's tools"),

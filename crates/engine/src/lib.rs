@@ -74,7 +74,7 @@ pub use self::evaluate::{EvaluatorConfig, Reaction};
 pub use self::fault::{Fault, FaultKind, Faults};
 pub use self::memory::{MemoryPlanner, PlanMemory};
 pub use self::observe::{Observer, Quiet};
-pub use self::plan::{Expect, Plan, Step, StepId, plan_schema};
+pub use self::plan::{Expect, OperationName, Plan, Step, StepId, ToolName, plan_schema};
 pub use self::planner::{Mode, PlanRequest, Planner, Reply, Turn, Usage};
 pub use self::record::{StepRecord, StepStatus, Verdict};
 pub use self::report::{PlannerCall, RunReport};

@@ -72,6 +72,87 @@ impl TryFrom<String> for StepId {
     }
 }
 
+/// Declares a name newtype: serialised as its string, compared with `str`, shown as it is.
+macro_rules! name {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(
+            Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+            JsonSchema,
+        )]
+        #[serde(transparent)]
+        #[schemars(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> $name {
+                $name(s.to_string())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(s: String) -> $name {
+                $name(s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(n: $name) -> String {
+                n.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+name! {
+    /// A tool's name: its policy section and the name plans call it by. Kept apart from
+    /// [`OperationName`] by type, so the two cannot be swapped.
+    ToolName
+}
+
+name! {
+    /// The name of one operation of a tool (a function of its WIT interface).
+    OperationName
+}
+
 /// A plan: steps that each call one operation of one sandboxed tool. Arguments may
 /// reference earlier outputs: a whole value as `{"$ref": "STEP.output.PATH"}`, or inside
 /// a string as `${STEP.output.PATH}`; PATH is `.field`, `[index]` or `["key"]` segments.
@@ -123,9 +204,9 @@ pub struct Step {
     #[serde(default)]
     pub description: String,
     /// The tool's name (its policy section).
-    pub tool: String,
+    pub tool: ToolName,
     /// The operation of the tool to call.
-    pub operation: String,
+    pub operation: OperationName,
     /// Arguments by parameter name, matching the operation's schema. A value
     /// `{"$ref": "s1.output.items[0]"}` is an earlier step's output; `${s1.output.name}`
     /// inside a string interpolates one.

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::{Plan, StepId};
+use super::plan::{OperationName, Plan, StepId, ToolName};
 use super::record::StepRecord;
 use super::validate::{Catalog, Problem};
 
@@ -27,7 +27,7 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct OperationSummary {
-    pub name: String,
+    pub name: OperationName,
     pub description: Option<String>,
     pub params_schema: Value,
     pub result_schema: Value,
@@ -37,7 +37,7 @@ pub struct OperationSummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ToolSummary {
-    pub name: String,
+    pub name: ToolName,
     pub description: Option<String>,
     pub operations: Vec<OperationSummary>,
     pub sensitive: bool,
@@ -63,7 +63,7 @@ pub(crate) fn tool_summaries(catalog: &Catalog) -> Vec<ToolSummary> {
                         .is_none_or(|ops| ops.contains(&o.name))
                 })
                 .map(|o| OperationSummary {
-                    name: o.name.clone(),
+                    name: o.name.as_str().into(),
                     description: o.description.clone(),
                     params_schema: o.params_schema.clone(),
                     result_schema: o.result_schema.clone(),
@@ -115,9 +115,9 @@ pub struct Turn {
     #[serde(default)]
     pub next_step: Option<String>,
     #[serde(default)]
-    pub tool: Option<String>,
+    pub tool: Option<ToolName>,
     #[serde(default)]
-    pub operation: Option<String>,
+    pub operation: Option<OperationName>,
     #[serde(default)]
     pub arguments: Option<Value>,
     /// The goal is reached (or cannot be): end the run.

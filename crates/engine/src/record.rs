@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::StepId;
+use super::plan::{OperationName, StepId, ToolName};
 use toolhost_runtime::sandbox::AuditEvent;
 
 /// How a step ended.
@@ -52,8 +52,8 @@ pub struct StepRecord {
     pub id: StepId,
     /// The plan revision (plan-then-execute) or turn (step-wise) it belongs to.
     pub revision: u32,
-    pub tool: String,
-    pub operation: String,
+    pub tool: ToolName,
+    pub operation: OperationName,
     /// The arguments with references resolved.
     pub args: Value,
     pub status: StepStatus,

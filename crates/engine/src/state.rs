@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::budget::Spent;
 use super::cancel::Cancel;
-use super::plan::{Plan, StepId};
+use super::plan::{OperationName, Plan, StepId, ToolName};
 use super::record::{StepRecord, StepStatus};
 use super::report::PlannerCall;
 use super::validate::ValidPlan;
@@ -21,7 +21,7 @@ pub(crate) struct State {
     pub spent: Spent,
     pub outputs: BTreeMap<StepId, Value>,
     /// `(tool, operation)` of each succeeded step, for references from later revisions.
-    pub done: BTreeMap<StepId, (String, String)>,
+    pub done: BTreeMap<StepId, (ToolName, OperationName)>,
     pub records: Vec<StepRecord>,
     pub revisions: Vec<Plan>,
     pub calls: Vec<PlannerCall>,

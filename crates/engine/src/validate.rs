@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::plan::{Plan, Step, StepId};
+use super::plan::{OperationName, Plan, Step, StepId, ToolName};
 use super::reference::{self, Found};
 use super::sample::sample;
 use toolhost_runtime::policy::ToolPolicy;
@@ -67,7 +67,7 @@ pub struct Entry {
 /// The tools of a run, by name.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    pub tools: BTreeMap<String, Entry>,
+    pub tools: BTreeMap<ToolName, Entry>,
 }
 
 impl Catalog {
@@ -105,7 +105,7 @@ pub fn validate(
     plan: &Plan,
     catalog: &Catalog,
     max_steps: usize,
-    prior: &BTreeMap<StepId, (String, String)>,
+    prior: &BTreeMap<StepId, (ToolName, OperationName)>,
 ) -> Result<ValidPlan, Vec<Problem>> {
     let mut v = Validation {
         catalog,
@@ -145,7 +145,7 @@ pub fn validate(
 /// One validation under way: what it checks against, what it has found.
 struct Validation<'a> {
     catalog: &'a Catalog,
-    prior: &'a BTreeMap<StepId, (String, String)>,
+    prior: &'a BTreeMap<StepId, (ToolName, OperationName)>,
     /// The plan's steps by id (the first of a duplicated id).
     by_id: BTreeMap<StepId, &'a Step>,
     /// Each step's dependencies: `depends_on` plus the steps its arguments reference.
@@ -201,7 +201,7 @@ impl<'a> Validation<'a> {
         let here = Some(&step.id);
         let catalog = self.catalog;
         let Some(e) = catalog.tools.get(&step.tool) else {
-            let names: Vec<&str> = catalog.tools.keys().map(String::as_str).collect();
+            let names: Vec<&str> = catalog.tools.keys().map(ToolName::as_str).collect();
             self.push(
                 ProblemKind::UnknownTool,
                 here,
@@ -233,7 +233,7 @@ impl<'a> Validation<'a> {
     fn policy(&mut self, step: &Step, e: &Entry) {
         let here = Some(&step.id);
         if let Some(allowed) = &e.policy.operations
-            && !allowed.contains(&step.operation)
+            && !allowed.iter().any(|a| step.operation == a.as_str())
         {
             self.push(
                 ProblemKind::NotAllowed,

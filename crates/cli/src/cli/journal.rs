@@ -239,12 +239,15 @@ pub(crate) fn open(
         tools: tools
             .iter()
             .map(|(name, e)| {
-                let path = task.tools.get(name).map(|p| p.display().to_string());
+                let path = task
+                    .tools
+                    .get(name.as_str())
+                    .map(|p| p.display().to_string());
                 let file = FileDigest {
                     path: path.unwrap_or_default(),
                     sha256: e.tool.digest.clone(),
                 };
-                (name.clone(), file)
+                (name.to_string(), file)
             })
             .collect(),
         budgets: task.config.budgets.clone(),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{Failure, exit, load_tool};
 use crate::task::{PlannerOverrides, Task};
+use toolhost_engine::ToolName;
 use toolhost_engine::validate::Entry;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Policy;
@@ -15,7 +16,7 @@ use toolhost_runtime::policy::Policy;
 pub(crate) struct Loaded {
     pub task: Task,
     pub policy: Policy,
-    pub tools: BTreeMap<String, Entry>,
+    pub tools: BTreeMap<ToolName, Entry>,
 }
 
 /// Loads the task at `path`, its policy and its tools (each of which the policy must name).
@@ -46,7 +47,7 @@ pub(crate) fn load(
         })?;
         let tool = load_tool(rt, path)?;
         tools.insert(
-            name.clone(),
+            name.as_str().into(),
             Entry {
                 tool: Arc::new(tool),
                 policy: section.clone(),

@@ -59,7 +59,7 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
         })?;
         let tool = load_tool(rt, path)?;
         tools.insert(
-            section.name.clone(),
+            section.name.as_str().into(),
             Entry {
                 tool: Arc::new(tool),
                 policy: section.clone(),

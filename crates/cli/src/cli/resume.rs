@@ -194,12 +194,12 @@ pub(crate) fn run(
     let tools = start["tools"].as_object().cloned().unwrap_or_default();
     for (name, entry) in &loaded.tools {
         let then = tools
-            .get(name)
+            .get(name.as_str())
             .and_then(|t| t["sha256"].as_str())
             .unwrap_or("");
         same(
             &format!("tool `{name}`"),
-            &loaded.task.tools[name].display().to_string(),
+            &loaded.task.tools[name.as_str()].display().to_string(),
             &entry.tool.digest,
             then,
             &run_id,

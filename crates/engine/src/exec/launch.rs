@@ -14,6 +14,7 @@ use crate::approval::StepDecision;
 use crate::budget::{Budget, StopReason};
 use crate::engine::Engine;
 use crate::fault::Fault;
+use crate::plan::OperationName;
 use crate::plan::Step;
 use crate::record::{StepError, StepRecord, StepStatus};
 use crate::reference;
@@ -210,7 +211,7 @@ struct Call {
     rt: Arc<Runtime>,
     gate: Arc<Gate>,
     entry: Entry,
-    op: String,
+    op: OperationName,
     /// The arguments with references resolved, or why one could not be.
     args: Result<Value, String>,
     /// A fault injected by replay, which stands in for the call.
