@@ -2,7 +2,6 @@
 //! jitter on 429, 5xx, connection errors and timeouts, `Retry-After` honoured (seconds or
 //! an HTTP-date), and all of it inside a deadline (the run's remaining wall time).
 
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -41,16 +40,8 @@ impl RetryPolicy {
             .min(self.max_backoff);
         let half = full / 2;
         let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-        half + Duration::from_nanos(if nanos == 0 { 0 } else { random() % nanos })
+        half + Duration::from_nanos(fastrand::u64(0..=nanos))
     }
-}
-
-/// A random `u64` from the standard library's per-process hash keys: plenty for jitter,
-/// without a dependency.
-fn random() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(Instant::now().elapsed().as_nanos());
-    h.finish()
 }
 
 /// An HTTP client for one provider.
