@@ -1,15 +1,14 @@
 //! Eight independent plan steps, each an HTTP GET that a loopback server answers after
 //! 100 ms: the engine's parallel DAG executor vs the same plan run one step at a time.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost_engine::{
-    ApprovalMode, Canned, Catalog, Engine, Entry, Quiet, RunConfig, Script, StopReason, Unattended,
+    ApprovalMode, Canned, Catalog, Engine, Quiet, RunConfig, Script, StopReason, Unattended,
 };
-use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
+use toolhost_runtime::Runtime;
 use toolhost_tests::server::Server;
 
 use super::{Figure, Scale, median};
@@ -44,27 +43,11 @@ fn run_plan(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, url: &str, parallel: usiz
 
 pub fn run(scale: Scale) -> Figure {
     let server = Server::start();
-    let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
-    let policy = Policy::parse(
-        "bench.toml",
-        &format!(
-            "version = 1\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\n",
-            server.origin()
-        ),
-        Path::new("."),
-    )
-    .expect("policy");
-    let tool = Arc::new(rt.load(toolhost_tools::HTTP.as_ref()).expect("load http"));
-    let catalog = Arc::new(Catalog {
-        tools: [(
-            "http".into(),
-            Entry {
-                tool,
-                policy: policy.tools["http"].clone(),
-            },
-        )]
-        .into(),
-    });
+    let policy = format!(
+        "version = 1\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\n",
+        server.origin()
+    );
+    let (rt, catalog) = crate::setup::one_tool(&policy, "http", toolhost_tools::HTTP.as_ref());
     let url = server.url("/slow?100");
     let n = scale.n(5, 2);
     let parallel = median((0..n).map(|_| run_plan(&rt, &catalog, &url, 8)).collect());

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost_engine::{
-    ApprovalMode, Budgets, Canned, Catalog, Engine, Entry, Mode, Observer, Quiet, RunConfig,
-    Script, StopReason, Unattended,
+    ApprovalMode, Budgets, Canned, Catalog, Engine, Mode, Observer, Quiet, RunConfig, Script,
+    StopReason, Unattended,
 };
 use toolhost_journal::writer::FileDigest;
 use toolhost_journal::{Journal, Redactor, RunStart};
-use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
+use toolhost_runtime::Runtime;
 
 use super::{Figure, Scale, median};
 
@@ -79,20 +79,11 @@ fn journal(state: &Path) -> Journal {
 }
 
 pub fn run(scale: Scale) -> Figure {
-    let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
-    let policy =
-        Policy::parse("bench.toml", "version = 1\n[tools.calc]\n", Path::new(".")).expect("policy");
-    let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));
-    let catalog = Arc::new(Catalog {
-        tools: [(
-            "calc".into(),
-            Entry {
-                tool,
-                policy: policy.tools["calc"].clone(),
-            },
-        )]
-        .into(),
-    });
+    let (rt, catalog) = crate::setup::one_tool(
+        "version = 1\n[tools.calc]\n",
+        "calc",
+        toolhost_tools::CALC.as_ref(),
+    );
     // On the disk the state directory would be on, not a tmpfs, so the fsyncs are real.
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
     let n = scale.n(15, 5);

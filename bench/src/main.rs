@@ -26,6 +26,7 @@ mod memory;
 mod metering;
 mod planning;
 mod python;
+mod setup;
 mod startup;
 
 use std::time::Duration;

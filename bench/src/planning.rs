@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolhost_engine::planner::PlanFuture;
 use toolhost_engine::{
-    ApprovalMode, Canned, Catalog, Engine, Entry, Mode, PlanRequest, Planner, Quiet, RunConfig,
-    Script, Spent, StopReason, Unattended, Usage,
+    ApprovalMode, Canned, Catalog, Engine, Mode, PlanRequest, Planner, Quiet, RunConfig, Script,
+    Spent, StopReason, Unattended, Usage,
 };
 use toolhost_llm::{LlmConfig, ProviderKind, prompt};
-use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
+use toolhost_runtime::Runtime;
 
 use super::Figure;
 
@@ -96,18 +96,11 @@ fn task(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, exprs: &[&str]) -> (Spent, Sp
 }
 
 pub fn run() -> Vec<Figure> {
-    let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
-    let policy = Policy::parse("bench.toml", "version = 1\n[tools.calc]\n", ".".as_ref()).unwrap();
-    let catalog = Arc::new(Catalog {
-        tools: [(
-            "calc".into(),
-            Entry {
-                tool: Arc::new(rt.load(toolhost_tools::CALC.as_ref()).unwrap()),
-                policy: policy.tools["calc"].clone(),
-            },
-        )]
-        .into(),
-    });
+    let (rt, catalog) = crate::setup::one_tool(
+        "version = 1\n[tools.calc]\n",
+        "calc",
+        toolhost_tools::CALC.as_ref(),
+    );
     let tasks: [&[&str]; 2] = [
         &["12 * 4 + 5", "2 ^ 10", "(1 + 2) * 3"],
         &[
