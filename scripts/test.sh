@@ -41,8 +41,9 @@ cargo fmt --all -- --check
 # one-file change re-tests in seconds instead of minutes (BENCHMARKS.md, "Edit–test loop");
 # what `cargo install` and the demo build stay non-incremental (Cargo.toml). The first run
 # after the demo's build recompiles the workspace's crates once, not wasmtime. Not
-# CARGO_INCREMENTAL=1: it reaches the nested wasm32 tool build, whose components then fail
-# to link (the `tool` profile pins `incremental = false`, which this variable cannot undo).
+# CARGO_INCREMENTAL=1: that overrides every profile of every nested build. Guest builds
+# (tools/build.rs, the `toolhost new` Rust scaffold) force CARGO_INCREMENTAL=0 themselves,
+# since wasm-component-ld cannot link incrementally built components.
 export CARGO_PROFILE_RELEASE_INCREMENTAL="${CARGO_PROFILE_RELEASE_INCREMENTAL:-true}"
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings

@@ -61,6 +61,10 @@ fn main() {
         .arg(root.join("Cargo.toml"))
         .args(["--target", TARGET, "--profile", "tool"])
         .env("CARGO_TARGET_DIR", &target_dir)
+        // Never incremental, whatever the caller's environment says (CARGO_INCREMENTAL
+        // overrides every profile): wasm-component-ld cannot make a component of an
+        // incrementally built module.
+        .env("CARGO_INCREMENTAL", "0")
         // Flags meant for the host build must not leak into the guest build.
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
