@@ -103,30 +103,17 @@ pub(crate) fn run(
     // A fault on a step the recording ran that the replay never reached (an earlier fault
     // took it elsewhere): say so rather than report a clean replay as if it had been
     // injected.
+    let ran: Vec<(String, u64)> = r
+        .steps
+        .iter()
+        .map(|s| (s.id.to_string(), u64::from(s.revision)))
+        .collect();
     for f in &faults {
-        let hit = r
-            .steps
-            .iter()
-            .any(|s| s.id == f.step && f.revision.is_none_or(|rev| rev == s.revision));
-        if !hit {
-            let mut ran: Vec<String> = r
-                .steps
-                .iter()
-                .map(|s| format!("{}@{}", s.id, s.revision))
-                .collect();
-            ran.dedup();
+        if let Some((revision, steps)) = missed(f, &ran) {
             let _ = writeln!(
                 err,
-                "warning: fault {f} was not injected: no step `{}` ran{} in the replay (steps: {})",
+                "warning: fault {f} was not injected: no step `{}` ran{revision} in the replay (steps: {steps})",
                 f.step,
-                f.revision
-                    .map(|rev| format!(" in revision {rev}"))
-                    .unwrap_or_default(),
-                if ran.is_empty() {
-                    "none".to_string()
-                } else {
-                    ran.join(", ")
-                }
             );
         }
     }
@@ -177,31 +164,38 @@ fn no_such_step(faults: &[Fault], records: &[Record], run_id: &str) -> Result<()
         })
         .collect();
     for f in faults {
-        let hit = started.iter().any(|(id, rev)| {
-            id == f.step.as_str() && f.revision.is_none_or(|want| u64::from(want) == *rev)
-        });
-        if !hit {
-            let mut ran: Vec<String> = started
-                .iter()
-                .map(|(id, rev)| format!("{id}@{rev}"))
-                .collect();
-            ran.dedup();
+        if let Some((revision, steps)) = missed(f, &started) {
             return Err(Failure::new(
                 exit::USAGE,
                 format!(
-                    "fault {f}: run {run_id} never started a step `{}`{} (steps: {})",
+                    "fault {f}: run {run_id} never started a step `{}`{revision} (steps: {steps})",
                     f.step,
-                    f.revision
-                        .map(|rev| format!(" in revision {rev}"))
-                        .unwrap_or_default(),
-                    if ran.is_empty() {
-                        "none".to_string()
-                    } else {
-                        ran.join(", ")
-                    }
                 ),
             ));
         }
     }
     Ok(())
+}
+
+/// Whether fault `f` names none of the steps in `ran` (`(id, revision)` pairs, in order);
+/// if so, the message parts: " in revision N" (or nothing) and the steps that did run.
+fn missed(f: &Fault, ran: &[(String, u64)]) -> Option<(String, String)> {
+    let hit = ran.iter().any(|(id, rev)| {
+        id == f.step.as_str() && f.revision.is_none_or(|want| u64::from(want) == *rev)
+    });
+    if hit {
+        return None;
+    }
+    let mut steps: Vec<String> = ran.iter().map(|(id, rev)| format!("{id}@{rev}")).collect();
+    steps.dedup();
+    let revision = f
+        .revision
+        .map(|rev| format!(" in revision {rev}"))
+        .unwrap_or_default();
+    let steps = if steps.is_empty() {
+        "none".to_string()
+    } else {
+        steps.join(", ")
+    };
+    Some((revision, steps))
 }
