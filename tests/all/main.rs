@@ -12,6 +12,7 @@ mod journal;
 mod langs;
 mod layout;
 mod llm;
+mod mcp;
 mod metering;
 mod output;
 mod plan;

@@ -113,7 +113,7 @@ fn display_json(v: &serde_json::Value) -> String {
 impl CallError {
     /// For a failure caused by a limit, the limit's name: `fuel`, `timeout`, `memory`,
     /// `output`, `host-memory`, `resources`, `arguments`, `written`, `audit`.
-    pub(crate) fn limit_name(&self) -> Option<&'static str> {
+    pub fn limit_name(&self) -> Option<&'static str> {
         match self {
             CallError::FuelExhausted { .. } => Some("fuel"),
             CallError::Timeout { .. } => Some("timeout"),

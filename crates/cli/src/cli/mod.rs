@@ -7,6 +7,7 @@ mod grants;
 mod inspect;
 mod journal;
 mod loaded;
+mod mcp;
 mod new;
 mod pack;
 mod plan;
@@ -109,6 +110,8 @@ enum Command {
     #[command(subcommand)]
     Journal(journal::JournalCommand),
     Report(report::Args),
+    /// Serve the tools a policy allows to MCP clients (stdio, or streamable HTTP).
+    Mcp(mcp::Args),
     /// Scaffold a new tool project (Rust, Python or JavaScript).
     #[command(subcommand)]
     New(new::NewCommand),
@@ -183,6 +186,13 @@ pub fn run(
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
+        Command::Mcp(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.state_dir = cli.state_dir;
+                mcp::run(rt, args, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
         Command::Plan(PlanCommand::Validate(args)) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => plan::validate_cmd(&rt, args, out),
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
@@ -220,6 +230,10 @@ impl Failure {
             code,
             message: message.into(),
         }
+    }
+
+    pub(crate) fn message(&self) -> &str {
+        &self.message
     }
 }
 

@@ -1,0 +1,197 @@
+//! `toolhost mcp`: serve the tools a policy allows to MCP clients, over stdio or
+//! streamable HTTP, every call sandboxed and journaled.
+
+mod journal;
+mod load;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use toolhost_mcp::http::{self, Auth, HttpConfig};
+use toolhost_mcp::{CallSink, NoSink, Server, ServerConfig};
+use toolhost_runtime::Runtime;
+
+use super::{CmdResult, Failure, exit};
+
+/// Serve every operation the policy allows as an MCP tool (stdio by default).
+///
+/// Each tool is named `SECTION.OPERATION` and runs in a fresh sandbox with its section's
+/// grants and limits; its annotations (readOnlyHint, destructiveHint, openWorldHint,
+/// idempotentHint) are computed from those grants and enforced. Nothing an MCP client
+/// sends can read or change grants, the policy or limits. Every call is journaled under
+/// the state directory (the journal's path is printed on stderr at start).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The policy: which tools are served, with what grants and limits.
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// The components to serve; each needs a section in the policy.
+    #[arg(value_name = "TOOL.wasm", conflicts_with = "tools_dir")]
+    tools: Vec<PathBuf>,
+    /// Serve every component in DIR that has a section in the policy (default
+    /// `TOOLHOST_TOOLS_DIR`; without either, the sections' `component` files).
+    #[arg(long, value_name = "DIR")]
+    tools_dir: Option<PathBuf>,
+    /// Serve streamable HTTP on ADDR (e.g. `127.0.0.1:8700`; port 0 picks one) at `/mcp`
+    /// instead of stdio. A non-loopback address needs a bearer token.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Require `Authorization: Bearer TOKEN` on HTTP, the token read from FILE (or from
+    /// `TOOLHOST_MCP_TOKEN`).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// Also accept this `Host` (and its origin) on HTTP, e.g. the name a proxy forwards
+    /// (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// Calls running at once over all clients; more wait for a slot [default: 4 per core,
+    /// at least 32].
+    #[arg(long, value_name = "N")]
+    max_in_flight: Option<usize>,
+    /// Reload a changed policy or component without a restart; a broken one is refused
+    /// and the previous tools stay.
+    #[arg(long)]
+    watch: bool,
+    /// Do not journal calls (for measuring the bare protocol cost).
+    #[arg(long)]
+    no_journal: bool,
+    /// From the global `--state-dir`.
+    #[arg(skip)]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// How often `--watch` looks at the files.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    if args.max_in_flight == Some(0) {
+        return Err(usage(
+            "--max-in-flight 0: at least one call must be able to run".into(),
+        ));
+    }
+    let auth = match token(&args)? {
+        Some(t) => Auth::bearer(&t).map_err(|e| usage(e.to_string()))?,
+        None => Auth::none(),
+    };
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && args.token_file.is_none()
+        && std::env::var_os("TOOLHOST_MCP_TOKEN").is_none()
+    {
+        return Err(usage(
+            http::HttpError::Unauthenticated { addr }.to_string(),
+        ));
+    }
+    let rt = Arc::new(rt);
+    let source = load::Source::new(&args);
+    let loaded = source.load(&rt)?;
+    let journaled = if args.no_journal {
+        None
+    } else {
+        let transport = if args.http.is_some() { "http" } else { "stdio" };
+        let j = load::journal(&args, &loaded, transport)?;
+        let _ = writeln!(err, "toolhost mcp: journal {}", j.path().display());
+        Some(Arc::new(journal::JournalSink::new(j)))
+    };
+    let sink: Arc<dyn CallSink> = match &journaled {
+        Some(j) => j.clone(),
+        None => Arc::new(NoSink),
+    };
+    let mut config = ServerConfig::default();
+    if let Some(n) = args.max_in_flight {
+        config = config.max_in_flight(n);
+    }
+    let tools = loaded.catalog.len();
+    let server = Server::new(rt.clone(), loaded.catalog, sink, config);
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
+    let stop = CancellationToken::new();
+    let outcome = tokio.block_on(async {
+        spawn_signals(stop.clone());
+        if args.watch {
+            let (files, reload) = source.watcher(rt.clone());
+            tokio::spawn(toolhost_mcp::watch::watch(
+                server.clone(),
+                WATCH_EVERY,
+                files,
+                reload,
+                stop.clone(),
+            ));
+        }
+        match args.http {
+            None => {
+                eprintln!("toolhost mcp: serving {tools} tools over stdio");
+                toolhost_mcp::stdio::serve(server, stop.clone())
+                    .await
+                    .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+            }
+            Some(bind) => {
+                let config = HttpConfig::new(bind, auth).allow_hosts(args.allow_hosts.clone());
+                let listening = http::bind(server, config, &stop)
+                    .await
+                    .map_err(|e| usage(e.to_string()))?;
+                let addr = listening
+                    .local_addr()
+                    .map_err(|e| usage(format!("cannot read the bound address: {e}")))?;
+                // Tests and scripts read the address from this line.
+                eprintln!(
+                    "toolhost mcp: serving {tools} tools at http://{addr}{}",
+                    http::PATH
+                );
+                listening.serve(stop.clone()).await;
+                Ok(())
+            }
+        }
+    });
+    stop.cancel();
+    // Calls still running end with the runtime; their sandboxes go with them.
+    tokio.shutdown_timeout(Duration::from_secs(2));
+    if let Some(j) = journaled {
+        j.end(match &outcome {
+            Ok(()) => "the client closed the session or the server was stopped",
+            Err(f) => f.message(),
+        });
+    }
+    outcome.map(|()| exit::OK)
+}
+
+/// The bearer token: `--token-file`, else `TOOLHOST_MCP_TOKEN` (HTTP only).
+fn token(args: &Args) -> Result<Option<String>, Failure> {
+    if args.http.is_none() {
+        return Ok(None);
+    }
+    if let Some(file) = &args.token_file {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            Failure::new(
+                exit::USAGE,
+                format!("--token-file {}: cannot read it: {e}", file.display()),
+            )
+        })?;
+        return Ok(Some(text));
+    }
+    Ok(std::env::var("TOOLHOST_MCP_TOKEN").ok())
+}
+
+/// SIGINT and SIGTERM stop the server: no new calls, running ones end.
+fn spawn_signals(stop: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("toolhost mcp: stopping");
+        stop.cancel();
+    });
+}

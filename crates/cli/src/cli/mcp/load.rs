@@ -1,0 +1,218 @@
+//! What `toolhost mcp` serves: the policy, the components (given, from a directory, or
+//! named by the policy's sections), checked and made into a catalog; again on each change
+//! under `--watch`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolhost_journal::session::SessionStart;
+use toolhost_journal::writer::FileDigest;
+use toolhost_journal::{Journal, Redactor};
+use toolhost_mcp::{Catalog, Offered};
+use toolhost_runtime::policy::Policy;
+use toolhost_runtime::{Runtime, ToolPolicy};
+
+use super::Args;
+use crate::cli::{Failure, exit, load_tool};
+
+/// Where the served tools come from.
+#[derive(Debug, Clone)]
+pub(super) struct Source {
+    policy: PathBuf,
+    tools: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+}
+
+/// The policy, the components served with their sections, and their catalog.
+pub(super) struct Loaded {
+    pub policy: Policy,
+    pub files: Vec<(String, PathBuf)>,
+    pub catalog: Catalog,
+}
+
+impl Source {
+    pub(super) fn new(args: &Args) -> Source {
+        let dir = match (&args.tools_dir, args.tools.is_empty()) {
+            (Some(d), _) => Some(d.clone()),
+            (None, true) => std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from),
+            (None, false) => None,
+        };
+        Source {
+            policy: args.policy.clone(),
+            tools: args.tools.clone(),
+            dir,
+        }
+    }
+
+    /// The component files to serve, each with its policy section; a given file without
+    /// a section is refused, a directory's file without one is skipped.
+    fn components<'p>(
+        &self,
+        policy: &'p Policy,
+    ) -> Result<Vec<(PathBuf, &'p ToolPolicy)>, Failure> {
+        if !self.tools.is_empty() {
+            return self
+                .tools
+                .iter()
+                .map(|path| match policy.section_for(path) {
+                    Some(section) => Ok((path.clone(), section)),
+                    None => Err(no_section(&self.policy, path)),
+                })
+                .collect();
+        }
+        if let Some(dir) = &self.dir {
+            let mut found = Vec::new();
+            for path in wasm_files(dir)? {
+                match policy.section_for(&path) {
+                    Some(section) => found.push((path, section)),
+                    None => tracing::info!(
+                        path = %path.display(),
+                        "not served: the policy has no section for it"
+                    ),
+                }
+            }
+            return Ok(found);
+        }
+        policy
+            .tools
+            .values()
+            .map(|section| match &section.component {
+                Some(path) => Ok((path.clone(), section)),
+                None => Err(Failure::new(
+                    exit::USAGE,
+                    format!(
+                        "policy section `{}` names no `component` file: give the components \
+                         (toolhost mcp --policy {} TOOL.wasm …) or --tools-dir DIR",
+                        section.name,
+                        self.policy.display()
+                    ),
+                )),
+            })
+            .collect()
+    }
+
+    /// Loads the policy and the components and builds the catalog.
+    pub(super) fn load(&self, rt: &Runtime) -> Result<Loaded, Failure> {
+        let policy = Policy::load(&self.policy)
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        let mut offered = Vec::new();
+        let mut files = Vec::new();
+        for (path, section) in self.components(&policy)? {
+            let tool = load_tool(rt, &path)?;
+            if let Some(pin) = &section.sha256
+                && *pin != tool.digest
+            {
+                return Err(Failure::new(
+                    exit::DENIED,
+                    format!(
+                        "[denied] `{}` has SHA-256 {}, but policy section `{}` pins it to {pin}",
+                        path.display(),
+                        tool.digest,
+                        section.name
+                    ),
+                ));
+            }
+            files.push((section.name.clone(), path));
+            offered.push(Offered {
+                section: Arc::new(section.clone()),
+                tool: Arc::new(tool),
+            });
+        }
+        let catalog =
+            Catalog::new(&offered).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        Ok(Loaded {
+            policy,
+            files,
+            catalog,
+        })
+    }
+
+    /// For `--watch`: the files to look at, and the reload.
+    pub(super) fn watcher(
+        &self,
+        rt: Arc<Runtime>,
+    ) -> (
+        impl Fn() -> Vec<PathBuf> + Send + 'static,
+        toolhost_mcp::watch::Reload,
+    ) {
+        let this = self.clone();
+        let files = move || {
+            let mut files = vec![this.policy.clone()];
+            files.extend(this.tools.iter().cloned());
+            if let Some(dir) = &this.dir {
+                files.extend(wasm_files(dir).unwrap_or_default());
+            }
+            if this.tools.is_empty()
+                && this.dir.is_none()
+                && let Ok(policy) = Policy::load(&this.policy)
+            {
+                files.extend(policy.tools.values().filter_map(|s| s.component.clone()));
+            }
+            files
+        };
+        let this = self.clone();
+        let reload: toolhost_mcp::watch::Reload = Arc::new(move || {
+            this.load(&rt)
+                .map(|l| l.catalog)
+                .map_err(|f| f.message().to_string())
+        });
+        (files, reload)
+    }
+}
+
+fn no_section(policy: &Path, path: &Path) -> Failure {
+    let stem = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    Failure::new(
+        exit::DENIED,
+        format!(
+            "[denied] policy `{}` has no section for `{}`: add `[tools.{stem}]` to serve it",
+            policy.display(),
+            path.display()
+        ),
+    )
+}
+
+fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("--tools-dir {}: cannot read it: {e}", dir.display()),
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The session journal, its first record naming the policy and every served component by
+/// digest.
+pub(super) fn journal(args: &Args, loaded: &Loaded, transport: &str) -> Result<Journal, Failure> {
+    let state = crate::cli::journal::state_dir(args.state_dir.clone())?;
+    let digest = crate::cli::journal::digest;
+    let tools: BTreeMap<String, FileDigest> = loaded
+        .files
+        .iter()
+        .map(|(name, path)| Ok((name.clone(), digest(path)?)))
+        .collect::<Result<_, Failure>>()?;
+    let secrets = loaded
+        .policy
+        .tools
+        .values()
+        .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone()));
+    let redactor =
+        Redactor::new(secrets, &[]).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let start = SessionStart {
+        transport: transport.to_string(),
+        policy: digest(&args.policy)?,
+        tools,
+    };
+    Journal::create_session(&state, &start, redactor)
+        .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+}

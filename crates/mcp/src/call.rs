@@ -1,0 +1,140 @@
+//! One `tools/call`: a slot under the cap on calls in flight, the sink told before and
+//! after, the sandboxed call itself raced against the request's cancellation, and progress
+//! reports while it runs. Cancelling drops the call's future, which drops its wasmtime
+//! store and pool slot at once: a fuel-metered guest yields about every millisecond, so a
+//! spinning tool stops within one yield of the cancellation.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, MetaObject, ProgressNotificationParam, ProgressToken};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use serde_json::{Value, json};
+
+use crate::catalog::Entry;
+use crate::handler::Shared;
+use crate::sink::{CallEnd, CallStart};
+use crate::{errors, output};
+
+/// Runs `entry` (the tool `name`) with `args` for the request `ctx`.
+pub(crate) async fn call(
+    shared: &Shared,
+    name: &str,
+    entry: &Entry,
+    args: Value,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    refuse_if_broken(shared)?;
+    let _slot = tokio::select! {
+        slot = shared.in_flight.acquire() => slot.map_err(|_| stopping())?,
+        () = ctx.ct.cancelled() => return Err(cancelled()),
+    };
+    let start = CallStart {
+        seq: shared.seq.fetch_add(1, Ordering::Relaxed) + 1,
+        name,
+        tool: &entry.section.name,
+        operation: &entry.operation,
+        args: &args,
+    };
+    shared.sink.started(&start).map_err(|e| broke(shared, e))?;
+    let limits = &entry.section.limits;
+    let run = shared.gate.call(
+        &shared.rt,
+        &entry.section,
+        &entry.tool,
+        &entry.operation,
+        &args,
+        limits,
+    );
+    tokio::pin!(run);
+    let token = ctx.meta.get_progress_token();
+    let every = shared.config.progress_every;
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval_at((started + every).into(), every);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut run => break Some(outcome),
+            () = ctx.ct.cancelled() => break None,
+            _ = ticks.tick(), if token.is_some() => {
+                let token = token.clone().expect("checked by the guard");
+                progress(&ctx.peer, token, started.elapsed(), limits.timeout).await;
+            }
+        }
+    };
+    let Some(outcome) = outcome else {
+        // The call's future is dropped here, before the sink hears of it: the sandbox is
+        // gone by the time the cancellation is recorded.
+        drop(run);
+        shared
+            .sink
+            .finished(&start, CallEnd::Cancelled)
+            .map_err(|e| broke(shared, e))?;
+        return Err(cancelled());
+    };
+    shared
+        .sink
+        .finished(&start, CallEnd::Finished(&outcome))
+        .map_err(|e| broke(shared, e))?;
+    let report = &outcome.report;
+    let meta = MetaObject(
+        json!({"dev.toolhost/report": {
+            "fuel_consumed": report.fuel_consumed,
+            "duration_us": u64::try_from(report.duration.as_micros()).unwrap_or(u64::MAX),
+            "memory_peak_bytes": report.memory_peak_bytes,
+        }})
+        .as_object()
+        .cloned()
+        .unwrap_or_default(),
+    );
+    let result = match outcome.result {
+        Ok(value) => Ok(CallToolResult::structured(output::structured(
+            value,
+            entry.wrapped,
+        ))),
+        Err(e) => errors::failed(name, &e, ctx.protocol_version().as_ref()),
+    };
+    result.map(|r| r.with_meta(Some(meta)))
+}
+
+/// Tells the client how long the call has run, against its deadline: facts, not a guess
+/// at how much work is left.
+async fn progress(peer: &Peer<RoleServer>, token: ProgressToken, ran: Duration, deadline: Duration) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let note = ProgressNotificationParam::new(token, ms(ran).round())
+        .with_total(ms(deadline).round())
+        .with_message(format!(
+            "running for {:.1} s of a {:.1} s deadline",
+            ran.as_secs_f64(),
+            deadline.as_secs_f64()
+        ));
+    if let Err(e) = peer.notify_progress(note).await {
+        tracing::debug!(error = %e, "cannot send a progress notification");
+    }
+}
+
+fn refuse_if_broken(shared: &Shared) -> Result<(), ErrorData> {
+    match shared.broken.get() {
+        Some(why) => Err(ErrorData::internal_error(
+            format!("this server takes no more calls: {why}"),
+            None,
+        )),
+        None => Ok(()),
+    }
+}
+
+fn broke(shared: &Shared, why: String) -> ErrorData {
+    tracing::error!(reason = %why, "the call record failed: no further call is taken");
+    let _ = shared.broken.set(format!("cannot record calls: {why}"));
+    ErrorData::internal_error(format!("cannot record the call: {why}"), None)
+}
+
+/// The error a cancelled request ends with (rmcp sends no response for it).
+fn cancelled() -> ErrorData {
+    ErrorData::internal_error("the call was cancelled", None)
+}
+
+fn stopping() -> ErrorData {
+    ErrorData::internal_error("the server is stopping", None)
+}

@@ -1,0 +1,232 @@
+//! The MCP tools a server offers: one per operation the policy allows, named
+//! `section.operation`, with the WIT-derived input schema, an output schema and
+//! annotations computed from the section's grants.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool as McpTool};
+use serde_json::Value;
+use toolhost_runtime::Tool;
+use toolhost_runtime::policy::ToolPolicy;
+
+use crate::{annotate, output};
+
+/// The longest tool name MCP allows (SEP-986).
+const MAX_NAME: usize = 128;
+
+/// A loaded component with the policy section that governs it.
+#[derive(Debug, Clone)]
+pub struct Offered {
+    pub section: Arc<ToolPolicy>,
+    pub tool: Arc<Tool>,
+}
+
+/// One MCP tool: an operation of a component, under its section.
+#[derive(Debug)]
+pub struct Entry {
+    pub section: Arc<ToolPolicy>,
+    pub tool: Arc<Tool>,
+    pub operation: String,
+    /// Whether results are wrapped as `{"result": …}` (the WIT result is not a record).
+    pub(crate) wrapped: bool,
+    pub(crate) descriptor: McpTool,
+}
+
+/// Why a set of tools cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    #[error(
+        "MCP tool name `{name}` is {len} characters long; MCP allows at most {MAX_NAME}: shorten the policy section name `{section}`"
+    )]
+    TooLong {
+        name: String,
+        len: usize,
+        section: String,
+    },
+    #[error(
+        "MCP tool name `{name}` has the character {ch:?}; MCP tool names use only A-Z, a-z, 0-9, `_`, `-` and `.`: rename the policy section `{section}`"
+    )]
+    BadCharacter {
+        name: String,
+        ch: char,
+        section: String,
+    },
+    #[error("MCP tool name `{name}` is offered twice (sections `{first}` and `{second}`)")]
+    Duplicate {
+        name: String,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "policy section `{section}` allows operation `{operation}`, which component `{tool}` does not export; it has: {available}"
+    )]
+    UnknownOperation {
+        section: String,
+        operation: String,
+        tool: String,
+        available: String,
+    },
+    #[error("no tool to serve: the policy allows no operation of the given components")]
+    Empty,
+}
+
+/// Every MCP tool a server offers, by name.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    entries: BTreeMap<String, Entry>,
+}
+
+impl Catalog {
+    /// The catalog of `offered`: each operation its section allows (all when the section
+    /// lists none) becomes the MCP tool `section.operation`.
+    pub fn new(offered: &[Offered]) -> Result<Catalog, CatalogError> {
+        let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
+        for o in offered {
+            let section = &o.section.name;
+            if let Some(allowed) = &o.section.operations
+                && let Some(missing) = allowed.iter().find(|a| o.tool.operation(a).is_none())
+            {
+                return Err(CatalogError::UnknownOperation {
+                    section: section.clone(),
+                    operation: missing.clone(),
+                    tool: o.tool.name.clone(),
+                    available: o.tool.operation_names(),
+                });
+            }
+            let allowed = |name: &str| {
+                o.section
+                    .operations
+                    .as_ref()
+                    .is_none_or(|ops| ops.iter().any(|a| a == name))
+            };
+            for op in o.tool.operations.iter().filter(|op| allowed(&op.name)) {
+                let name = format!("{section}.{}", op.name);
+                check_name(&name, section)?;
+                if let Some(first) = entries.get(&name) {
+                    return Err(CatalogError::Duplicate {
+                        name,
+                        first: first.section.name.clone(),
+                        second: section.clone(),
+                    });
+                }
+                let (output_schema, wrapped) = output::schema(&op.result_schema);
+                let description = op.description.clone().unwrap_or_else(|| {
+                    format!(
+                        "Operation `{}` of the sandboxed tool `{}`.",
+                        op.name, o.tool.name
+                    )
+                });
+                let mut descriptor =
+                    McpTool::new(name.clone(), description, object(&op.params_schema))
+                        .with_raw_output_schema(Arc::new(output_schema))
+                        .with_annotations(annotate::annotations(&o.section));
+                if let Some(title) = o.tool.description.as_deref().and_then(first_line) {
+                    descriptor = descriptor.with_title(title);
+                }
+                entries.insert(
+                    name,
+                    Entry {
+                        section: o.section.clone(),
+                        tool: o.tool.clone(),
+                        operation: op.name.clone(),
+                        wrapped,
+                        descriptor,
+                    },
+                );
+            }
+        }
+        if entries.is_empty() {
+            return Err(CatalogError::Empty);
+        }
+        Ok(Catalog { entries })
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.entries.get(name)
+    }
+
+    /// The names of all tools, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    /// The MCP descriptors of all tools, sorted by name.
+    pub fn descriptors(&self) -> Vec<McpTool> {
+        self.entries.values().map(|e| e.descriptor.clone()).collect()
+    }
+
+    /// The MCP descriptor of the tool called `name`.
+    pub fn descriptor(&self, name: &str) -> Option<McpTool> {
+        self.entries.get(name).map(|e| e.descriptor.clone())
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none (never, for a catalog [`Catalog::new`] made).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+fn check_name(name: &str, section: &str) -> Result<(), CatalogError> {
+    if name.len() > MAX_NAME {
+        return Err(CatalogError::TooLong {
+            name: name.to_string(),
+            len: name.len(),
+            section: section.to_string(),
+        });
+    }
+    if let Some(ch) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(CatalogError::BadCharacter {
+            name: name.to_string(),
+            ch,
+            section: section.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// A JSON Schema as the object MCP wants (the runtime's schemas are objects already).
+pub(crate) fn object(schema: &Value) -> Arc<JsonObject> {
+    Arc::new(match schema {
+        Value::Object(map) => map.clone(),
+        _ => JsonObject::new(),
+    })
+}
+
+fn first_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_outside_the_mcp_charset_or_length_are_refused() {
+        assert_eq!(check_name("calc.eval", "calc"), Ok(()));
+        assert!(matches!(
+            check_name("calc.eval x", "calc"),
+            Err(CatalogError::BadCharacter { ch: ' ', .. })
+        ));
+        let long = format!("{}.op", "a".repeat(126));
+        let err = check_name(&long, "a").unwrap_err();
+        assert!(err.to_string().contains("129 characters"), "{err}");
+    }
+
+    #[test]
+    fn the_title_is_the_first_non_empty_line() {
+        assert_eq!(first_line("\n  Calculator.\nMore."), Some("Calculator.".into()));
+        assert_eq!(first_line("  \n"), None);
+    }
+}

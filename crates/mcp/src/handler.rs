@@ -1,0 +1,204 @@
+//! [`Server`]: the `rmcp` `ServerHandler` over a [`Catalog`]. Tools only: no resources, no
+//! prompts, no tool that reads or changes grants, the policy or limits.
+
+use std::borrow::Cow;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use tokio::sync::Semaphore;
+use toolhost_runtime::{Gate, Runtime};
+
+use crate::sink::CallSink;
+use crate::{Catalog, call, errors};
+
+/// How a server runs calls.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Calls running at once, over all sessions; more wait (cancellably) for a slot.
+    pub max_in_flight: usize,
+    /// How often a long call reports progress to a client that sent a progress token (the
+    /// first report comes after one interval, so fast calls send none).
+    pub progress_every: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            max_in_flight: std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .saturating_mul(4)
+                .max(32),
+            progress_every: Duration::from_millis(250),
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn max_in_flight(mut self, n: usize) -> ServerConfig {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    pub fn progress_every(mut self, every: Duration) -> ServerConfig {
+        self.progress_every = every;
+        self
+    }
+}
+
+/// Serves a [`Catalog`] to MCP clients. Cheap to clone: clones share the catalog, the
+/// policy gate (rate limits add up over all sessions), the cap on calls in flight and the
+/// sink.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub rt: Arc<Runtime>,
+    pub gate: Gate,
+    catalog: RwLock<Arc<Catalog>>,
+    pub sink: Arc<dyn CallSink>,
+    pub in_flight: Semaphore,
+    pub seq: AtomicU64,
+    /// Set when the sink failed: the server takes no further call.
+    pub broken: OnceLock<String>,
+    /// The sessions to tell when the tool list changes.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    pub config: ServerConfig,
+}
+
+impl Server {
+    pub fn new(
+        rt: Arc<Runtime>,
+        catalog: Catalog,
+        sink: Arc<dyn CallSink>,
+        config: ServerConfig,
+    ) -> Server {
+        Server {
+            shared: Arc::new(Shared {
+                rt,
+                gate: Gate::new(),
+                catalog: RwLock::new(Arc::new(catalog)),
+                sink,
+                in_flight: Semaphore::new(config.max_in_flight),
+                seq: AtomicU64::new(0),
+                broken: OnceLock::new(),
+                peers: Mutex::new(Vec::new()),
+                config,
+            }),
+        }
+    }
+
+    /// The catalog calls resolve through now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog()
+    }
+
+    /// Swaps in `catalog` (calls running keep the one they started with) and tells every
+    /// live session that the tool list changed.
+    pub async fn replace_catalog(&self, catalog: Catalog) {
+        *self.shared.catalog.write().expect("catalog lock") = Arc::new(catalog);
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = self.shared.peers.lock().expect("peers lock");
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!(error = %e, "cannot tell a session that the tool list changed");
+            }
+        }
+    }
+}
+
+impl Shared {
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().expect("catalog lock").clone()
+    }
+}
+
+/// The revisions served: the two 2025 revisions clients use today, the older ones the
+/// SDK still negotiates, and 2026-07-28 (stateless requests, `server/discover`).
+const VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Each tool runs in a fresh WebAssembly sandbox with fuel, a deadline, a memory cap \
+             and only the capabilities the operator's policy grants. The annotations are \
+             computed from those grants and enforced: a read-only tool cannot write a file or \
+             reach the network.",
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(VERSIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if let Some(info) = context.peer.peer_info() {
+            let client = format!("{} {}", info.client_info.name, info.client_info.version);
+            self.shared
+                .sink
+                .client(&client, info.protocol_version.as_str());
+        }
+        self.shared
+            .peers
+            .lock()
+            .expect("peers lock")
+            .push(context.peer.clone());
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.shared.catalog().descriptors(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.shared.catalog().descriptor(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let catalog = self.shared.catalog();
+        let Some(entry) = catalog.get(&request.name) else {
+            return Err(errors::unknown_tool(
+                &request.name,
+                &catalog.names().collect::<Vec<_>>(),
+            ));
+        };
+        let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        call::call(&self.shared, &request.name, entry, args, context)
+            .await
+            .map(Into::into)
+    }
+}

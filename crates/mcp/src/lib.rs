@@ -1,0 +1,46 @@
+//! toolhost-mcp: toolhost's sandboxed tools for any MCP client, under the operator's policy.
+//!
+//! `toolhost mcp` serves every operation a [`Policy`](toolhost_runtime::Policy) allows as a
+//! Model Context Protocol tool, over stdio or streamable HTTP, through the official Rust SDK
+//! (`rmcp`). Each `tools/call` runs in a fresh sandboxed instance with the section's grants
+//! and limits, exactly as `toolhost tool call --policy` would; nothing an MCP request says
+//! can read or change grants, the policy or limits (there is no such tool, and `_meta` hints
+//! are ignored).
+//!
+//! # Layout
+//!
+//! Data flows: policy sections + loaded tools → [`Catalog`] (one MCP tool per allowed
+//! operation, with schemas and annotations) → [`Server`] (an `rmcp` `ServerHandler`) →
+//! `call` (in-flight cap, progress, cancellation, the [`CallSink`]) →
+//! [`toolhost_runtime::Gate::call`] → a result or an `isError` result.
+//!
+//! - [`catalog`]: [`Catalog`]: names (`section.operation`), descriptions, input and output
+//!   schemas; the lookup a call resolves through.
+//! - `annotate`: tool annotations computed from the grants, so they are facts.
+//! - `output`: `outputSchema` and `structuredContent` (non-object results wrapped as
+//!   `{"result": …}` in every protocol version).
+//! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
+//!   misuse.
+//! - [`sink`]: [`CallSink`], where each call is recorded (the CLI journals it).
+//! - `handler`: [`Server`], the `ServerHandler`: `list_tools`, `call_tool`, `get_tool`.
+//! - `call`: one call: the cap on calls in flight, progress ticks, cancellation.
+//! - [`stdio`]: serving over stdin/stdout.
+//! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
+//!   bearer tokens.
+//! - [`watch`]: swapping in a changed policy or component, refusing a broken one.
+
+mod annotate;
+mod call;
+pub mod catalog;
+mod errors;
+mod handler;
+pub mod http;
+mod output;
+pub mod sink;
+pub mod stdio;
+pub mod watch;
+
+pub use self::catalog::{Catalog, CatalogError, Offered};
+pub use self::handler::{Server, ServerConfig};
+pub use self::http::{Auth, HttpConfig, HttpError};
+pub use self::sink::{CallEnd, CallSink, CallStart, NoSink};

@@ -1,0 +1,169 @@
+//! `toolhost mcp` with real MCP clients: the official Rust SDK's client (`rmcp`) and the
+//! official Python SDK (`mcp`), over stdio and streamable HTTP, against the binary as a
+//! subprocess; raw HTTP for the transport's guards; the journal of a session.
+
+mod http;
+mod journal;
+mod python;
+mod rmcp_client;
+mod watch;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use toolhost_tests::path;
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
+
+/// The deadline of `misbehave` calls, and the fuel that ends a spin before it.
+pub(crate) const TIMEOUT_MS: u64 = 1500;
+pub(crate) const FUEL: u64 = 50_000_000;
+
+/// A policy over calc (idempotent, no grants), misbehave (read-only files, tight limits),
+/// fs (a read-write grant) and http (one loopback origin), with its own state and cache.
+pub(crate) struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub policy: PathBuf,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        std::fs::write(data.join("note.txt"), "hello from the grant").expect("note");
+        let policy = dir.path().join("policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                r#"version = 1
+[tools.calc]
+idempotent = true
+
+[tools.misbehave]
+files = [{{ host = "data", guest = "/data", access = "read" }}]
+limits = {{ fuel = {FUEL}, timeout_ms = {TIMEOUT_MS} }}
+
+[tools.fs]
+files = [{{ host = "data", guest = "/data", access = "read-write" }}]
+
+[tools.http]
+network = {{ http = ["http://127.0.0.1:9"] }}
+"#
+            ),
+        )
+        .expect("policy");
+        Fixture { dir, policy }
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// `toolhost mcp …` arguments after the program name, serving the four tools.
+    pub fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "--cache-dir".into(),
+            cache().display().to_string(),
+            "--state-dir".into(),
+            self.state().display().to_string(),
+            "mcp".into(),
+            "--policy".into(),
+            self.policy.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        for tool in ["calc", "misbehave", "fs", "http"] {
+            args.push(path(tool).to_string());
+        }
+        args
+    }
+
+    /// The server as a `std` command (stdio), logs quiet.
+    pub fn command(&self, extra: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(self.args(extra)).env_remove("TOOLHOST_LOG");
+        cmd
+    }
+
+    /// The journals the server wrote.
+    pub fn journals(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.state().join("runs")) else {
+            return Vec::new();
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        found.sort();
+        found
+    }
+}
+
+/// One compiled-component cache for every server the tests start.
+pub(crate) fn cache() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+}
+
+/// A `toolhost mcp --http 127.0.0.1:0` server, killed on drop.
+pub(crate) struct HttpServer {
+    pub child: Child,
+    pub url: String,
+    pub stderr: std::thread::JoinHandle<String>,
+}
+
+impl HttpServer {
+    pub fn start(fixture: &Fixture, extra: &[&str]) -> HttpServer {
+        let mut args = vec!["--http", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        HttpServer::start_with(fixture.command(&args))
+    }
+
+    /// Starts `cmd` (a `toolhost mcp --http` command) and waits for its address line.
+    pub fn start_with(mut cmd: Command) -> HttpServer {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolhost mcp --http");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let started = Instant::now();
+        let mut seen = String::new();
+        let url = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no address line from the server: {seen}"
+            );
+            let Some(Ok(line)) = lines.next() else {
+                let _ = child.kill();
+                panic!("the server stopped before listening: {seen}");
+            };
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(at) = line.find("http://") {
+                break line[at..].trim().to_string();
+            }
+        };
+        let stderr = std::thread::spawn(move || {
+            let mut rest = seen;
+            for line in lines.map_while(Result::ok) {
+                rest.push_str(&line);
+                rest.push('\n');
+            }
+            rest
+        });
+        HttpServer { child, url, stderr }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
