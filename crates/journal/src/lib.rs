@@ -23,6 +23,9 @@
 //! - [`writer`]: [`Journal`], the hash-chained appender that makes records durable (one
 //!   fsync for the steps that start together, off the async workers).
 //! - `observe`: the journal as the engine's observer: which record each event becomes.
+//! - [`session`]: the journal of a `toolhost mcp` session ([`Journal::create_session`]):
+//!   each MCP tool call as a `step_started` / `step_finished` pair, no plan; read by
+//!   verify, show, report and prune like a run, refused by resume and replay.
 //! - [`approvals`]: [`Approvals`], an approver's decisions journaled before they take
 //!   effect.
 //! - [`tee`]: [`Tee`], to feed the journal and another observer.
@@ -56,6 +59,7 @@ pub mod replay;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod resume;
+pub mod session;
 pub mod show;
 pub mod store;
 pub mod tee;
@@ -72,7 +76,8 @@ pub use self::approvals::Approvals;
 pub use self::lock::{LockError, RunLock};
 pub use self::prune::{Age, AgeError, prune};
 pub use self::redact::{PatternError, Redactor};
-pub use self::resume::{Resumable, ResumeError, checkpoint};
+pub use self::resume::{Resumable, ResumeError, checkpoint, refuse_session};
+pub use self::session::{CallEnd, CallRecord, SessionStart};
 pub use self::tee::Tee;
 pub use self::verify::{ChainProblem, Verified, verify};
 pub use self::writer::{Journal, RunStart};
@@ -106,6 +111,9 @@ pub enum Kind {
     /// A large value, stored once and referred to by digest from the records after it
     /// (see `blob`).
     Blob,
+    /// An MCP client introduced itself to a session: its name and version, the protocol
+    /// revision (see [`session`]).
+    ClientConnected,
 }
 
 impl Kind {
@@ -121,6 +129,7 @@ impl Kind {
             Kind::Stopped => "stopped",
             Kind::Resumed => "resumed",
             Kind::Blob => "blob",
+            Kind::ClientConnected => "client_connected",
         }
     }
 }

@@ -57,21 +57,7 @@ impl Observer for Journal {
     }
 
     fn step_finished(&mut self, record: &StepRecord) {
-        let mut w = self.writer();
-        let mut data = serde_json::to_value(record).expect("step records serialise");
-        // Numbers such as fuel and timings are the host's own; only content is redacted.
-        for key in ["args", "output", "error", "evaluation", "events"] {
-            if let Some(v) = data.get_mut(key) {
-                w.redactor.value(v);
-            }
-        }
-        if let Value::Object(map) = &mut data {
-            map.insert(
-                "duration_us".into(),
-                record.finished_us.saturating_sub(record.started_us).into(),
-            );
-        }
-        w.append(Kind::StepFinished, data);
+        self.finished(serde_json::to_value(record).expect("step records serialise"));
     }
 
     fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
@@ -92,5 +78,25 @@ impl Observer for Journal {
 
     fn run_id(&self) -> Option<String> {
         Some(self.id.clone())
+    }
+}
+
+impl Journal {
+    /// Appends a `step_finished` record (a step's, or an MCP call's, in the shape of a
+    /// [`StepRecord`]) with its content redacted and its duration added.
+    pub(crate) fn finished(&self, mut data: Value) {
+        let mut w = self.writer();
+        // Numbers such as fuel and timings are the host's own; only content is redacted.
+        for key in ["args", "output", "error", "evaluation", "events"] {
+            if let Some(v) = data.get_mut(key) {
+                w.redactor.value(v);
+            }
+        }
+        let us = |key: &str| data.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let duration = us("finished_us").saturating_sub(us("started_us"));
+        if let Value::Object(map) = &mut data {
+            map.insert("duration_us".into(), duration.into());
+        }
+        w.append(Kind::StepFinished, data);
     }
 }

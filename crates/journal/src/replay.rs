@@ -19,8 +19,11 @@ use toolhost_engine::{PlannerCall, RunReport};
 
 /// The planner of a replay: the journaled answers given back in order
 /// ([`Order::Recorded`]), failing the call — so the run escalates — as soon as the replay
-/// asks for something the recording did not.
+/// asks for something the recording did not. An MCP session's journal is refused: it
+/// has no planner answers.
 pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
+    let run = super::resume::recorded_id(records);
+    super::refuse_session(run, records, "replay")?;
     let answers = records
         .iter()
         .filter(|r| r.kind == Kind::PlannerCalled)

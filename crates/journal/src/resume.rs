@@ -34,6 +34,40 @@ pub enum ResumeError {
     },
     #[error("the run already ended `{reason}`: there is nothing to carry on")]
     Finished { reason: String },
+    /// The journal is an MCP session's (`toolhost mcp`): its calls were the client's
+    /// choice, one at a time, with no plan or planner answers to carry on or play back.
+    #[error("run {run} is an MCP session journal: there is no plan to {doing}")]
+    Session { run: String, doing: &'static str },
+}
+
+/// The run id `run_started` records (`?` when there is none).
+pub(crate) fn recorded_id(records: &[Record]) -> &str {
+    records
+        .first()
+        .and_then(|r| r.data.get("run"))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+}
+
+/// Refuses `records` (a verified journal of run `run`) when they are an MCP session's:
+/// `doing` (`resume`, `replay`) names what cannot be done with it.
+pub fn refuse_session(
+    run: &str,
+    records: &[Record],
+    doing: &'static str,
+) -> Result<(), ResumeError> {
+    let start = records.first().filter(|r| r.kind == Kind::RunStarted);
+    if start
+        .and_then(|r| r.data.get("mode"))
+        .and_then(Value::as_str)
+        == Some(super::session::MODE)
+    {
+        return Err(ResumeError::Session {
+            run: run.to_string(),
+            doing,
+        });
+    }
+    Ok(())
 }
 
 /// A journal read back: the checkpoint, the run's mode, and how it stopped last (none
@@ -100,6 +134,7 @@ pub fn checkpoint(
     goal: &str,
     prices: &Prices,
 ) -> Result<Resumable, ResumeError> {
+    refuse_session(recorded_id(records), records, "resume")?;
     let mut mode = Mode::PlanThenExecute;
     let mut spent = Spent::default();
     let mut calls: Vec<PlannerCall> = Vec::new();
@@ -209,7 +244,7 @@ pub fn checkpoint(
                 steps.push(rec);
             }
             Kind::Stopped => last_stop = Some(r.data.clone()),
-            Kind::PlanRejected | Kind::Resumed | Kind::Blob => {}
+            Kind::PlanRejected | Kind::Resumed | Kind::Blob | Kind::ClientConnected => {}
         }
     }
     if let Some(stop) = &last_stop {

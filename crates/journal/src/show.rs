@@ -175,6 +175,11 @@ fn line(r: &Record) -> Vec<String> {
             );
             v
         }
+        Kind::ClientConnected => vec![format!(
+            "client    {} (protocol {})",
+            text(d, "client"),
+            text(d, "protocol_version")
+        )],
         Kind::Blob => vec![format!(
             "blob      sha256:{:.12} · {} bytes",
             text(d, "sha256"),

@@ -172,6 +172,20 @@ fn new_id() -> String {
     )
 }
 
+/// A file as `run_started` records it: the path redacted, the digest as it is.
+pub(crate) fn file_json(redactor: &Redactor, f: &FileDigest) -> Value {
+    json!({"path": redactor.text(&f.path), "sha256": f.sha256})
+}
+
+/// Tool name → [`file_json`] of its component.
+pub(crate) fn tools_json(redactor: &Redactor, tools: &BTreeMap<String, FileDigest>) -> Value {
+    tools
+        .iter()
+        .map(|(n, f)| (n.clone(), file_json(redactor, f)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 fn create_dir(dir: &Path) -> Result<(), JournalError> {
     let mut b = std::fs::DirBuilder::new();
     b.recursive(true);
@@ -205,6 +219,30 @@ impl Journal {
         start: &RunStart,
         redactor: Redactor,
     ) -> Result<Journal, JournalError> {
+        let red = |s: &str| redactor.text(s).into_owned();
+        let fields = json!({
+            "goal": red(&start.goal),
+            "mode": start.mode,
+            "task": start.task.as_ref().map(|f| file_json(&redactor, f)),
+            "policy": file_json(&redactor, &start.policy),
+            "tools": tools_json(&redactor, &start.tools),
+            "budgets": start.budgets,
+            "max_parallel": start.max_parallel,
+            "replay_of": start.replay_of,
+        });
+        Journal::begin(state_dir, "run", fields, redactor)
+    }
+
+    /// Creates a new journal (see [`Journal::create`]) for `command` (`run`, `mcp`: the
+    /// name a second writer is told) whose `run_started` holds the run id and toolhost's
+    /// version, then `fields` (redacted by the caller, field by field: digests must stay
+    /// as they are), then how values are stored and redacted.
+    pub(crate) fn begin(
+        state_dir: &Path,
+        command: &str,
+        fields: Value,
+        redactor: Redactor,
+    ) -> Result<Journal, JournalError> {
         let dir = runs_dir(state_dir);
         create_dir(&dir)?;
         let write_err = |path: &Path, e: std::io::Error| JournalError::Write {
@@ -218,7 +256,7 @@ impl Journal {
                 break (id, path);
             }
         };
-        let lock = RunLock::acquire(&path, "run", true)?;
+        let lock = RunLock::acquire(&path, command, true)?;
         let lock_file = lock.path().to_path_buf();
         let undo = |e: JournalError| {
             let _ = std::fs::remove_file(&path);
@@ -229,25 +267,20 @@ impl Journal {
         let file = open_new(&path).map_err(|e| undo(write_err(&path, e)))?;
         // The new directory entry must survive a crash as well as the file's contents.
         sync_dir(&dir).map_err(|e| undo(write_err(&dir, e)))?;
-        let red = |s: &str| redactor.text(s).into_owned();
-        let file_json = |f: &FileDigest| json!({"path": red(&f.path), "sha256": f.sha256});
-        let data = json!({
-            "run": id,
-            "toolhost": env!("CARGO_PKG_VERSION"),
-            "goal": red(&start.goal),
-            "mode": start.mode,
-            "task": start.task.as_ref().map(file_json),
-            "policy": file_json(&start.policy),
-            "tools": start.tools.iter().map(|(n, f)| (n.clone(), file_json(f))).collect::<serde_json::Map<_, _>>(),
-            "budgets": start.budgets,
-            "max_parallel": start.max_parallel,
-            "replay_of": start.replay_of,
-            "blob_min_bytes": blob::MIN_BYTES,
-            "redaction": {
+        let mut data = serde_json::Map::new();
+        data.insert("run".into(), id.clone().into());
+        data.insert("toolhost".into(), env!("CARGO_PKG_VERSION").into());
+        if let Value::Object(fields) = fields {
+            data.extend(fields);
+        }
+        data.insert("blob_min_bytes".into(), blob::MIN_BYTES.into());
+        data.insert(
+            "redaction".into(),
+            json!({
                 "builtin": ["secret", "email", "phone", "card", "api_key"],
                 "custom_patterns": redactor.custom_patterns(),
-            },
-        });
+            }),
+        );
         let journal = Journal {
             inner: Arc::new(Mutex::new(Writer {
                 store: Box::new(FileStore::new(file, &path, 0, lock)),
@@ -260,8 +293,9 @@ impl Journal {
             id,
             path: path.clone(),
         };
-        // Redacted field by field above: the digests must stay as they are.
-        journal.writer().append(Kind::RunStarted, data);
+        journal
+            .writer()
+            .append(Kind::RunStarted, Value::Object(data));
         if journal.error().is_none() {
             journal.syncer()();
         }

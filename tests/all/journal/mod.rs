@@ -10,6 +10,7 @@ mod moved;
 mod redaction;
 mod replay;
 mod resume;
+mod session;
 mod tamper;
 mod timeline;
 mod writers;

@@ -58,6 +58,8 @@ pub(crate) fn run(
     }
     let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
     let recorded = super::journal::recorded(&path, &run_id, None, false, "replayed")?;
+    toolhost_journal::refuse_session(&run_id, &recorded.records, "replay")
+        .map_err(|e| usage(e.to_string()))?;
     no_such_step(&faults, &recorded.records, &run_id)?;
     let start = &recorded.records[0].data;
     let task_file = super::resume::task_file(start, args.task.as_deref(), &run_id)?;

@@ -172,6 +172,7 @@ pub(crate) fn run(
     // A torn last line is what a crash leaves, and is cut off below; anything else is
     // tampering or damage, and nothing is carried on from it.
     let first = super::journal::recorded(&path, &run_id, args.head.as_deref(), true, "carried on")?;
+    journal::refuse_session(&run_id, &first.records, "resume").map_err(|e| usage(e.to_string()))?;
     let start = first.records[0].data.clone();
     let (_, task_sha) = recorded(&start, "task");
     let task_file = task_file(&start, args.task.as_deref(), &run_id)?;

@@ -71,6 +71,7 @@ fn mark(e: &Entry) -> Option<(String, &'static str)> {
             "m-approval",
         ),
         "stopped" => (format!("stop: {}", text(&e.data, "reason")), "m-stop"),
+        "client_connected" => (format!("client: {}", text(&e.data, "client")), "m-other"),
         "run_started" | "planner_called" | "step_started" | "step_finished" => return None,
         "" => ("unreadable line".into(), "m-other"),
         other => (other.to_string(), "m-other"),

@@ -1,7 +1,8 @@
 //! The HTML report of a run (`toolhost report RUN --html OUT`): one self-contained page
 //! with the chain's verdict, the stop reason, budgets, a timeline of steps in parallel
 //! lanes, each plan revision's DAG, every step's capability decisions, planner calls,
-//! approvals and rejections, and the raw records.
+//! approvals and rejections, and the raw records. An MCP session's journal shows its
+//! calls as the steps, without the plan, budget and planner sections it has nothing for.
 //!
 //! Data flows: journal file → [`verify()`](super::verify()) (the verdict) and a lenient
 //! re-read ([`Entry`] per line, kinds as strings, blob references resolved) → [`model`] (steps, revisions, budgets)
@@ -65,6 +66,15 @@ impl Report {
     /// The entries of one kind, in file order.
     pub(crate) fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
         self.entries.iter().filter(move |e| e.kind == kind)
+    }
+
+    /// Whether this is an MCP session's journal (see [`session`](crate::session)): calls
+    /// instead of planned steps, and no plan, budgets or planner.
+    pub fn is_session(&self) -> bool {
+        self.first("run_started")
+            .and_then(|d| d.get("mode"))
+            .and_then(Value::as_str)
+            == Some(crate::session::MODE)
     }
 
     /// The data of the first entry of `kind`.

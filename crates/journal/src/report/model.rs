@@ -282,6 +282,7 @@ pub(crate) fn explain(reason: &str) -> &'static str {
         "escalated" => "it needs a person",
         "rejected_by_human" => "a reviewer rejected it",
         "cancelled" => "the run was cancelled",
+        "session_ended" => "the MCP session ended",
         _ => "",
     }
 }

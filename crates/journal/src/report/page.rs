@@ -53,19 +53,28 @@ fn amount(x: f64, unit: Unit) -> String {
 
 pub fn render(r: &Report) -> String {
     let steps = model::steps(r);
+    let session = r.is_session();
     let mut body = String::new();
     header(&mut body, r);
     body.push_str("<main>");
     cards(&mut body, r, &steps);
-    budgets(&mut body, &model::budgets(r, &steps));
+    if !session {
+        budgets(&mut body, &model::budgets(r, &steps));
+    }
     let _ = write!(
         body,
         r#"<h2>Timeline</h2><div class="panel"><div class="legend"><span><i class="sw-succeeded"></i>succeeded</span><span><i class="sw-failed"></i>failed</span><span><i class="sw-skipped"></i>skipped</span><span><i class="sw-unfinished"></i>unfinished</span><span><i class="sw-planner"></i>planner call</span><span><i class="sw-denied"></i>capability denied</span><span><i class="sw-plan"></i>plan revision</span></div>{}</div>"#,
         lanes::svg(r, &steps)
     );
-    revisions(&mut body, r, &steps);
-    steps::cards(&mut body, &steps);
-    planner(&mut body, r);
+    if session {
+        clients(&mut body, r);
+    } else {
+        revisions(&mut body, r, &steps);
+    }
+    steps::cards(&mut body, &steps, session);
+    if !session {
+        planner(&mut body, r);
+    }
     approvals(&mut body, r);
     records(&mut body, r);
     body.push_str("</main>");
@@ -81,7 +90,7 @@ pub fn render(r: &Report) -> String {
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>toolhost run {id}</title>
+<title>toolhost {what} {id}</title>
 <style>{CSS}</style>
 <script>{ON_ERROR}</script>
 </head>
@@ -93,6 +102,7 @@ pub fn render(r: &Report) -> String {
 </html>
 "##,
         id = escape(&r.run_id()),
+        what = if session { "MCP session" } else { "run" },
     )
 }
 
@@ -132,7 +142,8 @@ fn header(s: &mut String, r: &Report) {
     };
     let _ = write!(
         s,
-        r#"<header class="top"><div class="inner"><div class="brand">toolhost run report</div><h1>{id}</h1><p class="goal">{goal}</p><div class="meta"><span>mode {mode}</span><span>started {ts}</span><span>toolhost {ver}</span><span>{n} lines</span><span>{path}</span></div><div class="verdict {class}" id="verdict">{verdict}</div></div></header>"#,
+        r#"<header class="top"><div class="inner"><div class="brand">toolhost {what} report</div><h1>{id}</h1><p class="goal">{goal}</p><div class="meta"><span>mode {mode}</span><span>started {ts}</span><span>toolhost {ver}</span><span>{n} lines</span><span>{path}</span></div><div class="verdict {class}" id="verdict">{verdict}</div></div></header>"#,
+        what = if r.is_session() { "MCP session" } else { "run" },
         id = escape(&r.run_id()),
         goal = escape(text(&start, "goal")),
         mode = escape(text(&start, "mode")),
@@ -155,7 +166,7 @@ fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
     match r.first("stopped") {
         Some(stop) => {
             let reason = text(stop, "reason");
-            let good = matches!(reason, "completed" | "planner_stopped");
+            let good = matches!(reason, "completed" | "planner_stopped" | "session_ended");
             let line = model::stop_line(stop);
             let detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
                 Some(d) => format!("{} — {d}", model::explain(reason)),
@@ -172,10 +183,11 @@ fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
         None => card(s, "stop-bad", "stop reason", "none", "no stop record"),
     }
     let count = |st: &str| steps.iter().filter(|x| x.status == st).count();
+    let session = r.is_session();
     card(
         s,
         "",
-        "steps",
+        if session { "calls" } else { "steps" },
         &steps.len().to_string(),
         &format!(
             "{} succeeded · {} failed · {} skipped{}",
@@ -195,7 +207,10 @@ fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
         if denied > 0 { "denied" } else { "" },
         "capabilities denied",
         &denied.to_string(),
-        &format!("in {denied_steps} step(s)"),
+        &format!(
+            "in {denied_steps} {}(s)",
+            if session { "call" } else { "step" }
+        ),
     );
     let wall = r.entries.iter().filter_map(|e| e.at_us).max().unwrap_or(0);
     card(
@@ -205,6 +220,10 @@ fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
         &lanes::duration(wall),
         "first to last record",
     );
+    if session {
+        s.push_str("</div>");
+        return;
+    }
     let calls: Vec<&Value> = r.of_kind("planner_called").map(|e| &e.data).collect();
     let tokens = |k: &str| calls.iter().map(|c| num(c, k)).sum::<u64>();
     card(
@@ -357,6 +376,27 @@ fn planner(s: &mut String, r: &Report) {
     s.push_str("</table>");
 }
 
+/// The MCP clients that introduced themselves to a session.
+fn clients(s: &mut String, r: &Report) {
+    s.push_str("<h2>Clients</h2>");
+    let all: Vec<_> = r.of_kind("client_connected").collect();
+    if all.is_empty() {
+        s.push_str(r#"<p class="empty">No client introduced itself.</p>"#);
+        return;
+    }
+    s.push_str("<table><tr><th>line</th><th>client</th><th>protocol</th></tr>");
+    for e in all {
+        let _ = write!(
+            s,
+            r#"<tr><td>{}</td><td class="mono">{}</td><td class="mono">{}</td></tr>"#,
+            e.line,
+            escape(text(&e.data, "client")),
+            escape(text(&e.data, "protocol_version")),
+        );
+    }
+    s.push_str("</table>");
+}
+
 fn approvals(s: &mut String, r: &Report) {
     let all: Vec<_> = r.of_kind("approval").collect();
     if all.is_empty() {
@@ -393,7 +433,7 @@ fn approvals(s: &mut String, r: &Report) {
 }
 
 fn records(s: &mut String, r: &Report) {
-    const KNOWN: [&str; 10] = [
+    const KNOWN: [&str; 11] = [
         "run_started",
         "planner_called",
         "plan_accepted",
@@ -404,6 +444,7 @@ fn records(s: &mut String, r: &Report) {
         "stopped",
         "resumed",
         "blob",
+        "client_connected",
     ];
     // Open when something needs a look: lines past a break, or kinds this version does not
     // know.

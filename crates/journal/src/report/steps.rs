@@ -39,24 +39,34 @@ fn events_table(s: &mut String, events: &[Value]) {
     s.push_str("</table>");
 }
 
-pub(super) fn cards(s: &mut String, steps: &[StepRun]) {
-    s.push_str(r#"<h2>Steps</h2><p class="tools"><button type="button" data-expand="all" hidden>expand all</button> <button type="button" data-expand="none" hidden>collapse all</button></p>"#);
+/// The steps' cards; an MCP session's `calls` have no plan revision to show.
+pub(super) fn cards(s: &mut String, steps: &[StepRun], calls: bool) {
+    let _ = write!(s, r#"<h2>{}</h2>"#, if calls { "Calls" } else { "Steps" });
+    s.push_str(r#"<p class="tools"><button type="button" data-expand="all" hidden>expand all</button> <button type="button" data-expand="none" hidden>collapse all</button></p>"#);
     if steps.is_empty() {
-        s.push_str(r#"<p class="empty">No step ran.</p>"#);
+        s.push_str(if calls {
+            r#"<p class="empty">No call was made.</p>"#
+        } else {
+            r#"<p class="empty">No step ran.</p>"#
+        });
     }
     for st in steps {
         let d = st.data;
         let open = st.status == "failed" || st.denials > 0;
         let _ = write!(
             s,
-            r#"<details class="step st-{status}" id="step-{line}" data-step="{id}"{open}><summary><span class="badge st-{status}">{status}</span><span class="id">{id}</span><span class="op">{tool}.{op} · r{rev}</span>{denied}<span class="nums">{dur} · fuel {fuel}</span></summary><div class="body">"#,
+            r#"<details class="step st-{status}" id="step-{line}" data-step="{id}"{open}><summary><span class="badge st-{status}">{status}</span><span class="id">{id}</span><span class="op">{tool}.{op}{rev}</span>{denied}<span class="nums">{dur} · fuel {fuel}</span></summary><div class="body">"#,
             status = escape(&st.status),
             line = st.line,
             id = escape(&st.id),
             open = if open { " open" } else { "" },
             tool = escape(&st.tool),
             op = escape(&st.operation),
-            rev = st.revision,
+            rev = if calls {
+                String::new()
+            } else {
+                format!(" · r{}", st.revision)
+            },
             denied = if st.denials > 0 {
                 format!(r#"<span class="badge denied">{} denied</span>"#, st.denials)
             } else {
