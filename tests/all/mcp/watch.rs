@@ -76,6 +76,6 @@ async fn a_changed_policy_is_swapped_in_and_a_broken_one_refused() {
         )
         .await
         .unwrap();
-    assert_eq!(ok.structured_content, Some(json!({"result": 9.0})));
+    assert_eq!(ok.structured_content, Some(json!({"result": 9})));
     client.cancel().await.unwrap();
 }
