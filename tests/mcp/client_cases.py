@@ -56,6 +56,7 @@ class Run:
     args: argparse.Namespace
     fuel: int
     timeout_ms: int
+    calc_idempotent: bool
     client: Client | None = None
     passed: list[str] = field(default_factory=list)
 
@@ -116,9 +117,10 @@ async def list_tools(run: Run) -> None:
         check(a is not None, f"{name}: no annotations")
         return [a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint]
 
-    # [readOnly, destructive, idempotent, openWorld], from the grants (and calc's idempotent key).
+    # [readOnly, destructive, idempotent, openWorld], from the grants (idempotent is the
+    # operator's word in the policy: true for calc in the fixture).
     want = {
-        "calc.eval": [True, False, True, False],
+        "calc.eval": [True, False, run.calc_idempotent, False],
         "misbehave.spin": [True, False, False, False],
         "fs.write-file": [False, True, False, False],
         "http.get-text": [False, False, False, True],
@@ -372,7 +374,12 @@ class HttpServer:
 async def main(a: argparse.Namespace) -> int:
     policy = tomllib.load(open(a.policy, "rb"))
     limits = policy["tools"]["misbehave"]["limits"]
-    run = Run(args=a, fuel=int(limits["fuel"]), timeout_ms=int(limits["timeout_ms"]))
+    run = Run(
+        args=a,
+        fuel=int(limits["fuel"]),
+        timeout_ms=int(limits["timeout_ms"]),
+        calc_idempotent=bool(policy["tools"]["calc"].get("idempotent", False)),
+    )
     http = HttpServer(a) if a.transport == "http" else None
     target: str | StdioServerParameters = (
         http.url if http else StdioServerParameters(command=a.bin, args=server_args(a))

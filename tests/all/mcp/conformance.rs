@@ -21,7 +21,12 @@ fn the_conformance_suite_passes_but_for_the_baseline() {
     let results = tempfile::tempdir().expect("temp dir");
     let out = Command::new("node")
         .arg(suite)
-        .args(["server", "--url", &server.url, "--expected-failures"])
+        .args([
+            "server",
+            "--url",
+            server.url.as_str(),
+            "--expected-failures",
+        ])
         .arg(root().join("tests/mcp/conformance-baseline.yml"))
         .arg("--output-dir")
         .arg(results.path())

@@ -48,7 +48,14 @@ fn run_cases(transport: &str, mode: &str) {
         .arg(fixture.state())
         .arg("--policy")
         .arg(&fixture.policy)
-        .args(["--tools", &tools, "--transport", transport, "--mode", mode])
+        .args([
+            "--tools",
+            tools.as_str(),
+            "--transport",
+            transport,
+            "--mode",
+            mode,
+        ])
         .env_remove("TOOLHOST_LOG")
         .output()
         .expect("run tests/mcp/client_cases.py");
@@ -59,7 +66,10 @@ fn run_cases(transport: &str, mode: &str) {
         "the Python SDK cases failed ({transport}, {mode}, {}):\n{stdout}\n{stderr}",
         out.status
     );
-    assert!(stdout.contains("\"passed\""), "no summary line:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("\"passed\""),
+        "no summary line:\n{stdout}\n{stderr}"
+    );
 }
 
 #[test]
