@@ -222,7 +222,7 @@ async def cancelled(run: Run) -> None:
         raise CaseFailed("misbehave.sleep 60000 answered within 0.3 s")
     r = await call(run, "calc.eval", {"expression": "1+1"})
     check(r.structured_content == {"result": 2.0}, "the call after the cancelled one", r)
-    check(time.monotonic() - started < 1.0, "the next call did not answer at once")
+    check(time.monotonic() - started < run.timeout_ms / 1000, "the next call waited for the abandoned one")
     # The server heard the cancellation and ended the sandboxed call (its journal says so)
     # well before the deadline would have.
     while journal_text(run).count("cancelled") <= before:
@@ -380,12 +380,15 @@ async def main(a: argparse.Namespace) -> int:
         timeout_ms=int(limits["timeout_ms"]),
         calc_idempotent=bool(policy["tools"]["calc"].get("idempotent", False)),
     )
-    http = HttpServer(a) if a.transport == "http" else None
-    target: str | StdioServerParameters = (
-        http.url if http else StdioServerParameters(command=a.bin, args=server_args(a))
-    )
-    current = "connect"
+    http: HttpServer | None = None
+    current = "start the server"
     try:
+        if a.transport == "http":
+            http = HttpServer(a)
+        target: str | StdioServerParameters = (
+            http.url if http else StdioServerParameters(command=a.bin, args=server_args(a))
+        )
+        current = "connect"
         async with Client(target, mode=a.mode, read_timeout_seconds=60) as client:
             run.client = client
             for current, case in CASES:
