@@ -371,6 +371,16 @@ class HttpServer:
         self.proc.wait()
 
 
+def case_failure(e: BaseException) -> CaseFailed | None:
+    if isinstance(e, CaseFailed):
+        return e
+    if isinstance(e, BaseExceptionGroup):
+        for inner in e.exceptions:
+            if (found := case_failure(inner)) is not None:
+                return found
+    return None
+
+
 async def main(a: argparse.Namespace) -> int:
     policy = tomllib.load(open(a.policy, "rb"))
     limits = policy["tools"]["misbehave"]["limits"]
@@ -399,10 +409,12 @@ async def main(a: argparse.Namespace) -> int:
             current = "bad_arguments_2025_06_18"
             bad_arguments_2025_06_18(run)
             run.passed.append(current)
-    except CaseFailed as e:
-        print(f"FAIL {a.transport} {a.mode} {current}: {e}", file=sys.stderr)
-        return 1
-    except BaseException as e:  # an SDK error or a broken connection: name the case
+    except BaseException as e:
+        # A case's failure inside the client's task group arrives wrapped in a group.
+        if (failed := case_failure(e)) is not None:
+            print(f"FAIL {a.transport} {a.mode} {current}: {failed}", file=sys.stderr)
+            return 1
+        # An SDK error or a broken connection: name the case, keep the traceback.
         print(f"FAIL {a.transport} {a.mode} {current}: {type(e).__name__}: {e}", file=sys.stderr)
         raise
     finally:
