@@ -10,7 +10,8 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
 fi
 
 # componentize-py and componentize-js, pinned, under target/guest-langs: the Python and
-# JavaScript tools (tools/py, tools/js) and the `toolhost new` tests build with them.
+# JavaScript tools (tools/py, tools/js) and the `toolhost new` tests build with them. The
+# MCP Python SDK and conformance suite beside them are the `toolhost mcp` tests' clients.
 echo "== guest-language toolchains"
 ./scripts/guest-langs.sh
 

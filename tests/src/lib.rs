@@ -5,6 +5,7 @@ pub mod server;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
@@ -48,6 +49,22 @@ pub fn catalog_in(policy: &str, base: &std::path::Path) -> toolhost_engine::Cata
         })
         .collect();
     toolhost_engine::Catalog { tools }
+}
+
+/// The checkout's root (the workspace directory).
+pub fn root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// Where `scripts/guest-langs.sh` installs the Python and JavaScript toolchains and the
+/// MCP test clients: `TOOLHOST_GUEST_LANGS_DIR`, or `target/guest-langs`.
+pub fn guest_langs() -> PathBuf {
+    std::env::var_os("TOOLHOST_GUEST_LANGS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target").join("guest-langs"))
 }
 
 /// Path of a built component (`calc`, `misbehave`, …, or the Python and JavaScript

@@ -5,27 +5,14 @@
 //! `target/scaffolds` with the workspace's lock file, the Python one with the venv and the
 //! JavaScript one with the `node_modules` of `scripts/guest-langs.sh`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
 use toolhost_runtime::{Capabilities, Limits};
-use toolhost_tests::{block_on, cli, runtime};
+use toolhost_tests::{block_on, cli, guest_langs, root, runtime};
 
 use super::built;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
-
-fn guest_langs() -> PathBuf {
-    std::env::var_os("TOOLHOST_GUEST_LANGS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target").join("guest-langs"))
-}
 
 /// Runs `script` in `dir` with the toolchains on hand; panics with its output on failure.
 fn run_script(dir: &Path, script: &str) -> String {
