@@ -40,6 +40,7 @@ timeout_ms = 2000
 [tools.fetch]
 operations = ["get-text"]
 sensitive = true
+idempotent = true
 files = [{ host = ".", guest = "/data", access = "read" }]
 network = { http = ["https://api.example.com", "https://*.example.com:8443"], tcp = ["10.0.0.0/8:5432"] }
 env = { API_BASE = "https://api.example.com", SECRET = "hunter2-literal" }
@@ -84,6 +85,8 @@ limits = { memory_mib = 32, max_calls_per_minute = 30, max_written_bytes = 4096,
         doc["tools"]["fetch"]["capabilities"]["env"],
         json!(["API_BASE", "SECRET"])
     );
+    assert_eq!(doc["tools"]["fetch"]["idempotent"], true);
+    assert_eq!(doc["tools"]["calc"]["idempotent"], false);
 }
 
 #[test]

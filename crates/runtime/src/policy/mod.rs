@@ -21,6 +21,7 @@
 //! component = "tools/http.wasm"   # optional: the component this section is for
 //! operations = ["get-text"]       # optional: default all
 //! sensitive = true                # the engine asks for approval first
+//! idempotent = true               # the operator vouches a repeated call changes nothing more
 //! files = [{ host = "data", guest = "/data", access = "read" }]
 //! network = { http = ["https://api.example.com", "https://*.example.com:8443"] }
 //! env = { API_BASE = "https://api.example.com", TOKEN = { from_host = "FETCH_TOKEN" } }
@@ -87,6 +88,10 @@ pub struct ToolPolicy {
     pub operations: Option<Vec<String>>,
     /// Calls need approval (or confidence gating) from the planner engine.
     pub sensitive: bool,
+    /// The operator vouches that calling this tool's operations twice with the same
+    /// arguments has the effect of calling them once; advertised to MCP clients as
+    /// `idempotentHint`. Not checked by the sandbox.
+    pub idempotent: bool,
     #[serde(serialize_with = "limits_json")]
     pub limits: Limits,
     /// Calls allowed per tool in any 60-second window of one run or process; `None`:
@@ -311,6 +316,7 @@ fn tool_policy(
         env_sources,
         operations,
         sensitive: raw.sensitive,
+        idempotent: raw.idempotent,
         limits,
         max_calls_per_minute: rate,
     })

@@ -43,6 +43,8 @@ pub(crate) struct RawTool {
     pub limits: RawLimits,
     #[serde(default)]
     pub sensitive: bool,
+    #[serde(default)]
+    pub idempotent: bool,
 }
 
 /// `read` or `read-write`.

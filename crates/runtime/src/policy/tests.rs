@@ -1,5 +1,5 @@
 //! Property tests: the policy parser and the grant parsers never panic, and every error
-//! they return points inside the source.
+//! they return points inside the source. Unit tests of single keys follow them.
 
 use std::path::Path;
 
@@ -27,6 +27,8 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("network = { tcp = [\"::1:80\"] }\n".to_string()),
         Just("env = { A = \"1\", B = { from_host = \"NOPE_NOT_SET\" } }\n".to_string()),
         Just("sensitive = true\n".to_string()),
+        Just("idempotent = true\n".to_string()),
+        Just("idempotent = \"yes\"\n".to_string()),
         Just("sha256 = \"xyz\"\n".to_string()),
         "[a-z_=\\[\\]\"{}., 0-9\n-]{0,40}",
         any::<String>(),
@@ -72,4 +74,30 @@ proptest! {
             prop_assert_eq!(o.to_string().parse::<Origin>().unwrap(), o);
         }
     }
+}
+
+fn parse(text: &str) -> Result<Policy, PolicyError> {
+    Policy::parse("p.toml", text, Path::new("."))
+}
+
+#[test]
+fn idempotent_is_false_unless_the_section_says_true() {
+    let p = parse("version = 1\n[tools.calc]\n[tools.text]\nidempotent = true\n").unwrap();
+    assert!(!p.tools["calc"].idempotent);
+    assert!(p.tools["text"].idempotent);
+    let off = parse("version = 1\n[tools.calc]\nidempotent = false\n").unwrap();
+    assert!(!off.tools["calc"].idempotent);
+}
+
+#[test]
+fn a_non_boolean_idempotent_is_refused_where_it_is_written() {
+    let e = parse("version = 1\n[tools.calc]\nidempotent = \"yes\"\n").unwrap_err();
+    let PolicyError::At(at) = &e else {
+        panic!("not located: {e}");
+    };
+    assert_eq!((at.line, at.column), (3, 14), "{e}");
+    assert!(
+        at.message.contains("\"yes\"") && at.message.contains("expected a boolean"),
+        "{e}"
+    );
 }
