@@ -15,7 +15,7 @@ pub(crate) fn annotations(section: &ToolPolicy) -> ToolAnnotations {
     ToolAnnotations::new()
         .read_only(!destructive && !open_world)
         .destructive(destructive)
-        .idempotent(false && section.sensitive)
+        .idempotent(section.idempotent)
         .open_world(open_world)
 }
 

@@ -2,6 +2,7 @@
 //! official Python SDK (`mcp`), over stdio and streamable HTTP, against the binary as a
 //! subprocess; raw HTTP for the transport's guards; the journal of a session.
 
+mod conformance;
 mod http;
 mod journal;
 mod python;
