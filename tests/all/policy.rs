@@ -59,6 +59,7 @@ limits = { memory_mib = 32, max_calls_per_minute = 30, max_written_bytes = 4096,
         "tool `fetch`",
         "operations:  get-text",
         "sensitive:   yes",
+        "idempotent:  yes",
         &format!(
             "/data = {} (read, directory)",
             dir.path().join(".").display()

@@ -114,7 +114,6 @@ pub(crate) fn cache() -> &'static Path {
 pub(crate) struct HttpServer {
     pub child: Child,
     pub url: String,
-    pub stderr: std::thread::JoinHandle<String>,
 }
 
 impl HttpServer {
@@ -150,15 +149,9 @@ impl HttpServer {
                 break line[at..].trim().to_string();
             }
         };
-        let stderr = std::thread::spawn(move || {
-            let mut rest = seen;
-            for line in lines.map_while(Result::ok) {
-                rest.push_str(&line);
-                rest.push('\n');
-            }
-            rest
-        });
-        HttpServer { child, url, stderr }
+        // Drained so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        HttpServer { child, url }
     }
 }
 

@@ -90,6 +90,9 @@ fn describe(t: &ToolPolicy) -> String {
             "no"
         }
     );
+    if t.idempotent {
+        s += "  idempotent:  yes (the operator's word; advertised to MCP clients)\n";
+    }
     s += &format!(
         "  files:       {}\n",
         list(&caps.files, |f| format!(
