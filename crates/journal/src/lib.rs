@@ -82,6 +82,13 @@ pub use self::tee::Tee;
 pub use self::verify::{ChainProblem, Verified, verify};
 pub use self::writer::{Journal, RunStart};
 
+/// The `mode` of an MCP session's `run_started` record (see [`session`]); here, below
+/// every reader, so none imports the writer's module to recognise one.
+pub(crate) const SESSION_MODE: &str = "mcp";
+
+/// The `reason` of an MCP session's last record, its `stopped`.
+pub(crate) const SESSION_ENDED: &str = "session_ended";
+
 /// `prev` of the first record.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 

@@ -60,7 +60,7 @@ pub fn refuse_session(
     if start
         .and_then(|r| r.data.get("mode"))
         .and_then(Value::as_str)
-        == Some(super::session::MODE)
+        == Some(super::SESSION_MODE)
     {
         return Err(ResumeError::Session {
             run: run.to_string(),

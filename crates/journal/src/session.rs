@@ -28,10 +28,10 @@ use toolhost_engine::StepStatus;
 use toolhost_runtime::AuditEvent;
 
 /// The `mode` of a session's `run_started` record.
-pub const MODE: &str = "mcp";
+pub const MODE: &str = super::SESSION_MODE;
 
 /// The `reason` of a session's `stopped` record.
-pub const ENDED: &str = "session_ended";
+pub const ENDED: &str = super::SESSION_ENDED;
 
 /// What the first record of an MCP session's journal says.
 #[derive(Debug, Clone, PartialEq)]

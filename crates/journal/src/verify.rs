@@ -160,7 +160,7 @@ pub fn verify(path: &Path, head: Option<&str>) -> Result<Verified, JournalError>
 
 /// The `stopped` reasons after which a run is never carried on (nor an MCP session's
 /// journal appended to).
-const FINAL: [&str; 3] = ["completed", "planner_stopped", super::session::ENDED];
+const FINAL: [&str; 3] = ["completed", "planner_stopped", super::SESSION_ENDED];
 
 /// The start of every journal's first line, as [`Record`] serialises it.
 const FIRST_LINE: &[u8] = br#"{"seq":1,"#;

@@ -69,14 +69,15 @@ fn session(state: &Path) -> (Journal, String) {
         &Default::default(),
         &Limits::default(),
     );
-    assert_eq!(out.result, Ok(json!(42.0)));
+    assert_eq!(out.result, Ok(json!(42)));
     record(&j, "call-1", ("calc", "eval"), &args, &out);
 
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("inside")).unwrap();
-    std::fs::write(root.path().join("secret"), "TOP-SECRET").unwrap();
+    // Named after its owner: the path reaches the arguments and the denial, both redacted.
+    std::fs::write(root.path().join("secret-of-bob@example.org"), "TOP-SECRET").unwrap();
     let caps = grant_dir(&root.path().join("inside"), false);
-    let args = json!({"path": "/data/../secret", "owner": "bob@example.org"});
+    let args = json!({"path": "/data/../secret-of-bob@example.org"});
     j.call_started("call-2", "misbehave", "read-file", &args);
     let out = call_with(
         "misbehave",
@@ -135,7 +136,7 @@ fn a_session_journal_verifies_shows_and_reports_through_the_cli() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout
-            .starts_with("chain: valid, 10 records, head sha256:"),
+            .starts_with("chain: valid, 9 records, head sha256:"),
         "{out:?}"
     );
 
@@ -149,8 +150,8 @@ fn a_session_journal_verifies_shows_and_reports_through_the_cli() {
         "→ 42",
         "✘ call-2  misbehave.read-file ·",
         "[denied]",
-        "denied file open-read /data/../secret",
-        "\"owner\":\"[redacted:email]\"",
+        "denied file open-read /data/../",
+        "[redacted:email]",
         "✘ call-3  calc.eval · 0.0 ms · fuel 0 [cancelled] notifications/cancelled from the client",
         "stop      session_ended: the client closed stdin",
     ] {
@@ -201,8 +202,5 @@ fn resume_and_replay_refuse_a_session_journal() {
     }
     // Refused before anything was written.
     let out = journal(state.path(), &["verify", &id]);
-    assert!(
-        out.stdout.starts_with("chain: valid, 10 records"),
-        "{out:?}"
-    );
+    assert!(out.stdout.starts_with("chain: valid, 9 records"), "{out:?}");
 }

@@ -180,11 +180,11 @@ pub fn svg(r: &Report, steps: &[StepRun]) -> String {
             .find(|(_, l)| **l == lane)
             .map_or(WIDTH - RIGHT, |(n, _)| x(n.start_us));
         let title = format!(
-            "{} · {}.{} · r{} · {} · {} · fuel {}{}",
+            "{} · {}.{}{} · {} · {} · fuel {}{}",
             st.id,
             st.tool,
             st.operation,
-            st.revision,
+            st.revision_tag(),
             st.status,
             duration(st.end_us - st.start_us),
             st.fuel,

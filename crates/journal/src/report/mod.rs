@@ -74,7 +74,7 @@ impl Report {
         self.first("run_started")
             .and_then(|d| d.get("mode"))
             .and_then(Value::as_str)
-            == Some(crate::session::MODE)
+            == Some(super::SESSION_MODE)
     }
 
     /// The data of the first entry of `kind`.

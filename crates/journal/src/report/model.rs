@@ -34,6 +34,16 @@ pub struct StepRun<'a> {
     pub line: usize,
 }
 
+impl StepRun<'_> {
+    /// ` · rN`, the plan revision it belongs to; empty for an MCP session's call, which
+    /// belongs to none (its records have no `revision`).
+    pub fn revision_tag(&self) -> String {
+        self.data
+            .get("revision")
+            .map_or_else(String::new, |_| format!(" · r{}", self.revision))
+    }
+}
+
 /// Whether a capability event (an `AuditEvent` as JSON) records a refusal, a limit or a
 /// trap, like `AuditEvent::is_denial`.
 pub fn is_denial(event: &Value) -> bool {

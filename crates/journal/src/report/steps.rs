@@ -39,7 +39,7 @@ fn events_table(s: &mut String, events: &[Value]) {
     s.push_str("</table>");
 }
 
-/// The steps' cards; an MCP session's `calls` have no plan revision to show.
+/// The steps' cards (an MCP session's `calls`).
 pub(super) fn cards(s: &mut String, steps: &[StepRun], calls: bool) {
     let _ = write!(s, r#"<h2>{}</h2>"#, if calls { "Calls" } else { "Steps" });
     s.push_str(r#"<p class="tools"><button type="button" data-expand="all" hidden>expand all</button> <button type="button" data-expand="none" hidden>collapse all</button></p>"#);
@@ -62,11 +62,7 @@ pub(super) fn cards(s: &mut String, steps: &[StepRun], calls: bool) {
             open = if open { " open" } else { "" },
             tool = escape(&st.tool),
             op = escape(&st.operation),
-            rev = if calls {
-                String::new()
-            } else {
-                format!(" · r{}", st.revision)
-            },
+            rev = st.revision_tag(),
             denied = if st.denials > 0 {
                 format!(r#"<span class="badge denied">{} denied</span>"#, st.denials)
             } else {
