@@ -136,11 +136,14 @@ impl Journal {
         self.append(Kind::ClientConnected, &data, false);
     }
 
-    /// Records that call `id` is about to run, and makes that durable before returning
-    /// (an fsync: from async code, call it where blocking is allowed).
-    pub fn call_started(&self, id: &str, tool: &str, operation: &str, args: &Value) {
+    /// Records that call `id` is about to run. With `durable` (a call that can have an
+    /// effect outside its sandbox: a write grant or network) the record is made durable
+    /// before returning (an fsync: from async code, call it where blocking is allowed); a
+    /// call without effects is synced with the next durable record, since losing its start
+    /// loses nothing a resume or an audit would act on.
+    pub fn call_started(&self, id: &str, tool: &str, operation: &str, args: &Value, durable: bool) {
         let data = json!({"id": id, "tool": tool, "operation": operation, "args": args});
-        self.append(Kind::StepStarted, &data, true);
+        self.append(Kind::StepStarted, &data, durable);
     }
 
     /// Records how a call ended. Not synced on its own: the next call's start or the

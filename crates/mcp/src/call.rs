@@ -37,8 +37,20 @@ pub(crate) async fn call(
         tool: &entry.section.name,
         operation: &entry.operation,
         args: &args,
+        effects: entry.effects,
     };
-    shared.sink.started(&start).map_err(|e| broke(shared, e))?;
+    let record = || shared.sink.started(&start);
+    // An effectful call's record is synced before it runs: off the async workers when
+    // the runtime has others to carry on with.
+    let recorded = if start.effects
+        && tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::MultiThread
+    {
+        tokio::task::block_in_place(record)
+    } else {
+        record()
+    };
+    recorded.map_err(|e| broke(shared, e))?;
     let limits = &entry.section.limits;
     let run = shared.gate.call(
         &shared.rt,
@@ -52,14 +64,26 @@ pub(crate) async fn call(
     let token = ctx.meta.get_progress_token();
     let every = shared.config.progress_every;
     let started = Instant::now();
-    let mut ticks = tokio::time::interval_at((started + every).into(), every);
+    // A call without a progress token gets no ticker at all (the per-call path stays lean).
+    let mut ticks = token.as_ref().map(|_| {
+        let mut t = tokio::time::interval_at((started + every).into(), every);
+        // Ticks missed under load are skipped, not sent in a burst: each report says more
+        // time has passed than the last.
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        t
+    });
+    let mut reported = Duration::ZERO;
     let outcome = loop {
         tokio::select! {
             outcome = &mut run => break Some(outcome),
             () = ctx.ct.cancelled() => break None,
-            _ = ticks.tick(), if token.is_some() => {
-                let token = token.clone().expect("checked by the guard");
-                progress(&ctx.peer, token, started.elapsed(), limits.timeout).await;
+            _ = async { ticks.as_mut().expect("checked by the guard").tick().await }, if ticks.is_some() => {
+                let ran = started.elapsed();
+                if ran.as_millis() > reported.as_millis() {
+                    reported = ran;
+                    let token = token.clone().expect("a ticker only with a token");
+                    progress(&ctx.peer, token, ran, limits.timeout).await;
+                }
             }
         }
     };
@@ -100,7 +124,12 @@ pub(crate) async fn call(
 
 /// Tells the client how long the call has run, against its deadline: facts, not a guess
 /// at how much work is left.
-async fn progress(peer: &Peer<RoleServer>, token: ProgressToken, ran: Duration, deadline: Duration) {
+async fn progress(
+    peer: &Peer<RoleServer>,
+    token: ProgressToken,
+    ran: Duration,
+    deadline: Duration,
+) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let note = ProgressNotificationParam::new(token, ms(ran).round())
         .with_total(ms(deadline).round())

@@ -30,6 +30,8 @@ pub struct Entry {
     pub operation: String,
     /// Whether results are wrapped as `{"result": …}` (the WIT result is not a record).
     pub(crate) wrapped: bool,
+    /// Whether a call can have an effect outside its sandbox (not read-only).
+    pub(crate) effects: bool,
     pub(crate) descriptor: McpTool,
 }
 
@@ -118,10 +120,12 @@ impl Catalog {
                         op.name, o.tool.name
                     )
                 });
+                let annotations = annotate::annotations(&o.section);
+                let effects = annotations.read_only_hint != Some(true);
                 let mut descriptor =
                     McpTool::new(name.clone(), description, object(&op.params_schema))
                         .with_raw_output_schema(Arc::new(output_schema))
-                        .with_annotations(annotate::annotations(&o.section));
+                        .with_annotations(annotations);
                 if let Some(title) = o.tool.description.as_deref().and_then(first_line) {
                     descriptor = descriptor.with_title(title);
                 }
@@ -132,6 +136,7 @@ impl Catalog {
                         tool: o.tool.clone(),
                         operation: op.name.clone(),
                         wrapped,
+                        effects,
                         descriptor,
                     },
                 );
@@ -155,7 +160,10 @@ impl Catalog {
 
     /// The MCP descriptors of all tools, sorted by name.
     pub fn descriptors(&self) -> Vec<McpTool> {
-        self.entries.values().map(|e| e.descriptor.clone()).collect()
+        self.entries
+            .values()
+            .map(|e| e.descriptor.clone())
+            .collect()
     }
 
     /// The MCP descriptor of the tool called `name`.
@@ -226,7 +234,10 @@ mod tests {
 
     #[test]
     fn the_title_is_the_first_non_empty_line() {
-        assert_eq!(first_line("\n  Calculator.\nMore."), Some("Calculator.".into()));
+        assert_eq!(
+            first_line("\n  Calculator.\nMore."),
+            Some("Calculator.".into())
+        );
         assert_eq!(first_line("  \n"), None);
     }
 }

@@ -18,6 +18,9 @@ pub struct CallStart<'a> {
     pub tool: &'a str,
     pub operation: &'a str,
     pub args: &'a Value,
+    /// Whether the call can have an effect outside its sandbox (its section grants a
+    /// write or the network): a sink makes its record durable before such a call runs.
+    pub effects: bool,
 }
 
 /// How a call ended.
@@ -37,8 +40,9 @@ pub trait CallSink: Send + Sync + 'static {
         let _ = (client, protocol_version);
     }
 
-    /// Records `call` before it runs (durably: the record that it was attempted). An error
-    /// refuses the call.
+    /// Records `call` before it runs: durably when it has [`effects`](CallStart::effects)
+    /// (the record that it was attempted). May block (an fsync): the server calls it where
+    /// blocking is allowed. An error refuses the call.
     fn started(&self, call: &CallStart<'_>) -> Result<(), String>;
 
     /// Records how `call` ended. An error withholds the result.

@@ -61,7 +61,7 @@ fn session(state: &Path) -> (Journal, String) {
     j.session_client("python-mcp 2.0.0", "2025-06-18");
 
     let args = json!({"expression": "6 * 7"});
-    j.call_started("call-1", "calc", "eval", &args);
+    j.call_started("call-1", "calc", "eval", &args, false);
     let out = call_with(
         "calc",
         "eval",
@@ -78,7 +78,7 @@ fn session(state: &Path) -> (Journal, String) {
     std::fs::write(root.path().join("secret-of-bob@example.org"), "TOP-SECRET").unwrap();
     let caps = grant_dir(&root.path().join("inside"), false);
     let args = json!({"path": "/data/../secret-of-bob@example.org"});
-    j.call_started("call-2", "misbehave", "read-file", &args);
+    j.call_started("call-2", "misbehave", "read-file", &args, true);
     let out = call_with(
         "misbehave",
         "read-file",
@@ -100,7 +100,7 @@ fn session(state: &Path) -> (Journal, String) {
     record(&j, "call-2", ("misbehave", "read-file"), &args, &out);
 
     let args = json!({"expression": "1 + 1"});
-    j.call_started("call-3", "calc", "eval", &args);
+    j.call_started("call-3", "calc", "eval", &args, false);
     j.call_finished(&CallRecord {
         id: "call-3",
         tool: "calc",

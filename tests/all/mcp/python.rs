@@ -91,3 +91,57 @@ fn python_sdk_over_http_with_the_initialize_handshake() {
 fn python_sdk_over_http_at_2026_07_28() {
     run_cases("http", "2026-07-28");
 }
+
+/// README.md's stdio `mcpServers` entry, as written (only its example paths replaced),
+/// with the Python SDK: `toolhost` is found on PATH, the policy and tools directory are
+/// the entry's arguments.
+#[test]
+fn the_readme_client_configuration_works_as_written() {
+    let Some(python) = toolchain("mcp-venv/bin/python") else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let bin = fixture.dir.path().join("bin");
+    let tools = fixture.dir.path().join("tools");
+    for dir in [&bin, &tools] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::os::unix::fs::symlink(BIN, bin.join("toolhost")).unwrap();
+    for tool in ["calc", "misbehave", "fs", "http"] {
+        std::os::unix::fs::symlink(path(tool), tools.join(format!("{tool}.wasm"))).unwrap();
+    }
+    // The client starts the server with its own small environment (HOME and PATH among
+    // it): the server's state and cache go under this HOME.
+    let home = fixture.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let path_var = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(python)
+        .arg(root().join("tests/mcp/readme_config.py"))
+        .arg("--readme")
+        .arg(root().join("README.md"))
+        .arg("--replace")
+        .arg(format!(
+            "/etc/toolhost/policy.toml={}",
+            fixture.policy.display()
+        ))
+        .arg("--replace")
+        .arg(format!("/opt/toolhost/tools={}", tools.display()))
+        .env("PATH", path_var)
+        .env("HOME", &home)
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = home.join(".local/state/toolhost/runs");
+    let journals = std::fs::read_dir(&runs).map_or(0, |d| d.count());
+    assert!(journals > 0, "no session journal in {}", runs.display());
+}

@@ -76,7 +76,7 @@ fn three_calls(state: &Path) -> Journal {
         ),
     ];
     for (n, (id, tool, operation, args, outcome, events)) in calls.into_iter().enumerate() {
-        j.call_started(id, tool, operation, args);
+        j.call_started(id, tool, operation, args, true);
         let at = n as u64 * 1000;
         j.call_finished(&CallRecord {
             id,
@@ -184,7 +184,7 @@ fn resume_and_replay_refuse_a_session() {
 fn nothing_is_appended_after_the_session_ended() {
     let dir = tempfile::tempdir().unwrap();
     let j = three_calls(dir.path());
-    j.call_started("call-4", "calc", "eval", &json!({}));
+    j.call_started("call-4", "calc", "eval", &json!({}), false);
     let v = verify(j.path(), None).unwrap();
     assert!(
         matches!(&v.problem, Some(ChainProblem::AfterEnd { reason, .. }) if reason == ENDED),
@@ -198,7 +198,7 @@ fn call_content_is_redacted() {
     let dir = tempfile::tempdir().unwrap();
     let j = open(dir.path());
     let args = json!({"to": "alice@example.com", "n": 7});
-    j.call_started("call-1", "mail", "send", &args);
+    j.call_started("call-1", "mail", "send", &args, true);
     j.call_finished(&CallRecord {
         id: "call-1",
         tool: "mail",

@@ -64,8 +64,13 @@ impl CallSink for JournalSink {
             .lock()
             .expect("running calls lock")
             .insert(call.seq, at);
-        self.journal
-            .call_started(&call_id(call.seq), call.tool, call.operation, call.args);
+        self.journal.call_started(
+            &call_id(call.seq),
+            call.tool,
+            call.operation,
+            call.args,
+            call.effects,
+        );
         self.checked()
     }
 
@@ -91,7 +96,11 @@ impl CallSink for JournalSink {
                         }
                     }
                 };
-                (ended, outcome.report.fuel_consumed, &outcome.report.events[..])
+                (
+                    ended,
+                    outcome.report.fuel_consumed,
+                    &outcome.report.events[..],
+                )
             }
             CallEnd::Cancelled => (
                 Ended::Cancelled {
