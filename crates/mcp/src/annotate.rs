@@ -56,7 +56,10 @@ mod tests {
             hints("network = { http = [\"https://example.com\"] }"),
             [f, f, f, t]
         );
-        assert_eq!(hints("network = { tcp = [\"127.0.0.1:80\"] }"), [f, f, f, t]);
+        assert_eq!(
+            hints("network = { tcp = [\"127.0.0.1:80\"] }"),
+            [f, f, f, t]
+        );
         assert_eq!(hints("network = { name_lookup = true }"), [f, f, f, t]);
         assert_eq!(hints("idempotent = true"), [t, f, t, f]);
     }

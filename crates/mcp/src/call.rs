@@ -100,7 +100,12 @@ pub(crate) async fn call(
 
 /// Tells the client how long the call has run, against its deadline: facts, not a guess
 /// at how much work is left.
-async fn progress(peer: &Peer<RoleServer>, token: ProgressToken, ran: Duration, deadline: Duration) {
+async fn progress(
+    peer: &Peer<RoleServer>,
+    token: ProgressToken,
+    ran: Duration,
+    deadline: Duration,
+) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let note = ProgressNotificationParam::new(token, ms(ran).round())
         .with_total(ms(deadline).round())

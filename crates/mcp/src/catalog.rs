@@ -155,7 +155,10 @@ impl Catalog {
 
     /// The MCP descriptors of all tools, sorted by name.
     pub fn descriptors(&self) -> Vec<McpTool> {
-        self.entries.values().map(|e| e.descriptor.clone()).collect()
+        self.entries
+            .values()
+            .map(|e| e.descriptor.clone())
+            .collect()
     }
 
     /// The MCP descriptor of the tool called `name`.
@@ -226,7 +229,10 @@ mod tests {
 
     #[test]
     fn the_title_is_the_first_non_empty_line() {
-        assert_eq!(first_line("\n  Calculator.\nMore."), Some("Calculator.".into()));
+        assert_eq!(
+            first_line("\n  Calculator.\nMore."),
+            Some("Calculator.".into())
+        );
         assert_eq!(first_line("  \n"), None);
     }
 }

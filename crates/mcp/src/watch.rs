@@ -63,7 +63,10 @@ pub async fn watch(
             Ok(catalog) => {
                 let tools = catalog.len();
                 server.replace_catalog(catalog).await;
-                tracing::info!(tools, "reloaded: the changed policy and tools are served now");
+                tracing::info!(
+                    tools,
+                    "reloaded: the changed policy and tools are served now"
+                );
                 eprintln!("toolhost mcp: reloaded; serving {tools} tools");
             }
             Err(e) => {

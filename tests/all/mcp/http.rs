@@ -93,7 +93,12 @@ fn a_non_loopback_bind_without_a_token_is_refused_before_listening() {
     let empty = fixture.dir.path().join("empty");
     std::fs::write(&empty, "  \n").unwrap();
     let out = fixture
-        .command(&["--http", "127.0.0.1:0", "--token-file", empty.to_str().unwrap()])
+        .command(&[
+            "--http",
+            "127.0.0.1:0",
+            "--token-file",
+            empty.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -24,17 +24,27 @@ async fn a_session_journal_verifies_and_shows_each_call_with_its_decisions() {
             CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone()),
         )
     };
-    call("calc.eval", json!({"expression": "2+3"})).await.unwrap();
-    let denied = call("misbehave.write-file", json!({"path": "/data/x", "content": "y"}))
+    call("calc.eval", json!({"expression": "2+3"}))
         .await
         .unwrap();
+    let denied = call(
+        "misbehave.write-file",
+        json!({"path": "/data/x", "content": "y"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(denied.is_error, Some(true));
     client.cancel().await.unwrap();
 
     let journals = fixture.journals();
     assert_eq!(journals.len(), 1, "{journals:?}");
     let state = fixture.state();
-    let run = journals[0].file_stem().unwrap().to_str().unwrap().to_string();
+    let run = journals[0]
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     let cli = |args: &[&str]| {
         Command::new(BIN)
             .arg("--state-dir")

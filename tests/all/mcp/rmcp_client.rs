@@ -56,7 +56,12 @@ async fn lists_every_allowed_operation_with_schemas_and_annotations_from_the_gra
     let client = connect(&fixture, Client::default()).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for want in ["calc.eval", "misbehave.spin", "fs.write-file", "http.get-text"] {
+    for want in [
+        "calc.eval",
+        "misbehave.spin",
+        "fs.write-file",
+        "http.get-text",
+    ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     // Tools only, each named after a policy section: nothing reaches grants or policy.
@@ -91,7 +96,11 @@ async fn lists_every_allowed_operation_with_schemas_and_annotations_from_the_gra
     assert_eq!(hints("misbehave.spin"), [t, f, f, f]);
     assert_eq!(hints("fs.write-file"), [f, t, f, f]);
     assert_eq!(hints("http.get-text"), [f, f, f, t]);
-    assert!(tools.iter().all(|t| t.description.as_deref().is_some_and(|d| !d.is_empty())));
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.description.as_deref().is_some_and(|d| !d.is_empty()))
+    );
     client.cancel().await.expect("close");
 }
 
@@ -101,13 +110,20 @@ async fn results_and_every_kind_of_failure() {
     let client = connect(&fixture, Client::default()).await;
     let call = |name: &'static str, args: Value| client.call_tool(params(name, args));
 
-    let ok = call("calc.eval", json!({"expression": "6*7"})).await.unwrap();
+    let ok = call("calc.eval", json!({"expression": "6*7"}))
+        .await
+        .unwrap();
     assert_eq!(ok.is_error, Some(false));
     assert_eq!(ok.structured_content, Some(json!({"result": 42})));
     let text = ok.content[0].as_text().expect("a text form").text.clone();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"result": 42}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"result": 42})
+    );
 
-    let e = call("calc.eval", json!({"expression": "1/0"})).await.unwrap();
+    let e = call("calc.eval", json!({"expression": "1/0"}))
+        .await
+        .unwrap();
     assert_eq!(error_of(&e)["kind"], "tool_error", "{e:?}");
 
     // A read-only grant: the write is refused by the sandbox, not by the tool.
@@ -136,7 +152,9 @@ async fn results_and_every_kind_of_failure() {
     );
 
     let started = Instant::now();
-    let e = call("misbehave.sleep", json!({"ms": 60_000})).await.unwrap();
+    let e = call("misbehave.sleep", json!({"ms": 60_000}))
+        .await
+        .unwrap();
     assert_eq!(error_of(&e)["kind"], "timeout", "{e:?}");
     assert_eq!(error_of(&e)["limit"], "timeout");
     assert!(started.elapsed() < Duration::from_millis(TIMEOUT_MS + 1000));
@@ -146,7 +164,10 @@ async fn results_and_every_kind_of_failure() {
     assert_eq!(error_of(&e)["kind"], "bad_arguments", "{e:?}");
 
     let unknown = call("calc.nope", json!({})).await.unwrap_err();
-    assert!(unknown.to_string().contains("unknown tool `calc.nope`"), "{unknown}");
+    assert!(
+        unknown.to_string().contains("unknown tool `calc.nope`"),
+        "{unknown}"
+    );
     client.cancel().await.expect("close");
 }
 
@@ -159,8 +180,11 @@ async fn cancelling_ends_the_call_in_its_sandbox_and_progress_reports_the_deadli
 
     // Abandoning the request (rmcp sends notifications/cancelled on drop).
     let started = Instant::now();
-    let abandoned =
-        tokio::time::timeout(Duration::from_millis(300), client.call_tool(params("misbehave.sleep", json!({"ms": 60_000})))).await;
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.call_tool(params("misbehave.sleep", json!({"ms": 60_000}))),
+    )
+    .await;
     assert!(abandoned.is_err(), "the call should still be running");
     // The server is free at once: a new call answers quickly.
     let ok = client
@@ -168,7 +192,11 @@ async fn cancelling_ends_the_call_in_its_sandbox_and_progress_reports_the_deadli
         .await
         .unwrap();
     assert_eq!(ok.structured_content, Some(json!({"result": 2})));
-    assert!(started.elapsed() < Duration::from_millis(TIMEOUT_MS), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(TIMEOUT_MS),
+        "{:?}",
+        started.elapsed()
+    );
 
     let mut p = params("misbehave.sleep", json!({"ms": 900}));
     p.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
@@ -178,7 +206,10 @@ async fn cancelling_ends_the_call_in_its_sandbox_and_progress_reports_the_deadli
     assert_eq!(done.is_error, Some(false), "{done:?}");
     let ticks = progress.lock().unwrap().clone();
     assert!(ticks.len() >= 2, "{ticks:?}");
-    assert!(ticks.windows(2).all(|w| w[0].progress < w[1].progress), "{ticks:?}");
+    assert!(
+        ticks.windows(2).all(|w| w[0].progress < w[1].progress),
+        "{ticks:?}"
+    );
     assert_eq!(ticks[0].total, Some(TIMEOUT_MS as f64));
     client.cancel().await.expect("close");
 
@@ -197,7 +228,10 @@ async fn thirty_two_concurrent_calls_all_answer_correctly() {
         let client = client.clone();
         tokio::spawn(async move {
             let r = client
-                .call_tool(params("calc.eval", json!({"expression": format!("{i}*{i}")})))
+                .call_tool(params(
+                    "calc.eval",
+                    json!({"expression": format!("{i}*{i}")}),
+                ))
                 .await
                 .unwrap();
             (i, r.structured_content)

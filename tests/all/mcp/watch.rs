@@ -67,7 +67,11 @@ async fn a_changed_policy_is_swapped_in_and_a_broken_one_refused() {
 
     std::fs::write(&fixture.policy, "version = 1\n[tools.calc\n").unwrap();
     tokio::time::sleep(Duration::from_millis(2000)).await;
-    assert_eq!(names().await, now, "a broken policy must not replace the tools");
+    assert_eq!(
+        names().await,
+        now,
+        "a broken policy must not replace the tools"
+    );
     assert_eq!(changed.load(Ordering::SeqCst), 1);
     let ok = client
         .call_tool(

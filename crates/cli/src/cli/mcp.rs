@@ -83,9 +83,7 @@ pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
         && args.token_file.is_none()
         && std::env::var_os("TOOLHOST_MCP_TOKEN").is_none()
     {
-        return Err(usage(
-            http::HttpError::Unauthenticated { addr }.to_string(),
-        ));
+        return Err(usage(http::HttpError::Unauthenticated { addr }.to_string()));
     }
     let rt = Arc::new(rt);
     let source = load::Source::new(&args);

@@ -91,7 +91,11 @@ impl CallSink for JournalSink {
                         }
                     }
                 };
-                (ended, outcome.report.fuel_consumed, &outcome.report.events[..])
+                (
+                    ended,
+                    outcome.report.fuel_consumed,
+                    &outcome.report.events[..],
+                )
             }
             CallEnd::Cancelled => (
                 Ended::Cancelled {

@@ -94,8 +94,8 @@ impl Source {
 
     /// Loads the policy and the components and builds the catalog.
     pub(super) fn load(&self, rt: &Runtime) -> Result<Loaded, Failure> {
-        let policy = Policy::load(&self.policy)
-            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        let policy =
+            Policy::load(&self.policy).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
         let mut offered = Vec::new();
         let mut files = Vec::new();
         for (path, section) in self.components(&policy)? {
