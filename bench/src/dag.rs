@@ -62,5 +62,6 @@ pub fn run(scale: Scale) -> Figure {
         ratio: sequential.as_secs_f64() / parallel.as_secs_f64(),
         target: 6.5,
         lower_is_better: false,
+        gated: true,
     }
 }

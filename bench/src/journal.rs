@@ -120,6 +120,7 @@ pub fn run(scale: Scale) -> Figure {
         ratio: per_s(durable) / per_s(bare),
         target: 0.05,
         lower_is_better: false,
+        gated: true,
     }
 }
 

@@ -83,5 +83,6 @@ pub fn run(_scale: Scale) -> Figure {
         ratio: 256.0 / kib(per_instance).max(1.0),
         target: 1.0,
         lower_is_better: false,
+        gated: true,
     }
 }

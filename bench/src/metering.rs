@@ -141,6 +141,7 @@ pub fn run(scale: Scale) -> Vec<Figure> {
             ratio: mid(full_ratios),
             target: 1.4,
             lower_is_better: true,
+            gated: true,
         },
         Figure {
             name: "CPU kernels, epoch-only vs unmetered (median of 3)",
@@ -148,6 +149,7 @@ pub fn run(scale: Scale) -> Vec<Figure> {
             ratio: mid(epoch_ratios),
             target: 1.12,
             lower_is_better: true,
+            gated: true,
         },
     ]
 }

@@ -144,6 +144,7 @@ pub fn run() -> Vec<Figure> {
             ratio: mean(&|(_, w, s)| f64::from(s.planner_calls) / f64::from(w.planner_calls)),
             target: 1.0,
             lower_is_better: false,
+            gated: true,
         },
         Figure {
             name: "planner tokens per task (mean of 2 tasks)",
@@ -151,6 +152,7 @@ pub fn run() -> Vec<Figure> {
             ratio: mean(&|(_, w, s)| tokens(s) as f64 / tokens(w) as f64),
             target: 1.0,
             lower_is_better: false,
+            gated: true,
         },
     ]
 }

@@ -51,5 +51,6 @@ pub fn run(scale: Scale) -> Option<Figure> {
         ratio: first.as_secs_f64() / second.as_secs_f64(),
         target: 200.0,
         lower_is_better: false,
+        gated: true,
     })
 }

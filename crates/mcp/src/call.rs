@@ -52,15 +52,16 @@ pub(crate) async fn call(
     };
     recorded.map_err(|e| broke(shared, e))?;
     let limits = &entry.section.limits;
-    let run = shared.gate.call(
+    // Boxed, not `tokio::pin!`ed: dropping a stack pin drops only the `Pin<&mut _>`, and
+    // the future (with its store and pool slot) would live until this function returns.
+    let mut run = Box::pin(shared.gate.call(
         &shared.rt,
         &entry.section,
         &entry.tool,
         &entry.operation,
         &args,
         limits,
-    );
-    tokio::pin!(run);
+    ));
     let token = ctx.meta.get_progress_token();
     let every = shared.config.progress_every;
     let started = Instant::now();
