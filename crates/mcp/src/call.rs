@@ -14,7 +14,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 
 use crate::catalog::Entry;
-use crate::handler::Shared;
+use crate::shared::Shared;
 use crate::sink::{CallEnd, CallStart};
 use crate::{errors, output};
 

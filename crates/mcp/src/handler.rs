@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
@@ -15,43 +14,9 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
 use toolhost_runtime::{Gate, Runtime};
 
+use crate::shared::Shared;
 use crate::sink::CallSink;
-use crate::{Catalog, call, errors};
-
-/// How a server runs calls.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServerConfig {
-    /// Calls running at once, over all sessions; more wait (cancellably) for a slot.
-    pub max_in_flight: usize,
-    /// How often a long call reports progress to a client that sent a progress token (the
-    /// first report comes after one interval, so fast calls send none).
-    pub progress_every: Duration,
-}
-
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig {
-            max_in_flight: std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .saturating_mul(4)
-                .max(32),
-            progress_every: Duration::from_millis(250),
-        }
-    }
-}
-
-impl ServerConfig {
-    pub fn max_in_flight(mut self, n: usize) -> ServerConfig {
-        self.max_in_flight = n.max(1);
-        self
-    }
-
-    pub fn progress_every(mut self, every: Duration) -> ServerConfig {
-        self.progress_every = every;
-        self
-    }
-}
+use crate::{Catalog, ServerConfig, call, errors};
 
 /// Serves a [`Catalog`] to MCP clients. Cheap to clone: clones share the catalog, the
 /// policy gate (rate limits add up over all sessions), the cap on calls in flight and the
@@ -59,20 +24,6 @@ impl ServerConfig {
 #[derive(Clone)]
 pub struct Server {
     pub(crate) shared: Arc<Shared>,
-}
-
-pub(crate) struct Shared {
-    pub rt: Arc<Runtime>,
-    pub gate: Gate,
-    catalog: RwLock<Arc<Catalog>>,
-    pub sink: Arc<dyn CallSink>,
-    pub in_flight: Semaphore,
-    pub seq: AtomicU64,
-    /// Set when the sink failed: the server takes no further call.
-    pub broken: OnceLock<String>,
-    /// The sessions to tell when the tool list changes.
-    peers: Mutex<Vec<Peer<RoleServer>>>,
-    pub config: ServerConfig,
 }
 
 impl Server {
@@ -116,12 +67,6 @@ impl Server {
                 tracing::debug!(error = %e, "cannot tell a session that the tool list changed");
             }
         }
-    }
-}
-
-impl Shared {
-    pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog.read().expect("catalog lock").clone()
     }
 }
 

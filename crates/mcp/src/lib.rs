@@ -21,6 +21,7 @@
 //!   `{"result": …}` in every protocol version).
 //! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
 //!   misuse.
+//! - `shared`: what all sessions share, and [`ServerConfig`].
 //! - [`sink`]: [`CallSink`], where each call is recorded (the CLI journals it).
 //! - `handler`: [`Server`], the `ServerHandler`: `list_tools`, `call_tool`, `get_tool`.
 //! - `call`: one call: the cap on calls in flight, progress ticks, cancellation.
@@ -36,11 +37,13 @@ mod errors;
 mod handler;
 pub mod http;
 mod output;
+mod shared;
 pub mod sink;
 pub mod stdio;
 pub mod watch;
 
 pub use self::catalog::{Catalog, CatalogError, Offered};
-pub use self::handler::{Server, ServerConfig};
+pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
+pub use self::shared::ServerConfig;
 pub use self::sink::{CallEnd, CallSink, CallStart, NoSink};
