@@ -69,6 +69,13 @@ cargo package --locked --allow-dirty -p toolhost-wit-docs -p toolhost-sdk-macro 
 echo "== cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-256}" cargo test --workspace --release
 
+# The golden suite (evals/core: 41 tasks, 14 with injected faults) gated on its baseline:
+# exit 1 names each metric that left its band. Wall-time bands are wide on purpose (a cold
+# component cache and a loaded machine move them); the rates and counts are the gate.
+echo "== eval evals/core --baseline"
+./target/release/toolhost eval evals/core --tools-dir target/tools \
+    --baseline evals/core/baseline.json --json target/eval-core.json --html target/eval-core.html
+
 # The benchmark's quick mode: every figure against its baseline measured in the same run;
 # fails when a ratio falls below half its target (ratios, not absolute times: they hold on
 # a loaded machine). About a minute.

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ClientRequest};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use toolhost_runtime::Gate;
@@ -60,6 +60,9 @@ impl std::fmt::Display for Latency {
 struct Measured {
     one: Latency,
     many: Latency,
+    /// `ping` round trips on the same session, one caller: what the client, the pipes and
+    /// rmcp cost before any of toolhost's code runs (stdio only).
+    floor: Option<Latency>,
 }
 
 /// A temporary policy, cache and state directory for the servers.
@@ -136,7 +139,11 @@ where
     timed(&call, WARM_UP).await;
     let one = Latency::of(timed(&call, n).await);
     if !concurrent {
-        return Measured { one, many: one };
+        return Measured {
+            one,
+            many: one,
+            floor: None,
+        };
     }
     let each = n.div_ceil(CALLERS);
     let callers: Vec<_> = (0..CALLERS)
@@ -152,6 +159,7 @@ where
     Measured {
         one,
         many: Latency::of(all),
+        floor: None,
     }
 }
 
@@ -172,7 +180,16 @@ async fn stdio(fixture: &Fixture, journal: bool, n: usize, concurrent: bool) -> 
             check(out.structured_content.as_ref());
         }
     };
-    let measured = measure(call, n, concurrent).await;
+    let mut measured = measure(call, n, concurrent).await;
+    let peer = client.peer().clone();
+    let ping = move || {
+        let peer = peer.clone();
+        async move {
+            let ping = ClientRequest::PingRequest(Default::default());
+            peer.send_request(ping).await.expect("ping over stdio");
+        }
+    };
+    measured.floor = Some(measure(ping, n, false).await.one);
     let _ = client.cancel().await;
     measured
 }
@@ -232,10 +249,11 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     let stdio = Figure {
         name: "MCP tools/call over stdio, p50",
         detail: format!(
-            "calc.eval through `toolhost mcp --no-journal` with the rmcp client: 1 caller {}, {CALLERS} callers {}; journaled (each start synced) 1 caller {}; vs direct Gate::call {} (goal p50 ≤ 100 µs: {stdio_goal})",
+            "calc.eval through `toolhost mcp --no-journal` with the rmcp client: 1 caller {}, {CALLERS} callers {}; journaled (each start synced) 1 caller {}; `ping` on the same session (client, pipes and rmcp, no toolhost code) {}; vs direct Gate::call {} (goal p50 ≤ 100 µs: {stdio_goal})",
             over_stdio.one,
             over_stdio.many,
             journaled.one,
+            over_stdio.floor.map_or("-".to_string(), |f| f.to_string()),
             us(base),
         ),
         ratio: ratio(over_stdio.one),

@@ -58,6 +58,7 @@ const ABOVE_RUNTIME: &[&str] = &[
     "toolhost-engine",
     "toolhost-llm",
     "toolhost-journal",
+    "toolhost-eval",
     "toolhost",
     "toolhost-tools",
 ];
@@ -89,6 +90,7 @@ fn each_layer_depends_only_on_layers_below() {
         &[
             "toolhost-llm",
             "toolhost-journal",
+            "toolhost-eval",
             "toolhost",
             "toolhost-tools",
             "reqwest",
@@ -97,11 +99,28 @@ fn each_layer_depends_only_on_layers_below() {
     );
     assert_none_of(
         "toolhost-llm",
-        &["toolhost-journal", "toolhost", "toolhost-tools", "clap"],
+        &[
+            "toolhost-journal",
+            "toolhost-eval",
+            "toolhost",
+            "toolhost-tools",
+            "clap",
+        ],
     );
     assert_none_of(
         "toolhost-journal",
-        &["toolhost-llm", "toolhost", "toolhost-tools", "clap"],
+        &[
+            "toolhost-llm",
+            "toolhost-eval",
+            "toolhost",
+            "toolhost-tools",
+            "clap",
+        ],
+    );
+    // The harness judges runs; the command line drives them.
+    assert_none_of(
+        "toolhost-eval",
+        &["toolhost", "toolhost-tools", "clap", "reqwest"],
     );
     assert_none_of("toolhost", &["toolhost-tools", "toolhost-lang-tools"]);
 }

@@ -10,7 +10,7 @@ mod ensemble;
 mod faults;
 mod injection;
 mod memory;
-mod mock;
+pub(crate) mod mock;
 mod openai;
 mod replay;
 mod tasks;
@@ -84,18 +84,22 @@ fn planner(c: LlmConfig) -> LlmPlanner {
 }
 
 /// A step in the strict (OpenAI) shape: arguments as JSON text, every field present.
-fn strict_step(id: &str, tool: &str, op: &str, args: Value) -> Value {
+pub(crate) fn strict_step(id: &str, tool: &str, op: &str, args: Value) -> Value {
     json!({"id": id, "description": "", "tool": tool, "operation": op,
            "args": args.to_string(), "depends_on": [], "expect": null,
            "idempotent": false, "timeout_ms": null})
 }
 
-fn strict_plan(goal: &str, steps: Vec<Value>) -> String {
+pub(crate) fn strict_plan(goal: &str, steps: Vec<Value>) -> String {
     json!({"goal": goal, "give_up": null, "steps": steps}).to_string()
 }
 
 /// A step-wise turn in the strict shape.
-fn strict_turn(tool: Option<(&str, &str, Value)>, stop: bool, answer: Option<&str>) -> String {
+pub(crate) fn strict_turn(
+    tool: Option<(&str, &str, Value)>,
+    stop: bool,
+    answer: Option<&str>,
+) -> String {
     let (t, o, a) = match tool {
         Some((t, o, a)) => (json!(t), json!(o), json!(a.to_string())),
         None => (Value::Null, Value::Null, Value::Null),

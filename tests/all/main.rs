@@ -5,6 +5,7 @@ mod calc;
 mod cli;
 mod docs;
 mod engine;
+mod eval;
 mod failures;
 mod hostile;
 mod http;

@@ -19,6 +19,8 @@
 //! - [`Server::replying`]: whatever the path, the next [`Canned`] reply of a queue (a model
 //!   provider's answers, refusals, slow answers), on kept-alive connections as a model
 //!   provider serves them; a 500 once the queue is empty.
+//! - [`Server::answering`]: as `replying`, each reply made from the request by a function
+//!   (a mock model whose answer and token usage depend on the prompt it was sent).
 //!
 //! A TLS client hello gets a plain-text 400, so TLS to this server fails fast.
 
@@ -94,9 +96,13 @@ impl Canned {
     }
 }
 
+/// A reply made from the request it answers.
+type Answer = Box<dyn Fn(&Received) -> Canned + Send + Sync>;
+
 enum Answers {
     Routes,
     Queue(Mutex<VecDeque<Canned>>),
+    Func(Answer),
 }
 
 struct Shared {
@@ -125,6 +131,11 @@ impl Server {
     /// Starts a server that answers each request with the next of `replies`.
     pub fn replying(replies: Vec<Canned>) -> Server {
         Server::spawn(Answers::Queue(Mutex::new(replies.into())))
+    }
+
+    /// Starts a server that answers each request with `answer(request)`.
+    pub fn answering(answer: impl Fn(&Received) -> Canned + Send + Sync + 'static) -> Server {
+        Server::spawn(Answers::Func(Box::new(answer)))
     }
 
     fn spawn(answers: Answers) -> Server {
@@ -192,19 +203,23 @@ fn serve(stream: TcpStream, shared: &Shared) {
                 route(request, &mut reader, &mut out, shared);
             }
         }
-        Answers::Queue(queue) => {
-            // Until the client hangs up: model clients keep their connections alive.
+        // Until the client hangs up: model clients keep their connections alive.
+        answers => {
             while let Some(mut request) = read_head(&mut reader) {
                 let Some(body) = read_body(&mut reader, &request) else {
                     return;
                 };
                 request.body = body;
+                let canned = match answers {
+                    Answers::Func(f) => f(&request),
+                    Answers::Queue(queue) => queue
+                        .lock()
+                        .expect("lock")
+                        .pop_front()
+                        .unwrap_or_else(Canned::exhausted),
+                    Answers::Routes => Canned::exhausted(),
+                };
                 shared.record(request);
-                let canned = queue
-                    .lock()
-                    .expect("lock")
-                    .pop_front()
-                    .unwrap_or_else(Canned::exhausted);
                 if queued(&mut out, canned).is_err() {
                     return;
                 }

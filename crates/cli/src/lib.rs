@@ -7,12 +7,13 @@
 //! | `toolhost-engine` | plans, validation, the executor, budgets, approval, evaluation |
 //! | `toolhost-llm` | model planners over HTTP |
 //! | `toolhost-journal` | the run journal, verify, resume, replay, the HTML report |
+//! | `toolhost-eval` | evaluation suites, their checks and metrics, baselines and the gate |
 //! | `toolhost` (this one) | the command line, task files, telemetry, scaffolds |
 //!
 //! # Layout
 //!
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
-//!   `run`, `report`, `resume`, `replay`, …); [`cli::main`] is the binary.
+//!   `run`, `report`, `resume`, `replay`, `eval`, …); [`cli::main`] is the binary.
 //! - [`task`]: task files (`toolhost run TASK`): goal, tools, policy, planner, budgets.
 //! - [`telemetry`]: exporting the run's spans over OpenTelemetry OTLP/HTTP when an endpoint
 //!   is configured (`--otlp-endpoint`); off by default.

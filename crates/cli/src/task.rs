@@ -1,9 +1,10 @@
-//! Task files: what `toolhost run` runs. TOML, `deny_unknown_fields` throughout; relative
+//! Task files: what `toolhost run` runs (and `toolhost eval`, from a golden task's table:
+//! [`Task::from_table`]). TOML, `deny_unknown_fields` throughout; relative
 //! paths are relative to the task file.
 //!
 //! ```toml
 //! goal = "What is 12 * 4 + 5?"
-//! mode = "step-wise"              # or "plan-then-execute" (default)
+//! mode = "step-wise"              # or "plan-then-execute" (default), "react"
 //! policy = "policy.toml"
 //! tools = ["calc"]                # names, found as NAME.wasm in --tools-dir …
 //! # tools = { calc = "build/calc.wasm" }   # … or paths
@@ -110,6 +111,32 @@ fn default_mode() -> Mode {
     Mode::PlanThenExecute
 }
 
+/// Whether `script` has answers for `mode`: a plan for plan-then-execute, turns for
+/// step-wise and ReAct (which a script answers alike). `overridden`: the mode came from
+/// `--mode`, so the error says so.
+fn scripted_for(mode: Mode, overridden: bool, script: &Script) -> Result<(), String> {
+    let from = if overridden { " (from --mode)" } else { "" };
+    match mode {
+        Mode::PlanThenExecute if script.plan.is_none() => Err(format!(
+            "mode `{mode}`{from} needs a `plan` in the planner script{}",
+            if script.turns.is_empty() {
+                ""
+            } else {
+                "; it has only `turns`, which answer step-wise and react"
+            }
+        )),
+        Mode::StepWise | Mode::React if script.turns.is_empty() => Err(format!(
+            "mode `{mode}`{from} needs `turns` in the planner script{}",
+            if script.plan.is_none() {
+                ""
+            } else {
+                "; it has only a `plan`, which answers plan-then-execute"
+            }
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Why a task cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
@@ -153,7 +180,7 @@ impl Task {
             path: shown.clone(),
             reason: e.to_string(),
         })?;
-        let mut raw: TaskFile = toml::from_str(&text).map_err(|e| {
+        let raw: TaskFile = toml::from_str(&text).map_err(|e| {
             TaskError::Parse(PolicyError::at(
                 &shown,
                 &text,
@@ -161,6 +188,32 @@ impl Task {
                 e.message().trim_end().to_string(),
             ))
         })?;
+        Task::from_raw(raw, path, tools_dir, overrides)
+    }
+
+    /// A task from a parsed task-file `table`, as if read from `path` (relative paths
+    /// start at its directory): how `toolhost eval` loads a golden task once its harness
+    /// keys are taken out.
+    pub fn from_table(
+        table: toml::Table,
+        path: &Path,
+        tools_dir: Option<&Path>,
+        overrides: &PlannerOverrides,
+    ) -> Result<Task, TaskError> {
+        let raw = TaskFile::deserialize(table).map_err(|e| TaskError::Invalid {
+            task: path.display().to_string(),
+            reason: e.message().trim_end().to_string(),
+        })?;
+        Task::from_raw(raw, path, tools_dir, overrides)
+    }
+
+    fn from_raw(
+        mut raw: TaskFile,
+        path: &Path,
+        tools_dir: Option<&Path>,
+        overrides: &PlannerOverrides,
+    ) -> Result<Task, TaskError> {
+        let shown = path.display().to_string();
         let base = path.parent().unwrap_or(Path::new("."));
         let invalid = |reason: String| TaskError::Invalid {
             task: shown.clone(),
@@ -221,19 +274,11 @@ impl Task {
                 usage_per_call: p.usage_per_call.clone(),
             },
         };
-        match raw.mode {
-            _ if planner != PlannerSpec::Scripted => {}
-            Mode::PlanThenExecute if script.plan.is_none() => {
-                return Err(invalid(
-                    "mode `plan-then-execute` needs a `plan` in the planner script".into(),
-                ));
-            }
-            Mode::StepWise if script.turns.is_empty() => {
-                return Err(invalid(
-                    "mode `step-wise` needs `turns` in the planner script".into(),
-                ));
-            }
-            _ => {}
+        if let Some(mode) = overrides.mode {
+            raw.mode = mode;
+        }
+        if planner == PlannerSpec::Scripted {
+            scripted_for(raw.mode, overrides.mode.is_some(), &script).map_err(&invalid)?;
         }
         let defaults = RunConfig::default();
         let threshold = raw

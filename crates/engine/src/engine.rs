@@ -28,7 +28,7 @@ use toolhost_runtime::policy::Gate;
 /// - `confidence_threshold`: 0.6 (step-wise turns below it need approval);
 /// - `max_plan_steps`: 50;
 /// - `evaluator`: [`EvaluatorConfig::default`];
-/// - `faults`: none (faults are injected by `toolhost replay` only).
+/// - `faults`: none (`toolhost replay` and evaluation suites inject them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub mode: Mode,
@@ -254,6 +254,26 @@ impl Engine<'_> {
             problems: Vec::new(),
             remaining: self.remaining(st),
             revision,
+            thoughts: thoughts(self.config.mode, st),
         }
     }
+}
+
+/// The thought (else the next step's description) of each turn's accepted answer (a repair's answer replaces the rejected
+/// one of the same turn). Read from the planner calls, which a resume restores, so a
+/// resumed run's transcript keeps them.
+fn thoughts(mode: Mode, st: &State) -> std::collections::BTreeMap<u32, String> {
+    if !mode.takes_turns() {
+        return Default::default();
+    }
+    st.calls
+        .iter()
+        .filter_map(|c| match &c.response {
+            Reply::Turn { turn } if !turn.thought.is_empty() => {
+                Some((c.revision, turn.thought.clone()))
+            }
+            Reply::Turn { turn } => Some((c.revision, turn.next_step.clone()?)),
+            _ => None,
+        })
+        .collect()
 }

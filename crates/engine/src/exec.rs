@@ -9,6 +9,7 @@
 //! that has finished by then.
 
 mod launch;
+mod output;
 
 use std::collections::{BTreeMap, BTreeSet};
 

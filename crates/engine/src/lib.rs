@@ -35,7 +35,8 @@
 //!   `observe`: the [`Observer`] a run reports to (journal, progress), which tells the
 //!   engine when a record failed.
 //! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
-//!   journal by `toolhost-journal`); [`fault`]: faults injected by replay.
+//!   journal by `toolhost-journal`); [`fault`]: faults injected into calls (replay,
+//!   evaluation suites), and `exec::output`, the check that an output fits its result type.
 //! - [`trace`]: the spans of a run (run → plan_revision → step; planner_call), around
 //!   the runtime's `tool_call` span.
 
@@ -71,7 +72,7 @@ pub use self::canned::{Answer, Canned, Order, Serves};
 pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};
-pub use self::fault::{Fault, FaultKind, Faults};
+pub use self::fault::{Fault, FaultKind, FaultSpec, Faults, Target, Trigger};
 pub use self::memory::{MemoryPlanner, PlanMemory};
 pub use self::observe::{Observer, Quiet};
 pub use self::plan::{Expect, OperationName, Plan, Step, StepId, ToolName, plan_schema};

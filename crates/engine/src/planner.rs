@@ -1,10 +1,13 @@
 //! The [`Planner`] trait, what a planner is asked and what it answers.
 //!
-//! Two modes: plan-then-execute (the planner returns a whole [`Plan`], and a revised
-//! remainder after a failure) and step-wise (each turn the planner returns one [`Turn`]).
+//! Three modes: plan-then-execute (the planner returns a whole [`Plan`], and a revised
+//! remainder after a failure), step-wise (each turn the planner returns one [`Turn`]), and
+//! ReAct, the baseline the other two are measured against: turns like step-wise, but a
+//! model planner is shown every earlier thought, action and observation in full.
 //! Providers plug in by implementing [`Planner`]; [`scripted`](super::scripted) is the
 //! offline one.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -21,6 +24,50 @@ use super::validate::{Catalog, Problem};
 pub enum Mode {
     PlanThenExecute,
     StepWise,
+    /// Run as [`Mode::StepWise`] (one planner turn per action); a model planner's prompt
+    /// is the whole ReAct transcript, uncut, so its cost grows with the history.
+    React,
+}
+
+impl Mode {
+    /// Every mode, in the order reports list them.
+    pub const ALL: [Mode; 3] = [Mode::PlanThenExecute, Mode::StepWise, Mode::React];
+
+    /// Whether the planner answers one [`Turn`] at a time (step-wise and ReAct).
+    pub fn takes_turns(self) -> bool {
+        match self {
+            Mode::PlanThenExecute => false,
+            Mode::StepWise | Mode::React => true,
+        }
+    }
+
+    /// The name a task file and `--mode` use (`plan-then-execute`, `step-wise`, `react`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::PlanThenExecute => "plan-then-execute",
+            Mode::StepWise => "step-wise",
+            Mode::React => "react",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                format!("unknown mode `{s}`: expected plan-then-execute, step-wise or react")
+            })
+    }
 }
 
 /// One operation as the planner sees it.
@@ -102,6 +149,10 @@ pub struct PlanRequest {
     pub remaining: Remaining,
     /// The revision the answer will be (plan-then-execute), or the turn number.
     pub revision: u32,
+    /// Turn-taking modes: the planner's `thought` for each earlier turn, by turn number
+    /// (the `revision` of that turn's records), for a transcript to show beside its step.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub thoughts: BTreeMap<u32, String>,
 }
 
 /// A step-wise turn.
@@ -176,8 +227,8 @@ pub enum Ask {
 impl Ask {
     pub fn of(req: &PlanRequest) -> Ask {
         match (req.mode, req.problems.is_empty(), &req.failure) {
-            (Mode::StepWise, true, _) => Ask::Turn,
-            (Mode::StepWise, false, _) => Ask::TurnRepair,
+            (Mode::StepWise | Mode::React, true, _) => Ask::Turn,
+            (Mode::StepWise | Mode::React, false, _) => Ask::TurnRepair,
             (Mode::PlanThenExecute, false, _) => Ask::Repair,
             (Mode::PlanThenExecute, true, Some(f)) => Ask::Replan {
                 failed: f.id.clone(),

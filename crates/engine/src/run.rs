@@ -48,7 +48,7 @@ impl Engine<'_> {
                     .instrument(span.clone())
                     .await
             }
-            Mode::StepWise => {
+            Mode::StepWise | Mode::React => {
                 self.step_wise(goal, planner, &mut st)
                     .instrument(span.clone())
                     .await

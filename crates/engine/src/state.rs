@@ -33,6 +33,8 @@ pub(crate) struct State {
     /// A planner answer received (and journaled, and paid for) before a resume, not yet
     /// acted on: served to the first question it answers instead of asking again.
     pub pending: Option<PlannerCall>,
+    /// How many calls each configured fault has matched so far (`fault::Faults::fire`).
+    pub fault_calls: Vec<u32>,
 }
 
 /// The revision a resumed run carries on with (taken by the mode's loop).
@@ -58,6 +60,7 @@ impl State {
             resume: None,
             prior: BTreeMap::new(),
             pending: None,
+            fault_calls: Vec::new(),
         }
     }
 

@@ -198,7 +198,12 @@ mod tests {
 
     #[test]
     fn names_are_the_serde_names() {
-        assert_eq!(serde_name(&Mode::StepWise), "step-wise");
+        for mode in Mode::ALL {
+            assert_eq!(serde_name(&mode), mode.name());
+            assert_eq!(mode.name().parse::<Mode>(), Ok(mode));
+        }
+        assert_eq!(serde_name(&Mode::React), "react");
+        assert!("reAct".parse::<Mode>().unwrap_err().contains("`reAct`"));
         assert_eq!(serde_name(&StopReason::PlannerStopped), "planner_stopped");
         let escalated = StopReason::Escalated {
             why: "secret text".into(),

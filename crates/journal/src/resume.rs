@@ -187,16 +187,16 @@ pub fn checkpoint(
                 .map_err(|e| bad(r, e))?;
                 accepted.insert(a.revision);
                 let turn = match calls.last().map(|c| &c.response) {
-                    Some(Reply::Turn { turn }) if mode == Mode::StepWise => Some(turn),
+                    Some(Reply::Turn { turn }) if mode.takes_turns() => Some(turn),
                     _ => None,
                 };
                 let handoff = turn.is_some_and(|t| t.handoff.is_some());
                 // An edited plan is accepted again after its approval: it stays approved.
                 let approved = match &current {
                     Some(c) if c.plan.revision == plan.revision && c.approved => true,
-                    _ => mode == Mode::StepWise && !handoff,
+                    _ => mode.takes_turns() && !handoff,
                 };
-                if mode == Mode::StepWise || approved {
+                if mode.takes_turns() || approved {
                     revisions.retain(|p| p.revision != plan.revision);
                     revisions.push(plan.clone());
                 }

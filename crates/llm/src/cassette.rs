@@ -55,8 +55,8 @@ impl Key {
     /// The request kind this key records (the same mapping as [`Ask::of`]).
     fn ask(&self) -> Result<Ask, String> {
         Ok(match (self.mode, self.repair, &self.failure) {
-            (Mode::StepWise, false, _) => Ask::Turn,
-            (Mode::StepWise, true, _) => Ask::TurnRepair,
+            (Mode::StepWise | Mode::React, false, _) => Ask::Turn,
+            (Mode::StepWise | Mode::React, true, _) => Ask::TurnRepair,
             (Mode::PlanThenExecute, true, _) => Ask::Repair,
             (Mode::PlanThenExecute, false, Some(f)) => Ask::Replan {
                 failed: StepId::try_from(f.clone())?,

@@ -36,7 +36,7 @@ pub fn decode(answer: &Answer, mode: Mode) -> Result<Reply, Vec<String>> {
     };
     match mode {
         Mode::PlanThenExecute => plan(obj),
-        Mode::StepWise => turn(obj),
+        Mode::StepWise | Mode::React => turn(obj),
     }
 }
 

@@ -1,6 +1,6 @@
 //! toolhost-llm: model planners, real models behind the engine's
-//! [`Planner`](toolhost_engine::Planner) trait, over HTTP with `reqwest`, for both planning
-//! modes.
+//! [`Planner`](toolhost_engine::Planner) trait, over HTTP with `reqwest`, for every planning
+//! mode.
 //!
 //! # Layout
 //!
@@ -13,6 +13,8 @@
 //! - [`config`]: [`LlmConfig`] (defaults listed), [`ApiKey`] (never printed), keys from env.
 //! - [`schema`]: the plan and turn schemas as sent (strict and loose shapes).
 //! - [`prompt`]: what the model is told; tool outputs delimited as data.
+//! - `react`: the ReAct baseline's transcript (every thought, action, observation, uncut).
+//! - `untrusted`: the `<untrusted-data>` block every tool value is written in.
 //! - [`decode`]: answers → replies, or the reasons they are not.
 //! - [`transport`]: POST with retries on 429/5xx/timeouts, `Retry-After`, jitter.
 //! - [`openai`], [`anthropic`], [`compatible`]: one provider each; `Provider` dispatches.
@@ -27,8 +29,10 @@ pub mod decode;
 pub mod openai;
 pub mod planner;
 pub mod prompt;
+mod react;
 pub mod schema;
 pub mod transport;
+mod untrusted;
 
 use std::time::Instant;
 

@@ -1,6 +1,7 @@
 //! What the model is told: the goal, the tools the policy allows (with their JSON Schemas
 //! and descriptions), the budgets left, the revision or turn number, prior step records cut
-//! to a context budget, and the problems of its previous answer.
+//! to a context budget (in ReAct mode the whole transcript, uncut: the `react` module),
+//! and the problems of its previous answer.
 //!
 //! Everything a tool produced (outputs, error values, arguments after references were
 //! resolved) is *data*: it goes inside `<untrusted-data>` blocks, and the system prompt says
@@ -13,6 +14,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use super::schema;
+use super::untrusted::untrusted;
 use toolhost_engine::planner::{Mode, PlanRequest};
 use toolhost_engine::record::StepRecord;
 
@@ -58,6 +60,13 @@ is a fixed sequence of calls, you may instead hand it off: set handoff to a plan
 remaining steps (earlier steps' outputs can be referenced as {\"$ref\": \"STEP.output.PATH\"}); \
 it runs as a whole, and the run ends if every step succeeds.";
 
+const REACT_RULES: &str = "\
+Mode: ReAct. Each turn, think about the transcript so far, then choose the one next action \
+(tool, operation, arguments), or set stop with the final answer when the goal is reached or \
+cannot be. The transcript shows every earlier Thought, Action and Observation; a failed action \
+is an observation: adapt. Put your reasoning in thought and your confidence (0 to 1) in \
+confidence. Leave handoff null.";
+
 /// Builds the prompt for `req`. `previous` is the planner's last answer, shown back to it
 /// when `req.problems` asks for a repair.
 pub fn build(
@@ -71,6 +80,7 @@ pub fn build(
         match req.mode {
             Mode::PlanThenExecute => PLAN_RULES,
             Mode::StepWise => TURN_RULES,
+            Mode::React => REACT_RULES,
         }
     );
     let mut u = String::new();
@@ -89,9 +99,12 @@ pub fn build(
     );
     let _ = match req.mode {
         Mode::PlanThenExecute => writeln!(u, "# This is plan revision {}\n", req.revision),
-        Mode::StepWise => writeln!(u, "# This is turn {}\n", req.revision),
+        Mode::StepWise | Mode::React => writeln!(u, "# This is turn {}\n", req.revision),
     };
-    history(&mut u, &req.history, context_chars);
+    match req.mode {
+        Mode::React => super::react::transcript(&mut u, &req.history, &req.thoughts),
+        Mode::PlanThenExecute | Mode::StepWise => history(&mut u, &req.history, context_chars),
+    }
     if let Some(failed) = &req.failure {
         let _ = writeln!(
             u,
@@ -173,12 +186,7 @@ fn block(r: &StepRecord, cap: usize) -> String {
     if let Some(e) = &r.evaluation {
         v["evaluation"] = json!(cut(&json!(e).to_string(), each));
     }
-    // `<` only occurs inside JSON strings, where `\u003c` means the same character.
-    let text = v.to_string().replace('<', "\\u003c");
-    format!(
-        "<untrusted-data step=\"{}\">\n{text}\n</untrusted-data>",
-        r.id
-    )
+    untrusted(&r.id, "", &v)
 }
 
 /// `s` cut to at most `max` characters, saying how much was left out.

@@ -1,4 +1,5 @@
-//! The JSON Schemas a model answers in: a plan (plan-then-execute) or a turn (step-wise).
+//! The JSON Schemas a model answers in: a plan (plan-then-execute) or a turn (step-wise
+//! and ReAct).
 //!
 //! Two shapes of each. The *strict* shape fits OpenAI's strict structured outputs, which
 //! need every property required (optional ones nullable) and no free-form objects, so
@@ -15,7 +16,7 @@ use toolhost_engine::planner::{Mode, ToolSummary};
 pub fn name(mode: Mode) -> &'static str {
     match mode {
         Mode::PlanThenExecute => "plan",
-        Mode::StepWise => "turn",
+        Mode::StepWise | Mode::React => "turn",
     }
 }
 
@@ -79,7 +80,7 @@ pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
                 "steps": steps
             }
         }),
-        Mode::StepWise => json!({
+        Mode::StepWise | Mode::React => json!({
             "type": "object",
             "additionalProperties": false,
             "required": ["thought", "next_step", "tool", "operation", "arguments", "stop",
@@ -135,7 +136,7 @@ pub(crate) fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
             step.insert("operation".into(), operation);
             s
         }
-        Mode::StepWise => {
+        Mode::StepWise | Mode::React => {
             let mut handoff = loose(Mode::PlanThenExecute, tools);
             let obj = handoff
                 .as_object_mut()

@@ -3,6 +3,7 @@
 //! subprocess; raw HTTP for the transport's guards; the journal of a session.
 
 mod conformance;
+mod hostile;
 mod http;
 mod journal;
 mod python;
@@ -28,6 +29,21 @@ pub(crate) const FUEL: u64 = 50_000_000;
 pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
     pub policy: PathBuf,
+}
+
+/// An rmcp client with the handler `client`, connected to `toolhost mcp` over stdio.
+pub(crate) async fn connect<C: rmcp::ClientHandler>(
+    fixture: &Fixture,
+    client: C,
+) -> rmcp::service::RunningService<rmcp::RoleClient, C> {
+    use rmcp::ServiceExt;
+    let cmd = tokio::process::Command::from(fixture.command(&[]));
+    let transport = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start toolhost mcp")
+        .0;
+    client.serve(transport).await.expect("MCP handshake")
 }
 
 impl Fixture {

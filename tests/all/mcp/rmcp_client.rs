@@ -7,12 +7,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ProgressNotificationParam, ProgressToken,
     RequestMetaObject,
 };
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::service::NotificationContext;
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
 
-use super::{FUEL, Fixture, TIMEOUT_MS};
+use super::{FUEL, Fixture, TIMEOUT_MS, connect};
 
 /// A client that keeps the progress notifications it gets.
 #[derive(Clone, Default)]
@@ -28,16 +27,6 @@ impl ClientHandler for Client {
     ) {
         self.progress.lock().unwrap().push(params);
     }
-}
-
-async fn connect(fixture: &Fixture, client: Client) -> RunningService<RoleClient, Client> {
-    let cmd = tokio::process::Command::from(fixture.command(&[]));
-    let transport = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start toolhost mcp")
-        .0;
-    client.serve(transport).await.expect("MCP handshake")
 }
 
 fn params(name: &str, args: Value) -> CallToolRequestParams {

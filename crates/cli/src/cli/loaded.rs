@@ -9,8 +9,8 @@ use super::{Failure, exit, load_tool};
 use crate::task::{PlannerOverrides, Task};
 use toolhost_engine::ToolName;
 use toolhost_engine::validate::Entry;
-use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Policy;
+use toolhost_runtime::{Runtime, Tool};
 
 /// A task with its policy and loaded tools.
 pub(crate) struct Loaded {
@@ -28,11 +28,26 @@ pub(crate) fn load(
     overrides: &PlannerOverrides,
 ) -> Result<Loaded, Failure> {
     let usage = |m: String| Failure::new(exit::USAGE, m);
-    let tools_dir = tools_dir
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from));
+    let tools_dir = self::tools_dir(tools_dir);
     let task =
         Task::load_with(path, tools_dir.as_deref(), overrides).map_err(|e| usage(e.to_string()))?;
+    load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
+}
+
+/// The tools directory: `given`, else `TOOLHOST_TOOLS_DIR`.
+pub(crate) fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
+    given
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from))
+}
+
+/// Loads a task's policy and its tools (each of which the policy must name), each tool
+/// by `tool` (which may hand out one already loaded).
+pub(crate) fn load_task(
+    task: Task,
+    tool: &mut dyn FnMut(&Path) -> Result<Arc<Tool>, Failure>,
+) -> Result<Loaded, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
     let mut tools = BTreeMap::new();
     for (name, path) in &task.tools {
@@ -45,11 +60,10 @@ pub(crate) fn load(
                 ),
             )
         })?;
-        let tool = load_tool(rt, path)?;
         tools.insert(
             name.as_str().into(),
             Entry {
-                tool: Arc::new(tool),
+                tool: tool(path)?,
                 policy: section.clone(),
             },
         );

@@ -3,6 +3,7 @@
 
 mod approve;
 mod call;
+mod eval;
 mod grants;
 mod inspect;
 mod journal;
@@ -32,6 +33,8 @@ pub mod exit {
     pub const OK: i32 = 0;
     /// The tool returned an error value (`tool_error`).
     pub(crate) const TOOL_ERROR: i32 = 1;
+    /// `toolhost eval`: a task failed, or (with `--baseline`) a metric left its band.
+    pub(crate) const EVAL_FAILED: i32 = 1;
     /// Bad command line, bad arguments, unknown operation.
     pub(crate) const USAGE: i32 = 2;
     /// A limit stopped the call: fuel, deadline, memory, result size, rate limit.
@@ -57,7 +60,8 @@ pub mod exit {
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  the tool returned an error value (kind `tool_error`)
+  1  the tool returned an error value (kind `tool_error`); `toolhost eval`: a task
+     failed, or a metric left its baseline band
   2  usage error, bad arguments or unknown operation
   3  a limit stopped the call (fuel_exhausted, timeout, memory_limit, output_limit,
      rate_limited)
@@ -110,6 +114,8 @@ enum Command {
     #[command(subcommand)]
     Journal(journal::JournalCommand),
     Report(report::Args),
+    /// Run a suite of golden tasks, report agent metrics, gate on a baseline.
+    Eval(eval::Args),
     /// Serve the tools a policy allows to MCP clients (stdio, or streamable HTTP).
     Mcp(mcp::Args),
     /// Scaffold a new tool project (Rust, Python or JavaScript).
@@ -183,6 +189,13 @@ pub fn run(
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
                 replay::run(rt, args, out, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Eval(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.journal.state_dir = cli.state_dir;
+                eval::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },

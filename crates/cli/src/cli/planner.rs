@@ -7,8 +7,28 @@ use std::path::PathBuf;
 use super::{Failure, exit};
 use crate::task::Task;
 use crate::task::{PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Plan, Planner};
+use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Mode, Plan, Planner};
 use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, cassette};
+
+/// `--mode`, for the commands that start runs (`run`, `eval`; a resumed run keeps its
+/// journal's mode).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ModeArg {
+    /// Run in this mode instead of the task's: plan-then-execute, step-wise, or react (the
+    /// ReAct baseline: one planner call per action, the whole transcript each time).
+    #[arg(long, value_name = "MODE")]
+    mode: Option<Mode>,
+}
+
+impl ModeArg {
+    /// `overrides` with this mode.
+    pub(crate) fn apply(&self, overrides: PlannerOverrides) -> PlannerOverrides {
+        PlannerOverrides {
+            mode: self.mode.or(overrides.mode),
+            ..overrides
+        }
+    }
+}
 
 /// Planner settings that replace the task file's `[planner]` values.
 #[derive(Debug, Clone, clap::Args)]
@@ -52,7 +72,13 @@ impl PlannerArgs {
                 .or_else(|| std::env::var("TOOLHOST_BASE_URL").ok()),
             api_key_env: self.api_key_env.clone(),
             cassette: self.cassette.clone(),
+            mode: None,
         }
+    }
+
+    /// Whether `--record` was given.
+    pub(crate) fn records(&self) -> bool {
+        self.record.is_some()
     }
 
     /// Whether plan memory is on, given the task's `[memory] enabled`.

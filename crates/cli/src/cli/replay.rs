@@ -10,7 +10,7 @@ use serde_json::json;
 use super::loaded::load;
 use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
-use toolhost_engine::{Fault, FaultKind};
+use toolhost_engine::{Fault, FaultKind, Faults, Target};
 use toolhost_journal::{Kind, Record, replay};
 use toolhost_runtime::Runtime;
 
@@ -72,7 +72,7 @@ pub(crate) fn run(
     let now = super::journal::digest(&task_file)?;
     let then = start["task"]["sha256"].as_str().unwrap_or_default();
     super::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;
-    loaded.task.config.faults.0 = faults.clone();
+    loaded.task.config.faults = Faults::new("replay", faults.clone());
     let mut planner = replay::recorded(&recorded.records)
         .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
     let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
@@ -115,7 +115,7 @@ pub(crate) fn run(
             let _ = writeln!(
                 err,
                 "warning: fault {f} was not injected: no step `{}` ran{revision} in the replay (steps: {steps})",
-                f.step,
+                step_of(f),
             );
         }
     }
@@ -171,7 +171,7 @@ fn no_such_step(faults: &[Fault], records: &[Record], run_id: &str) -> Result<()
                 exit::USAGE,
                 format!(
                     "fault {f}: run {run_id} never started a step `{}`{revision} (steps: {steps})",
-                    f.step,
+                    step_of(f),
                 ),
             ));
         }
@@ -182,16 +182,19 @@ fn no_such_step(faults: &[Fault], records: &[Record], run_id: &str) -> Result<()
 /// Whether fault `f` names none of the steps in `ran` (`(id, revision)` pairs, in order);
 /// if so, the message parts: " in revision N" (or nothing) and the steps that did run.
 fn missed(f: &Fault, ran: &[(String, u64)]) -> Option<(String, String)> {
+    // Replay's faults all name a step.
+    let Target::Step { step, revision } = &f.target else {
+        return None;
+    };
     let hit = ran.iter().any(|(id, rev)| {
-        id == f.step.as_str() && f.revision.is_none_or(|want| u64::from(want) == *rev)
+        id == step.as_str() && revision.is_none_or(|want| u64::from(want) == *rev)
     });
     if hit {
         return None;
     }
     let mut steps: Vec<String> = ran.iter().map(|(id, rev)| format!("{id}@{rev}")).collect();
     steps.dedup();
-    let revision = f
-        .revision
+    let revision = revision
         .map(|rev| format!(" in revision {rev}"))
         .unwrap_or_default();
     let steps = if steps.is_empty() {
@@ -200,4 +203,12 @@ fn missed(f: &Fault, ran: &[(String, u64)]) -> Option<(String, String)> {
         steps.join(", ")
     };
     Some((revision, steps))
+}
+
+/// The step a replay fault names.
+fn step_of(f: &Fault) -> &str {
+    match &f.target {
+        Target::Step { step, .. } => step.as_str(),
+        Target::Tool { tool, .. } => tool.as_str(),
+    }
 }

@@ -36,6 +36,8 @@ pub(crate) struct Args {
     pub(crate) journal: super::journal::RunOptions,
     #[command(flatten)]
     planner: super::planner::PlannerArgs,
+    #[command(flatten)]
+    mode: super::planner::ModeArg,
 }
 
 /// How a run is watched; shared by `run`, `resume` and `replay`.
@@ -98,7 +100,7 @@ pub(crate) fn telemetry(view: &View) -> Result<Option<Telemetry>, Failure> {
 /// progress lines unless `view.json`, and exporting its trace to `telemetry`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive(
-    rt: Runtime,
+    rt: impl Into<Arc<Runtime>>,
     loaded: Loaded,
     journal: &Journal,
     planner: &mut dyn Planner,
@@ -144,7 +146,7 @@ pub(crate) fn drive(
     };
     let mut journal_observer = journal.clone();
     let mut tee = Tee(&mut journal_observer, observer);
-    let mut engine = Engine::builder(Arc::new(rt), Arc::new(Catalog { tools }))
+    let mut engine = Engine::builder(rt.into(), Arc::new(Catalog { tools }))
         .config(task.config.clone())
         .approver(&mut approvals)
         .observer(&mut tee)
@@ -229,7 +231,7 @@ pub(crate) fn run(
         &rt,
         &args.task,
         args.view.tools_dir.as_deref(),
-        &args.planner.overrides(),
+        &args.mode.apply(args.planner.overrides()),
     )?;
     // The whole configuration (planner, API key, cassette, URLs, trace export) is checked
     // before the journal is opened: a run that cannot start leaves no journal behind.
@@ -294,7 +296,8 @@ fn plan_memory(
     if task.config.mode != Mode::PlanThenExecute {
         let _ = writeln!(
             err,
-            "note: plan memory serves plan-then-execute runs only; this step-wise run neither reads nor stores it"
+            "note: plan memory serves plan-then-execute runs only; this {} run neither reads nor stores it",
+            task.config.mode
         );
         return Ok(None);
     }

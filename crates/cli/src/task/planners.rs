@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use toolhost_engine::plan::Plan;
-use toolhost_engine::planner::{Turn, Usage};
+use toolhost_engine::planner::{Mode, Turn, Usage};
 use toolhost_engine::scripted::ScriptedReplan;
 use toolhost_llm::{LlmConfig, ProviderKind, Structured};
 
@@ -65,6 +65,8 @@ pub enum PlannerSpec {
 /// task's value. Choosing a model `kind` here drops the task's inline script.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PlannerOverrides {
+    /// Replaces the task's `mode` (`--mode`), so one suite runs in every mode.
+    pub mode: Option<Mode>,
     pub kind: Option<PlannerKind>,
     pub model: Option<String>,
     pub base_url: Option<String>,

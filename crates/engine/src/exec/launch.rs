@@ -13,7 +13,7 @@ use super::{Done, Progress};
 use crate::approval::StepDecision;
 use crate::budget::{Budget, StopReason};
 use crate::engine::Engine;
-use crate::fault::Fault;
+use crate::fault::{FaultKind, Injected};
 use crate::plan::OperationName;
 use crate::plan::Step;
 use crate::record::{StepError, StepRecord, StepStatus};
@@ -195,7 +195,15 @@ impl Engine<'_> {
             entry: self.catalog.tools[&step.tool].clone(),
             op: step.operation.clone(),
             args,
-            fault: self.config.faults.find(id, x.revision),
+            // One emptiness check per call when no fault is configured.
+            fault: if self.config.faults.is_empty() {
+                None
+            } else {
+                self.config.faults.fire(
+                    &mut st.fault_calls,
+                    (id, x.revision, &step.tool, &step.operation),
+                )
+            },
             record: base,
             started: st.started,
             reserved_fuel: limits.fuel,
@@ -214,8 +222,8 @@ struct Call {
     op: OperationName,
     /// The arguments with references resolved, or why one could not be.
     args: Result<Value, String>,
-    /// A fault injected by replay, which stands in for the call.
-    fault: Option<Fault>,
+    /// An injected fault, which stands in for the call or (`malformed`) its output.
+    fault: Option<Injected>,
     /// The record as launched.
     record: StepRecord,
     /// When the run started, for `finished_us`.
@@ -228,9 +236,22 @@ struct Call {
 impl Call {
     async fn run(self) -> Done {
         let mut record = self.record;
+        let timeout_ms = u64::try_from(self.limits.timeout.as_millis()).unwrap_or(u64::MAX);
+        let faulted = self
+            .fault
+            .as_ref()
+            .and_then(|f| f.error(self.limits.fuel, timeout_ms));
         match self.args {
-            _ if self.fault.is_some() => {
-                record.error = self.fault.map(Fault::error);
+            _ if faulted.is_some() => {
+                // A real fuel exhaustion spends the call's whole allowance.
+                if self
+                    .fault
+                    .as_ref()
+                    .is_some_and(|f| f.kind == FaultKind::Fuel)
+                {
+                    record.fuel = self.limits.fuel;
+                }
+                record.error = faulted;
             }
             Err(why) => {
                 record.error = Some(StepError {
@@ -255,10 +276,7 @@ impl Call {
                 record.fuel = report.fuel_consumed;
                 record.events = report.events;
                 match result {
-                    Ok(v) => {
-                        record.status = StepStatus::Succeeded;
-                        record.output = Some(v);
-                    }
+                    Ok(v) => take_output(&mut record, entry, &self.op, v, self.fault.as_ref()),
                     Err(e) => record.error = Some(error_of(&e)),
                 }
             }
@@ -270,5 +288,33 @@ impl Call {
             reserved_fuel: self.reserved_fuel,
             span: self.span,
         }
+    }
+}
+
+/// Takes in a call's output, replaced first if a `malformed` fault fired, and checked
+/// against the operation's result type.
+fn take_output(
+    record: &mut StepRecord,
+    entry: &Entry,
+    op: &OperationName,
+    mut v: Value,
+    fault: Option<&Injected>,
+) {
+    let Some(operation) = entry.tool.operation(op) else {
+        // Validation admitted the step, so the tool has the operation.
+        record.status = StepStatus::Succeeded;
+        record.output = Some(v);
+        return;
+    };
+    let note = fault.filter(|f| f.kind == FaultKind::Malformed).map(|f| {
+        v = super::output::malformed(operation);
+        f.note.as_str()
+    });
+    match super::output::check(operation, &v, note) {
+        Ok(()) => {
+            record.status = StepStatus::Succeeded;
+            record.output = Some(v);
+        }
+        Err(e) => record.error = Some(e),
     }
 }

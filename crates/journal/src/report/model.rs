@@ -196,7 +196,11 @@ pub fn budgets(r: &Report, steps: &[StepRun]) -> Vec<BudgetRow> {
     let calls: Vec<&Value> = r.of_kind("planner_called").map(|e| &e.data).collect();
     let mut revs: Vec<u64> = revisions(r).iter().map(|v| v.number).collect();
     revs.dedup();
-    let step_wise = r.first("run_started").map(|d| text(d, "mode")) == Some("step-wise");
+    // Step-wise and ReAct runs take turns; a turn is not a replan.
+    let step_wise = matches!(
+        r.first("run_started").map(|d| text(d, "mode")),
+        Some("step-wise" | "react")
+    );
     let wall_us = r.entries.iter().filter_map(|e| e.at_us).max().unwrap_or(0);
     let summed = |key: &str| -> Option<f64> {
         let n = match key {

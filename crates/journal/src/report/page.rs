@@ -12,6 +12,8 @@ use super::show::short;
 use super::{Report, dag, escape, lanes, steps};
 
 const CSS: &str = include_str!("report.css");
+/// The report's stylesheet, for other pages in its style (`toolhost eval --html`).
+pub const STYLESHEET: &str = CSS;
 const SCRIPT: &str = include_str!("report.js");
 /// Runs first, so any error in the page's script (or a browser's) is left in the DOM,
 /// where a headless browser's `--dump-dom` shows it.
