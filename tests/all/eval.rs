@@ -129,6 +129,14 @@ fn a_suite_that_passes_exits_0_with_a_row_per_task_and_every_metric() {
     for id in &ids {
         assert!(out.stdout.contains(&format!("✔  {id}")), "{}", out.stdout);
     }
+    // Progress on stderr though it is a pipe here (a CI log): a line per task as it
+    // finished, counted; none of them on stdout.
+    let progress: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(progress.len(), ids.len(), "{}", out.stderr);
+    for (i, line) in progress.iter().enumerate() {
+        assert!(line.starts_with(&format!("[{}/9] ✔ ", i + 1)), "{line}");
+    }
+    assert!(!out.stdout.contains("[1/9]"), "{}", out.stdout);
     let arith = out.task("arith");
     assert_eq!(arith["passed"], true);
     assert_eq!(arith["outcome"], "completed");

@@ -39,4 +39,4 @@ pub use self::expect::{AnswerCheck, Expect, Order};
 pub use self::result::{Metrics, SuiteResult, TaskResult};
 pub use self::run::{Ran, Runner, run_suite};
 pub use self::serve::{FileServer, ServeConfig};
-pub use self::suite::{GoldenTask, Suite, SuiteError};
+pub use self::suite::{GoldenTask, Suite, SuiteError, is_golden};

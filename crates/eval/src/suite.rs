@@ -151,6 +151,13 @@ fn faults(specs: Vec<FaultSpec>, path: &Path, what: &str) -> Result<Vec<Fault>, 
         .collect()
 }
 
+/// Whether the file at `path` is a golden task rather than an ordinary task file: a TOML
+/// table with a harness key at the top level (which a task file cannot have). `false`
+/// when it cannot be read or parsed, so the task loader reports that in its own words.
+pub fn is_golden(path: &Path) -> bool {
+    read_table(path).is_ok_and(|t| HARNESS_KEYS.iter().any(|k| t.contains_key(*k)))
+}
+
 /// Splits a golden task at `path` into the task-file table and the harness's parts.
 pub fn load_task(path: &Path) -> Result<GoldenTask, SuiteError> {
     let mut table = read_table(path)?;

@@ -105,3 +105,49 @@ fn a_seeded_probability_fails_the_same_calls_every_run() {
         "seed 8 failed as many calls as seed 7"
     );
 }
+
+#[test]
+fn an_eval_runs_journal_replays_with_and_without_its_fault() {
+    let s = Sandbox::new();
+    let out = s.eval("core/faults/error.toml", &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let journal = out.task("error")["journal"].as_str().unwrap().to_string();
+    let replay = |args: &[&str]| -> Value {
+        let out = std::process::Command::new(super::BIN)
+            .arg("--cache-dir")
+            .arg(super::cache())
+            .arg("--state-dir")
+            .arg(s.path("state"))
+            .args(["replay", &journal, "--json", "--tools-dir"])
+            .arg(toolhost_tests::tools_dir())
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let steps = |r: &Value| -> Vec<(String, String)> {
+        r["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["id"].as_str().unwrap().into(), s["status"].to_string()))
+            .collect()
+    };
+    // The golden task's harness tables are left out: no fault, so the first plan holds.
+    let clean = replay(&[]);
+    assert_eq!(clean["stop"]["reason"], "completed", "{clean}");
+    assert_eq!(clean["answer"], 5);
+    assert_eq!(steps(&clean).len(), 1, "{clean}");
+    // The fault given on the command line takes the recorded path: the replan runs.
+    let failed = replay(&["--fail", "s1"]);
+    assert_eq!(failed["stop"]["reason"], "completed", "{failed}");
+    let ids: Vec<String> = steps(&failed).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["s1", "again"], "{failed}");
+}

@@ -6,7 +6,7 @@
 mod runner;
 mod table;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -89,11 +89,13 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
     )?;
     runner.check(&suite)?;
     let jobs = args.jobs.or(suite.max_concurrent).unwrap_or(4);
-    let progress = std::io::stderr().is_terminal();
+    // A line per finished task on stderr, on a terminal or in a CI log alike (stdout keeps
+    // only the table, for whoever reads it as a file).
+    let total = suite.tasks.len();
+    let mut finished = 0;
     let result = run_suite(&suite, &runner, jobs, &mut |t: &TaskResult| {
-        if progress {
-            let _ = writeln!(err, "{}", table::progress_line(t));
-        }
+        finished += 1;
+        let _ = writeln!(err, "{}", table::progress_line(finished, total, t));
     });
     let _ = write!(out, "{}", table::render(&result, baseline.as_ref()));
     if let Some(path) = &args.json {

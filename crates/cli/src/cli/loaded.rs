@@ -34,6 +34,28 @@ pub(crate) fn load(
     load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
 }
 
+/// Loads the task file a run's journal names, for `resume` and `replay`: an ordinary task
+/// file as [`load`] does, or a golden task of an eval suite without its harness tables
+/// (`[expect]`, `[[faults]]`, `[[setup.copy]]`, `id`, `tags`). A resumed or replayed run is
+/// not an evaluation: it injects only the faults its command gives, and nothing is set up
+/// or checked.
+pub(crate) fn load_recorded(
+    rt: &Runtime,
+    path: &Path,
+    tools_dir: Option<&Path>,
+    overrides: &PlannerOverrides,
+) -> Result<Loaded, Failure> {
+    if !toolhost_eval::is_golden(path) {
+        return load(rt, path, tools_dir, overrides);
+    }
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let golden = toolhost_eval::suite::load_task(path).map_err(|e| usage(e.to_string()))?;
+    let tools_dir = self::tools_dir(tools_dir);
+    let task = Task::from_table(golden.table, path, tools_dir.as_deref(), overrides)
+        .map_err(|e| usage(e.to_string()))?;
+    load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
+}
+
 /// The tools directory: `given`, else `TOOLHOST_TOOLS_DIR`.
 pub(crate) fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
     given

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::loaded::load;
+use super::loaded::load_recorded;
 use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
 use toolhost_engine::{Fault, FaultKind, Faults, Target};
@@ -63,7 +63,7 @@ pub(crate) fn run(
     no_such_step(&faults, &recorded.records, &run_id)?;
     let start = &recorded.records[0].data;
     let task_file = super::resume::task_file(start, args.task.as_deref(), &run_id)?;
-    let mut loaded = load(
+    let mut loaded = load_recorded(
         &rt,
         &task_file,
         args.view.tools_dir.as_deref(),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::loaded::load;
+use super::loaded::load_recorded;
 use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
 use toolhost_engine::{Budgets, StepId, Unfinished};
@@ -176,7 +176,7 @@ pub(crate) fn run(
     let start = first.records[0].data.clone();
     let (_, task_sha) = recorded(&start, "task");
     let task_file = task_file(&start, args.task.as_deref(), &run_id)?;
-    let mut loaded = load(
+    let mut loaded = load_recorded(
         &rt,
         &task_file,
         args.view.tools_dir.as_deref(),

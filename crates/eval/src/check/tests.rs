@@ -16,6 +16,19 @@ fn outcome_names_both() {
 }
 
 #[test]
+fn a_normal_finish_has_two_names_and_nothing_else_is_one() {
+    // Plan-then-execute ends `completed`, the turn-taking modes `planner_stopped`.
+    assert_eq!(outcome("completed", "planner_stopped"), None);
+    assert_eq!(outcome("planner_stopped", "completed"), None);
+    for got in ["escalated", "replan_limit", "budget_exhausted", "cancelled"] {
+        assert!(outcome("completed", got).is_some(), "{got}");
+        assert!(outcome("planner_stopped", got).is_some(), "{got}");
+    }
+    assert!(outcome("escalated", "completed").is_some());
+    assert!(outcome("escalated", "planner_stopped").is_some());
+}
+
+#[test]
 fn exact_set_and_partial_sequences() {
     let want = calls(&["calc.eval", "text.count"]);
     let swapped = calls(&["text.count", "calc.eval"]);

@@ -7,10 +7,10 @@ use toolhost_eval::baseline::shown;
 use toolhost_eval::result::METRICS;
 use toolhost_eval::{Baseline, SuiteResult, TaskResult};
 
-/// `✔ calc-chain  completed  12.3 ms`.
-pub(super) fn progress_line(t: &TaskResult) -> String {
+/// `[3/41] ✔ calc-chain  completed  12.3 ms`: the `done`-th of `total` tasks to finish.
+pub(super) fn progress_line(done: usize, total: usize, t: &TaskResult) -> String {
     format!(
-        "{} {}  {}  {:.1} ms",
+        "[{done}/{total}] {} {}  {}  {:.1} ms",
         if t.passed { "✔" } else { "✘" },
         t.id,
         t.outcome,
