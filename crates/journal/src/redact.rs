@@ -245,6 +245,17 @@ impl Redactor {
         self.custom.len()
     }
 
+    /// A file path as the journal records it (the task, the policy, each tool): each
+    /// `/`-separated component redacted on its own, so a run of path components (a temp
+    /// directory's random name, then the rest of the path) is not taken for one long token,
+    /// while a component that is a secret still is. Resume finds the task by this path.
+    pub fn path(&self, path: &str) -> String {
+        path.split('/')
+            .map(|c| self.text(c))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
     /// `text` with every secret, operator pattern and built-in match replaced.
     pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = Cow::Borrowed(text);
@@ -319,6 +330,27 @@ mod tests {
 
     fn plain() -> Redactor {
         Redactor::new(Vec::new(), &[]).unwrap()
+    }
+
+    #[test]
+    fn a_path_is_redacted_component_by_component() {
+        let r = plain();
+        // As one string, a temp directory's mixed-case name and the rest of the path make
+        // a 32-character token; component by component nothing in it is a secret.
+        let path = "/tmp/.tmpAb3XyZ9/eval/core/faults/error.toml";
+        assert!(r.text(path).contains("[redacted:"), "{}", r.text(path));
+        assert_eq!(r.path(path), path);
+        // A component that is a token is still hidden, and only it.
+        let key = "sk-proj-abcdefghijklmnop1234";
+        assert_eq!(
+            r.path(&format!("/home/u/{key}/task.toml")),
+            "/home/u/[redacted:api_key]/task.toml"
+        );
+        let secret = Redactor::new(["hunter2-and-more".to_string()], &[]).unwrap();
+        assert_eq!(
+            secret.path("/srv/hunter2-and-more/t.toml"),
+            "/srv/[redacted:secret]/t.toml"
+        );
     }
 
     #[test]

@@ -172,9 +172,10 @@ fn new_id() -> String {
     )
 }
 
-/// A file as `run_started` records it: the path redacted, the digest as it is.
+/// A file as `run_started` records it: the path redacted component by component
+/// ([`Redactor::path`]), the digest as it is.
 pub(crate) fn file_json(redactor: &Redactor, f: &FileDigest) -> Value {
-    json!({"path": redactor.text(&f.path), "sha256": f.sha256})
+    json!({"path": redactor.path(&f.path), "sha256": f.sha256})
 }
 
 /// Tool name → [`file_json`] of its component.

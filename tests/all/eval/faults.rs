@@ -112,7 +112,7 @@ fn an_eval_runs_journal_replays_with_and_without_its_fault() {
     let out = s.eval("core/faults/error.toml", &[]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let journal = out.task("error")["journal"].as_str().unwrap().to_string();
-    let replay = |args: &[&str]| -> Value {
+    let replay = |args: &[&str], code: i32| -> Value {
         let out = std::process::Command::new(super::BIN)
             .arg("--cache-dir")
             .arg(super::cache())
@@ -126,7 +126,7 @@ fn an_eval_runs_journal_replays_with_and_without_its_fault() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.status.code(),
-            Some(0),
+            Some(code),
             "{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -140,14 +140,27 @@ fn an_eval_runs_journal_replays_with_and_without_its_fault() {
             .map(|s| (s["id"].as_str().unwrap().into(), s["status"].to_string()))
             .collect()
     };
-    // The golden task's harness tables are left out: no fault, so the first plan holds.
-    let clean = replay(&[]);
+    // The golden task's harness tables are left out: no fault, so the first plan holds,
+    // and the replay says where it left the recording (exit 9, diverged).
+    let clean = replay(&[], 9);
     assert_eq!(clean["stop"]["reason"], "completed", "{clean}");
     assert_eq!(clean["answer"], 5);
     assert_eq!(steps(&clean).len(), 1, "{clean}");
-    // The fault given on the command line takes the recorded path: the replan runs.
-    let failed = replay(&["--fail", "s1"]);
+    assert_ne!(
+        clean["replay"]["divergences"],
+        serde_json::json!([]),
+        "{clean}"
+    );
+    // The fault given on the command line takes the recorded path: the replan runs. The
+    // one divergence is the failure's kind: `--fail` fails a step as a trap, where the
+    // eval's `error` fault returned the tool's error value.
+    let failed = replay(&["--fail", "s1"], 9);
     assert_eq!(failed["stop"]["reason"], "completed", "{failed}");
     let ids: Vec<String> = steps(&failed).into_iter().map(|(id, _)| id).collect();
     assert_eq!(ids, ["s1", "again"], "{failed}");
+    let divergences = failed["replay"]["divergences"].as_array().unwrap();
+    assert_eq!(divergences.len(), 1, "{failed}");
+    assert_eq!(divergences[0]["at"], "r1:s1");
+    assert_eq!(divergences[0]["recorded"]["error"], "tool_error");
+    assert_eq!(divergences[0]["replayed"]["error"], "trap");
 }

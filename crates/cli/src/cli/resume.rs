@@ -119,6 +119,14 @@ pub(crate) fn task_file(
     }
     let recorded = start["task"]["path"].as_str().unwrap_or_default();
     let path = PathBuf::from(recorded);
+    if recorded.contains("[redacted:") {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "the task file of run {run} was journaled with part of its path redacted (`{recorded}`): pass --task FILE to say where it is"
+            ),
+        ));
+    }
     if recorded.is_empty() || !path.is_file() {
         return Err(Failure::new(
             exit::USAGE,
