@@ -171,9 +171,8 @@ fn owner() -> Result<Option<(u32, u32)>, String> {
 fn as_owner(c: &mut Command, owner: Option<(u32, u32)>) -> &mut Command {
     if let Some((uid, gid)) = owner {
         std::os::unix::process::CommandExt::uid(c, uid);
+        // std drops root's supplementary groups when it changes the uid.
         std::os::unix::process::CommandExt::gid(c, gid);
-        // Its supplementary groups are root's otherwise.
-        std::os::unix::process::CommandExt::groups(c, &[gid]);
     }
     c
 }
