@@ -3,12 +3,10 @@
 //! from there; `run` journals into it under a lease it renews while the run goes on and
 //! releases at the end (see `toolhost_store_pg`).
 
-use std::path::Path;
 use std::time::Duration;
 
-use super::loaded::Loaded;
 use super::{Failure, exit};
-use toolhost_journal::{Journal, Verified, report};
+use toolhost_journal::{Journal, Redactor, RunStart, Verified, report};
 use toolhost_store_pg::{Database, Lease, PgError, PgStore, Renewer, RunState};
 
 /// How long a run's lease lasts without renewal; renewed every third of it.
@@ -83,18 +81,20 @@ impl Claim {
 /// created under a lease held by this process, and its `run_started` written.
 pub(crate) fn open(
     url: &str,
-    opts: &super::journal::RunOptions,
-    task_file: &Path,
-    loaded: &Loaded,
+    start: &RunStart,
+    redactor: Redactor,
 ) -> Result<(Journal, Claim), Failure> {
-    let (start, redactor) = super::journal::run_start(opts, task_file, loaded, None)?;
     let db = connect(url)?;
     let id = toolhost_journal::new_run_id();
-    let owner = format!("toolhost run, pid {} on {}", std::process::id(), host());
+    let owner = format!(
+        "toolhost run, pid {} on {}",
+        std::process::id(),
+        toolhost_journal::lock::hostname()
+    );
     let lease = db.create_run(&id, &owner, LEASE).map_err(failure)?;
     let renewer = db.keep(&lease);
     let store = PgStore::new(&db, lease.clone());
-    let journal = match Journal::create_in(Box::new(store), &id, &start, redactor) {
+    let journal = match Journal::create_in(Box::new(store), &id, start, redactor) {
         Ok(j) => j,
         Err(e) => {
             // Nothing to carry on: no one is to claim the run.
@@ -104,11 +104,4 @@ pub(crate) fn open(
         }
     };
     Ok((journal, Claim { db, lease, renewer }))
-}
-
-fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "unknown".into())
 }

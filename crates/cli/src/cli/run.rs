@@ -252,7 +252,9 @@ pub(crate) fn run(
     let telemetry = telemetry(&args.view)?;
     let (journal, claim) = match args.database.url() {
         Some(url) => {
-            let (j, c) = super::database::open(&url, &args.journal, &args.task, &loaded)?;
+            let (start, redactor) =
+                super::journal::run_start(&args.journal, &args.task, &loaded, None)?;
+            let (j, c) = super::database::open(&url, &start, redactor)?;
             (j, Some(c))
         }
         None => (
