@@ -227,3 +227,55 @@ fn a_taken_seq_is_refused_and_the_first_record_kept() {
         Err(PgError::RunExists { .. })
     ));
 }
+
+#[test]
+fn a_kept_lease_outlives_its_ttl_and_lapses_once_no_longer_renewed() {
+    let Some((_t, db)) =
+        connected("a_kept_lease_outlives_its_ttl_and_lapses_once_no_longer_renewed")
+    else {
+        return;
+    };
+    let ttl = Duration::from_millis(600);
+    let a = db.create_run("r1", "writer-a", ttl).unwrap();
+    let renewer = db.keep(&a);
+    let mut s = store(&db, &a);
+    for seq in 1..=4 {
+        std::thread::sleep(ttl / 2);
+        s.append(seq, &line(seq)).unwrap();
+    }
+    assert!(matches!(
+        db.claim("r1", "writer-b", LONG),
+        Err(PgError::NotClaimable { .. })
+    ));
+    drop(renewer);
+    std::thread::sleep(ttl + Duration::from_millis(300));
+    let e = s.append(5, &line(5)).unwrap_err();
+    assert!(matches!(store_error(&e), PgError::Fenced(_)), "{e}");
+    assert_eq!(db.claim("r1", "writer-b", LONG).unwrap().epoch, 2);
+}
+
+/// The engine calls `Store::append` from async code: from inside a current-thread
+/// runtime (whose only thread blocks in the append) it neither deadlocks nor panics, and
+/// the database may be dropped there too.
+#[test]
+fn appends_work_from_inside_a_current_thread_runtime() {
+    let Some((t, db)) = connected("appends_work_from_inside_a_current_thread_runtime") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let a = db.create_run("r1", "writer-a", LONG).unwrap();
+        let _renewer = db.keep(&a);
+        let mut s = store(&db, &a);
+        for seq in 1..=3 {
+            s.append(seq, &line(seq)).unwrap();
+            tokio::task::yield_now().await;
+        }
+        drop(s);
+        drop(db);
+    });
+    assert_eq!(t.sql("SELECT count(*) FROM journal_records"), "3");
+}
