@@ -32,6 +32,27 @@ else
     echo "  install it, or set TOOLHOST_SKIP_BROWSER=1; the browser test fails without it" >&2
 fi
 
+# A real PostgreSQL server for the PostgreSQL journal's tests (tests/all/pg): they start
+# one from the server binaries (`initdb`, `pg_ctl`; on PATH or under
+# /usr/lib/postgresql/*/bin) and fail without them unless TOOLHOST_SKIP_POSTGRES=1.
+# Installed from Debian's archive when missing and we are root with apt.
+echo "== postgresql (PostgreSQL journal tests)"
+pg_bin() {
+    command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | tail -n 1
+}
+if [ "${TOOLHOST_SKIP_POSTGRES:-}" = 1 ]; then
+    echo "TOOLHOST_SKIP_POSTGRES=1: the PostgreSQL tests are skipped"
+elif [ -n "$(pg_bin)" ]; then
+    echo "found $(pg_bin)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing postgresql: apt-get update && apt-get install -y --no-install-recommends postgresql"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql
+else
+    echo "warning: no PostgreSQL server binaries (initdb) and cannot install them (not root, or no apt-get):" >&2
+    echo "  install Debian's postgresql, or set TOOLHOST_SKIP_POSTGRES=1; the PostgreSQL tests fail without it" >&2
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -115,6 +115,20 @@ fn each_layer_depends_only_on_layers_below() {
             "toolhost",
             "toolhost-tools",
             "clap",
+            "toolhost-store-pg",
+            "tokio-postgres",
+        ],
+    );
+    // The PostgreSQL journal sits beside the file journal, below the command line.
+    assert_none_of(
+        "toolhost-store-pg",
+        &[
+            "toolhost-llm",
+            "toolhost-eval",
+            "toolhost",
+            "toolhost-tools",
+            "clap",
+            "reqwest",
         ],
     );
     // The harness judges runs; the command line drives them.

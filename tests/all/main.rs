@@ -16,6 +16,7 @@ mod llm;
 mod mcp;
 mod metering;
 mod output;
+mod pg;
 mod plan;
 mod policy;
 mod pool;

@@ -30,8 +30,10 @@
 //!   effect.
 //! - [`tee`]: [`Tee`], to feed the journal and another observer.
 //! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
-//!   holder; `store::FileStore`, the local file (a lease with a fencing token fits the
-//!   same trait for writers on several machines).
+//!   holder; `store::FileStore`, the local file. The `toolhost-store-pg` crate is the
+//!   other: PostgreSQL, a lease with a fencing epoch checked on every append, for writers
+//!   on several machines ([`Journal::create_in`] writes a run there, and
+//!   [`verify_bytes`](verify::verify_bytes) and `report::load_bytes` read its lines back).
 //! - [`lock`]: [`RunLock`], the `flock` on `RUN.jsonl.lock` that `run` and `resume` hold
 //!   for the life of the process; a second writer is told who holds it.
 //! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
@@ -80,7 +82,7 @@ pub use self::resume::{Resumable, ResumeError, checkpoint, refuse_session};
 pub use self::session::{CallEnd, CallRecord, SessionStart};
 pub use self::tee::Tee;
 pub use self::verify::{ChainProblem, Verified, verify};
-pub use self::writer::{Journal, RunStart};
+pub use self::writer::{Journal, RunStart, new_run_id};
 
 /// The `mode` of an MCP session's `run_started` record (see [`session`]); here, below
 /// every reader, so none imports the writer's module to recognise one.

@@ -169,7 +169,8 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-fn hostname() -> String {
+/// This machine's host name (for who holds a run, in messages).
+pub fn hostname() -> String {
     #[cfg(unix)]
     {
         let mut buf = [0u8; 256];

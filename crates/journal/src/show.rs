@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::verify::Verified;
-use super::{Kind, Record, run_id, time};
+use super::{Kind, Record, time};
 
 /// At most this many characters of a value are shown on a timeline line.
 const SHOWN: usize = 120;
@@ -229,7 +229,7 @@ fn line(r: &Record) -> Vec<String> {
 /// The timeline: a header, one or more lines per record with its offset from the start,
 /// and the chain's verdict.
 pub fn timeline(v: &Verified) -> String {
-    let mut s = format!("run {}\n", run_id(&v.path));
+    let mut s = format!("run {}\n", v.run);
     let start = v.records.first().and_then(|r| time::parse(&r.ts));
     if let Some(first) = v.records.first() {
         let _ = writeln!(s, "started {}", first.ts);
@@ -278,7 +278,7 @@ pub fn verdict(v: &Verified) -> String {
 /// The machine form: the run, the chain's verdict, and the records.
 pub fn json(v: &Verified) -> Value {
     json!({
-        "run": run_id(&v.path),
+        "run": v.run,
         "path": v.path.display().to_string(),
         "valid": v.is_valid(),
         "complete": v.stop().is_some(),

@@ -22,7 +22,7 @@ use super::lock::RunLock;
 
 /// A job that makes every append made before it was created durable; run off the async
 /// workers (it may wait for the disk).
-pub(crate) type Syncer = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
+pub type Syncer = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
 
 /// The append-only storage of one run's records, written by the one holder of the run.
 pub trait Store: Send + fmt::Debug {

@@ -114,6 +114,10 @@ impl ChainProblem {
 /// A checked journal.
 #[derive(Debug, Clone)]
 pub struct Verified {
+    /// The run id.
+    pub run: String,
+    /// Where the journal is: its file, or for a journal in a database (see
+    /// [`verify_bytes`]) its location as messages show it.
     pub path: PathBuf,
     /// The records before the first problem (all of them if there is none).
     pub records: Vec<Record>,
@@ -141,6 +145,19 @@ pub fn verify(path: &Path, head: Option<&str>) -> Result<Verified, JournalError>
         path: path.display().to_string(),
         reason: e.to_string(),
     })?;
+    Ok(verify_bytes(
+        &super::run_id(path),
+        path.to_path_buf(),
+        &bytes,
+        head,
+    ))
+}
+
+/// Checks the journal of run `run` whose lines (each with its newline, as a journal file
+/// holds them) are `bytes`, read from `location` (a file, or a database: the
+/// `toolhost-store-pg` crate reads a run's rows into these bytes); with `head`, the last
+/// record must hash to it.
+pub fn verify_bytes(run: &str, location: PathBuf, bytes: &[u8], head: Option<&str>) -> Verified {
     let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     // A file that ends with a newline splits into a last, empty piece; anything else there
     // is a line whose write did not finish.
@@ -149,13 +166,14 @@ pub fn verify(path: &Path, head: Option<&str>) -> Result<Verified, JournalError>
         lines.pop();
     }
     let (records, head_hash, problem) = check(&lines, unterminated, head);
-    Ok(Verified {
-        path: path.to_path_buf(),
+    Verified {
+        run: run.to_string(),
+        path: location,
         records,
         lines: lines.len(),
         head: head_hash,
         problem,
-    })
+    }
 }
 
 /// The `stopped` reasons after which a run is never carried on (nor an MCP session's

@@ -156,7 +156,8 @@ impl Writer {
     }
 }
 
-fn new_id() -> String {
+/// A fresh run id: `YYYYMMDDTHHMMSSZ-` and 8 hex digits.
+pub fn new_run_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let now = SystemTime::now();
     let nanos = now
@@ -170,6 +171,21 @@ fn new_id() -> String {
         time::compact(now),
         &sha256_hex(seed.as_bytes())[..8]
     )
+}
+
+/// The fields of a run's `run_started`, redacted field by field (digests stay as they are).
+fn start_fields(start: &RunStart, redactor: &Redactor) -> Value {
+    let red = |s: &str| redactor.text(s).into_owned();
+    json!({
+        "goal": red(&start.goal),
+        "mode": start.mode,
+        "task": start.task.as_ref().map(|f| file_json(redactor, f)),
+        "policy": file_json(redactor, &start.policy),
+        "tools": tools_json(redactor, &start.tools),
+        "budgets": start.budgets,
+        "max_parallel": start.max_parallel,
+        "replay_of": start.replay_of,
+    })
 }
 
 /// A file as `run_started` records it: the path redacted component by component
@@ -220,18 +236,23 @@ impl Journal {
         start: &RunStart,
         redactor: Redactor,
     ) -> Result<Journal, JournalError> {
-        let red = |s: &str| redactor.text(s).into_owned();
-        let fields = json!({
-            "goal": red(&start.goal),
-            "mode": start.mode,
-            "task": start.task.as_ref().map(|f| file_json(&redactor, f)),
-            "policy": file_json(&redactor, &start.policy),
-            "tools": tools_json(&redactor, &start.tools),
-            "budgets": start.budgets,
-            "max_parallel": start.max_parallel,
-            "replay_of": start.replay_of,
-        });
+        let fields = start_fields(start, &redactor);
         Journal::begin(state_dir, "run", fields, redactor)
+    }
+
+    /// Creates the journal of the new run `id` in `store`, which its caller opened as the
+    /// run's one writer (a database's store under the run's lease, say), and writes (and
+    /// syncs) its `run_started` record. Where the store keeps its records is its own
+    /// affair: [`Journal::path`] is then its [`location`](Store::location).
+    pub fn create_in(
+        store: Box<dyn Store>,
+        id: &str,
+        start: &RunStart,
+        redactor: Redactor,
+    ) -> Result<Journal, JournalError> {
+        let fields = start_fields(start, &redactor);
+        let path = PathBuf::from(store.location());
+        Journal::start(store, id.to_string(), path, fields, redactor)
     }
 
     /// Creates a new journal (see [`Journal::create`]) for `command` (`run`, `mcp`: the
@@ -251,7 +272,7 @@ impl Journal {
             reason: e.to_string(),
         };
         let (id, path) = loop {
-            let id = new_id();
+            let id = new_run_id();
             let path = dir.join(format!("{id}.jsonl"));
             if !path.exists() && !lock_path(&path).exists() {
                 break (id, path);
@@ -268,6 +289,21 @@ impl Journal {
         let file = open_new(&path).map_err(|e| undo(write_err(&path, e)))?;
         // The new directory entry must survive a crash as well as the file's contents.
         sync_dir(&dir).map_err(|e| undo(write_err(&dir, e)))?;
+        let store = Box::new(FileStore::new(file, &path, 0, lock));
+        // On a failure the lock goes with the journal, before its file.
+        Journal::start(store, id, path.clone(), fields, redactor).map_err(undo)
+    }
+
+    /// The journal of the new run `id` in `store`, with its `run_started` written and
+    /// synced: the run id and toolhost's version, then `fields`, then how values are
+    /// stored and redacted.
+    fn start(
+        store: Box<dyn Store>,
+        id: String,
+        path: PathBuf,
+        fields: Value,
+        redactor: Redactor,
+    ) -> Result<Journal, JournalError> {
         let mut data = serde_json::Map::new();
         data.insert("run".into(), id.clone().into());
         data.insert("toolhost".into(), env!("CARGO_PKG_VERSION").into());
@@ -284,7 +320,7 @@ impl Journal {
         );
         let journal = Journal {
             inner: Arc::new(Mutex::new(Writer {
-                store: Box::new(FileStore::new(file, &path, 0, lock)),
+                store,
                 seq: 0,
                 prev: GENESIS.to_string(),
                 redactor,
@@ -292,7 +328,7 @@ impl Journal {
                 error: None,
             })),
             id,
-            path: path.clone(),
+            path,
         };
         journal
             .writer()
@@ -301,12 +337,10 @@ impl Journal {
             journal.syncer()();
         }
         let failed = journal.writer().error.take();
-        if let Some(e) = failed {
-            // The lock goes with the journal: drop it before its file.
-            drop(journal);
-            return Err(undo(e));
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(journal),
         }
-        Ok(journal)
     }
 
     /// Opens the journal `v` (verified by the caller under `lock`, which it keeps) to carry

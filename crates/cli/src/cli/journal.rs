@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use clap::Subcommand;
 
+use super::database::{self, DatabaseArg};
 use super::loaded::Loaded;
 use super::{CmdResult, Failure, exit};
 use toolhost_journal::writer::FileDigest;
@@ -39,6 +40,8 @@ pub(crate) enum JournalCommand {
 pub(crate) struct VerifyArgs {
     /// A run id (as printed by `toolhost run`) or a journal file.
     run: String,
+    #[command(flatten)]
+    database: DatabaseArg,
     /// The head hash `toolhost run` printed: the last record must hash to it, which also
     /// catches a cut-off or edited end.
     #[arg(long, value_name = "SHA256")]
@@ -50,6 +53,8 @@ pub(crate) struct VerifyArgs {
 pub(crate) struct ShowArgs {
     /// A run id (as printed by `toolhost run`) or a journal file.
     run: String,
+    #[command(flatten)]
+    database: DatabaseArg,
     /// Print the records and the chain's verdict as JSON.
     #[arg(long)]
     json: bool,
@@ -75,9 +80,20 @@ pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     })
 }
 
-fn load(state: &Path, run: &str, head: Option<&str>) -> Result<journal::Verified, Failure> {
+/// Run `run`'s journal, verified: from the database when one is given, else from the
+/// state directory (`run` may then be a journal file's path).
+fn load(
+    state: Option<PathBuf>,
+    database: &DatabaseArg,
+    run: &str,
+    head: Option<&str>,
+) -> Result<journal::Verified, Failure> {
+    if let Some(url) = database.url() {
+        return database::verified(&url, run, head);
+    }
+    let state = state_dir(state)?;
     let path =
-        journal::resolve(state, run).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        journal::resolve(&state, run).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let v = journal::verify(&path, head).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     not_a_journal(&v)?;
     Ok(v)
@@ -95,10 +111,9 @@ fn not_a_journal(v: &journal::Verified) -> Result<(), Failure> {
 }
 
 pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Write) -> CmdResult {
-    let state = state_dir(state)?;
     match cmd {
         JournalCommand::Verify(args) => {
-            let v = load(&state, &args.run, args.head.as_deref())?;
+            let v = load(state, &args.database, &args.run, args.head.as_deref())?;
             match &v.problem {
                 None => {
                     let _ = writeln!(out, "{}", journal::show::verdict(&v));
@@ -115,7 +130,7 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
             }
         }
         JournalCommand::Show(args) => {
-            let v = load(&state, &args.run, None)?;
+            let v = load(state, &args.database, &args.run, None)?;
             if args.json {
                 let doc = journal::show::json(&v);
                 let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("JSON"));
@@ -129,6 +144,7 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
             })
         }
         JournalCommand::Prune(args) => {
+            let state = state_dir(state)?;
             let pruned = journal::prune(&state, args.older_than, SystemTime::now(), args.dry_run)
                 .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
             let verb = if args.dry_run {
@@ -223,6 +239,23 @@ pub(crate) fn open(
     loaded: &Loaded,
     replay_of: Option<&str>,
 ) -> Result<Journal, Failure> {
+    let (start, redactor) = run_start(opts, task_file, loaded, replay_of)?;
+    let state = state_dir(opts.state_dir.clone())?;
+    Journal::create(&state, &start, redactor).map_err(|e| {
+        Failure::new(
+            exit::JOURNAL,
+            format!("{e} (choose another place with --state-dir DIR)"),
+        )
+    })
+}
+
+/// What the first record of a run's journal says, and the run's redactor.
+pub(crate) fn run_start(
+    opts: &RunOptions,
+    task_file: &Path,
+    loaded: &Loaded,
+    replay_of: Option<&str>,
+) -> Result<(RunStart, Redactor), Failure> {
     let Loaded {
         task,
         policy,
@@ -254,13 +287,7 @@ pub(crate) fn open(
         max_parallel: task.config.max_parallel,
         replay_of: replay_of.map(str::to_string),
     };
-    let state = state_dir(opts.state_dir.clone())?;
-    Journal::create(&state, &start, redactor).map_err(|e| {
-        Failure::new(
-            exit::JOURNAL,
-            format!("{e} (choose another place with --state-dir DIR)"),
-        )
-    })
+    Ok((start, redactor))
 }
 
 /// The digest of a file the run depends on.

@@ -3,6 +3,7 @@
 
 mod approve;
 mod call;
+mod database;
 mod eval;
 mod grants;
 mod inspect;

@@ -19,6 +19,8 @@ pub(crate) struct Args {
     /// Where to write the page (`-` for standard output). An existing file is replaced.
     #[arg(long, value_name = "OUT")]
     html: String,
+    #[command(flatten)]
+    database: super::database::DatabaseArg,
 }
 
 fn write_page(out_path: &str, html: &str) -> Result<(), Failure> {
@@ -44,10 +46,15 @@ fn write_page(out_path: &str, html: &str) -> Result<(), Failure> {
 }
 
 pub(crate) fn run(args: Args, state: Option<std::path::PathBuf>, out: &mut dyn Write) -> CmdResult {
-    let state = super::journal::state_dir(state)?;
-    let path = journal::resolve(&state, &args.run)
-        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    let rep = report::load(&path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let rep = match args.database.url() {
+        Some(url) => super::database::report(&url, &args.run)?,
+        None => {
+            let state = super::journal::state_dir(state)?;
+            let path = journal::resolve(&state, &args.run)
+                .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+            report::load(&path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?
+        }
+    };
     let html = rep.html();
     if args.html == "-" {
         out.write_all(html.as_bytes())
@@ -67,7 +74,7 @@ pub(crate) fn run(args: Args, state: Option<std::path::PathBuf>, out: &mut dyn W
             exit::JOURNAL,
             format!(
                 "journal `{}` {}: {p} (the report says so at its top)",
-                path.display(),
+                rep.path().display(),
                 if p.is_torn() { "is torn" } else { "is broken" }
             ),
         )),

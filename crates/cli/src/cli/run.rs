@@ -35,6 +35,8 @@ pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) journal: super::journal::RunOptions,
     #[command(flatten)]
+    database: super::database::DatabaseArg,
+    #[command(flatten)]
     planner: super::planner::PlannerArgs,
     #[command(flatten)]
     mode: super::planner::ModeArg,
@@ -248,7 +250,18 @@ pub(crate) fn run(
     });
     let mut planner = super::planner::build(&loaded.task, &args.planner, recalled)?;
     let telemetry = telemetry(&args.view)?;
-    let journal = super::journal::open(&args.journal, &args.task, &loaded, None)?;
+    let (journal, claim) = match args.database.url() {
+        Some(url) => {
+            let (start, redactor) =
+                super::journal::run_start(&args.journal, &args.task, &loaded, None)?;
+            let (j, c) = super::database::open(&url, &start, redactor)?;
+            (j, Some(c))
+        }
+        None => (
+            super::journal::open(&args.journal, &args.task, &loaded, None)?,
+            None,
+        ),
+    };
     if !args.view.json {
         let _ = writeln!(
             out,
@@ -270,7 +283,12 @@ pub(crate) fn run(
             out: &mut *out,
             err: &mut *err,
         },
-    )?;
+    );
+    // The run is over (or could not go on): nobody writes it any more.
+    if let Some(c) = claim {
+        c.release(err);
+    }
+    let r = r?;
     if let Some(m) = &memory {
         match m.remember(&r, &catalog, max_plan_steps) {
             Ok(true) => tracing::debug!(path = %m.path().display(), "plan stored in plan memory"),

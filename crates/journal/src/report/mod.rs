@@ -54,9 +54,9 @@ pub struct Report {
 }
 
 impl Report {
-    /// The run id: the journal's file name without `.jsonl`.
+    /// The run id.
     pub fn run_id(&self) -> String {
-        super::run_id(&self.verified.path)
+        self.verified.run.clone()
     }
 
     pub fn path(&self) -> &PathBuf {
@@ -93,12 +93,18 @@ impl Report {
 
 /// Verifies the journal at `path` and reads every line of it for the report.
 pub fn load(path: &Path) -> Result<Report, JournalError> {
-    let verified = super::verify(path, None)?;
     let bytes = std::fs::read(path).map_err(|e| JournalError::Read {
         path: path.display().to_string(),
         reason: e.to_string(),
     })?;
-    let text = String::from_utf8_lossy(&bytes);
+    Ok(load_bytes(&super::run_id(path), path.to_path_buf(), &bytes))
+}
+
+/// The report of run `run` whose journal lines are `bytes`, read from `location` (see
+/// [`verify_bytes`](super::verify::verify_bytes)).
+pub fn load_bytes(run: &str, location: PathBuf, bytes: &[u8]) -> Report {
+    let verified = super::verify::verify_bytes(run, location, bytes, None);
+    let text = String::from_utf8_lossy(bytes);
     let good = verified.records.len();
     let mut entries: Vec<Entry> = text
         .lines()
@@ -123,7 +129,7 @@ pub fn load(path: &Path) -> Result<Report, JournalError> {
             _ => None,
         };
     }
-    Ok(Report { verified, entries })
+    Report { verified, entries }
 }
 
 fn entry(line: usize, text: &str, verified: bool) -> Entry {

@@ -1,0 +1,40 @@
+//! The run journal in PostgreSQL (`toolhost-store-pg`), against a real server started by
+//! `toolhost_tests::postgres` (one database per test): migrations under concurrent
+//! starters, leases and fencing, `seq` conflicts, and the CLI's `--database` (the real
+//! binary as a subprocess). `TOOLHOST_SKIP_POSTGRES=1` skips them.
+
+mod cli;
+mod cost;
+mod lease;
+mod migrate;
+
+use std::time::Duration;
+
+use toolhost_store_pg::{Database, Lease, PgError, PgStore};
+use toolhost_tests::postgres::{TestDb, database};
+
+/// A fresh database, connected and migrated; `None` when PostgreSQL tests are skipped.
+fn connected(test: &str) -> Option<(TestDb, Database)> {
+    let t = database(test)?;
+    let db = Database::connect(&t.url).unwrap_or_else(|e| panic!("{e}"));
+    Some((t, db))
+}
+
+/// A journal line as the journal writes one (the content does not matter to the store).
+fn line(seq: u64) -> Vec<u8> {
+    format!("{{\"seq\":{seq}}}\n").into_bytes()
+}
+
+/// What an append through the journal's `Store` interface refused, as the store's typed
+/// error.
+fn store_error(e: &std::io::Error) -> &PgError {
+    e.get_ref()
+        .and_then(|e| e.downcast_ref::<PgError>())
+        .unwrap_or_else(|| panic!("not a database error: {e}"))
+}
+
+fn store(db: &Database, lease: &Lease) -> PgStore {
+    PgStore::new(db, lease.clone())
+}
+
+const LONG: Duration = Duration::from_secs(60);
