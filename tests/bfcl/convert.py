@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Writes the BFCL-derived golden suite from the installed bfcl-eval package.
+
+Every entry of the multi-turn base category (`BFCL_v4_multi_turn_base`) whose classes all
+have a tool in tools/bfcl becomes a golden task (the format of docs/eval-suites.md) in
+`suite/ID/task.toml`: its ground-truth calls, every turn's in order, as the steps of a
+scripted plan (each step after the one before: they share the backends' state), a set-up
+copy of each stateful class's initial configuration into the task's `state/`, the policy
+`policy/ID.toml` (only the task's tools; each granted `state/` read-write and nothing
+else), the calls as the expected sequence, and each called class's end state, from the
+same trajectory run through bfcl-eval's own helper in plain Python (`plain.py`), as an
+`equals_json` end-state check. Entries that cannot be converted are reported with the
+reason and left out. Run by scripts/bfcl.sh:
+
+    target/bfcl/venv/bin/python tests/bfcl/convert.py
+"""
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import plain
+
+HERE = Path(__file__).resolve().parent
+
+
+def _gen():
+    spec = importlib.util.spec_from_file_location("bfcl_gen", plain.ROOT / "tools/bfcl/gen.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gen = _gen()
+TOOL_OF = {cls: tool for tool, cls in gen.BACKENDS}
+STATE = "state"
+
+
+class Skip(Exception):
+    pass
+
+
+def toml(v):
+    """`v` as a TOML value (inline tables for dicts)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float, str)):
+        # JSON's numbers and strings (escapes included) are TOML's too.
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml(x)}" for k, x in v.items()) + " }" if v else "{}"
+    raise Skip(f"{v!r} has no TOML form")
+
+
+def fits(value, doc):
+    """Whether a ground-truth argument has the type the function docs (and so the tool's
+    WIT signature) give it. Integers fit `float` (JSON does not tell them apart)."""
+    t = doc.get("type")
+    if t == "string":
+        return isinstance(value, str)
+    if t == "boolean":
+        return isinstance(value, bool)
+    if t == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t == "array":
+        return isinstance(value, list) and all(fits(x, doc.get("items", {})) for x in value)
+    if t == "dict":
+        props = doc.get("properties", {})
+        return isinstance(value, dict) and all(k in props and fits(x, props[k]) for k, x in value.items())
+    return False
+
+
+def step_args(call, backends):
+    """The call's arguments by WIT name, checked against the function docs."""
+    b = backends[call.class_name]
+    doc = b.docs[call.method]["parameters"]["properties"]
+    out = {}
+    for name, value in call.args.items():
+        if not fits(value, doc[name]):
+            raise Skip(f"`{call.text}`: {name}={value!r} is not the documented {doc[name].get('type')}")
+        if isinstance(value, dict):
+            value = {gen.kebab(k).lstrip("%"): x for k, x in value.items()}
+        out[gen.kebab(name).lstrip("%")] = value
+    return out
+
+
+def operation(call):
+    return gen.WIT_RENAMES.get(call.method) or gen.kebab(call.method).lstrip("%")
+
+
+def goal(entry):
+    turns = [" ".join(m["content"] for m in turn if m.get("role") == "user") for turn in entry["question"]]
+    return "\n".join(f"Turn {i + 1}: {t}" for i, t in enumerate(turns))
+
+
+def task_text(entry, calls, backends, called):
+    tid = entry["id"]
+    classes = entry["involved_classes"]
+    tools = [TOOL_OF[c] for c in classes]
+    lines = [
+        f"# BFCL {tid} ({gen.PACKAGE} {gen.VERSION}), written by tests/bfcl/convert.py; do not edit.",
+        f"id = {toml(tid)}",
+        f"tags = {toml(['bfcl'] + sorted(classes))}",
+        f"goal = {toml(goal(entry))}",
+        'mode = "plan-then-execute"',
+        f"policy = {toml(f'../../policy/{tid}.toml')}",
+        f"tools = {toml(tools)}",
+        "max_parallel = 1",
+        "",
+        "[budgets]",
+        f"max_steps = {max(len(calls), 1)}",
+        "max_replans = 0",
+        "max_wall_ms = 300000",
+        "",
+        "[planner.plan]",
+        f"goal = {toml(f'BFCL {tid}: the ground-truth calls of every turn, in order')}",
+    ]
+    previous = None
+    for k, call in enumerate(calls):
+        sid = f"t{call.turn + 1}c{k + 1}"
+        lines += [
+            "",
+            "[[planner.plan.steps]]",
+            f"id = {toml(sid)}",
+            f"description = {toml(f'turn {call.turn + 1}: {call.text}')}",
+            f"tool = {toml(TOOL_OF[call.class_name])}",
+            f"operation = {toml(operation(call))}",
+            f"args = {toml(step_args(call, backends))}",
+        ]
+        if previous:
+            lines.append(f"depends_on = {toml([previous])}")
+        previous = sid
+    for c in classes:
+        if not plain.stateless(c):
+            lines += ["", "[[setup.copy]]", f'from = "initial/{c}.json"', f'to = "{STATE}/{c}.json"']
+    lines += ["", "[expect]", f"sequence = {toml([f'{TOOL_OF[c.class_name]}.{operation(c)}' for c in calls])}"]
+    for c in classes:
+        if plain.stateless(c):
+            continue
+        # A class the trajectory never calls keeps its file as the set-up wrote it.
+        want = f"expected/{c}.json" if c in called else f"initial/{c}.json"
+        lines += ["", "[[expect.files]]", f'path = "{STATE}/{c}.json"', f"equals_json = {toml(want)}"]
+    return "\n".join(lines) + "\n"
+
+
+def policy_text(entry):
+    tid = entry["id"]
+    lines = [
+        f"# The policy of BFCL task {tid}, written by tests/bfcl/convert.py: its tools only, each",
+        "# with the task's state directory read-write and nothing else.",
+        "version = 1",
+        'approval = "deny"',
+        "",
+        "[defaults.limits]",
+        "timeout_ms = 10000",
+        "memory_mib = 128",
+    ]
+    for c in entry["involved_classes"]:
+        lines += ["", f"[tools.{TOOL_OF[c]}]"]
+        if not plain.stateless(c):
+            lines.append(f'files = [{{ host = "../suite/{tid}/{STATE}", guest = "{gen.STATE_DIR}", access = "read-write" }}]')
+    return "\n".join(lines) + "\n"
+
+
+def dump(path, value):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def convert(entry, ground_truth, backends, suite, policies):
+    missing = [c for c in entry["involved_classes"] if c not in TOOL_OF]
+    if missing:
+        raise Skip(f"no tool for {', '.join(missing)}")
+    try:
+        calls = plain.calls(entry, ground_truth)
+    except (ValueError, TypeError, SyntaxError) as e:
+        raise Skip(f"a ground-truth call cannot be read: {e}")
+    results, _, instances = plain.run(entry, ground_truth, "convert")
+    failed = [(c.text, r) for c, r in zip(calls, results) if r.startswith("Error during execution")]
+    if failed:
+        raise Skip(f"`{failed[0][0]}` raises in plain Python: {failed[0][1]}")
+    called = {c.class_name for c in calls}
+    text = task_text(entry, calls, backends, called)
+    d = suite / entry["id"]
+    for c in entry["involved_classes"]:
+        if plain.stateless(c):
+            continue
+        dump(d / "initial" / f"{c}.json", {"class": c, "scenario": entry["initial_config"].get(c, {}), "long_context": False})
+        if c in called:
+            public, _ = plain.bfcl_state.encode(instances[c])
+            dump(d / "expected" / f"{c}.json", public)
+    (d / "task.toml").write_text(text, encoding="utf-8")
+    (policies / f"{entry['id']}.toml").write_text(policy_text(entry), encoding="utf-8")
+    return len(calls)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=HERE, help="where suite/ and policy/ go (default: tests/bfcl)")
+    args = parser.parse_args()
+    plain.check_package()
+    backends = {cls: gen.Backend(tool, cls) for tool, cls in gen.BACKENDS}
+    suite, policies = args.out / "suite", args.out / "policy"
+    for d in (suite, policies):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    (suite / "suite.toml").write_text(
+        "# The BFCL-derived suite, written by tests/bfcl/convert.py; do not edit.\n"
+        'name = "bfcl"\n'
+        "# Each task has its own state directory and policy, so tasks may run side by side.\n"
+        "max_concurrent = 2\n",
+        encoding="utf-8",
+    )
+    written, steps, skipped = 0, 0, []
+    for entry, gt in plain.entries():
+        try:
+            steps += convert(entry, gt, backends, suite, policies)
+            written += 1
+        except Skip as e:
+            skipped.append((entry["id"], str(e)))
+    for tid, why in skipped:
+        print(f"convert: skipped {tid}: {why}")
+    print(f"convert: {written} tasks ({steps} steps) in {suite}; {len(skipped)} entries skipped")
+    return 0 if written else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

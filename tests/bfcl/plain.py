@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""The BFCL trajectories in plain Python, and their agreement with a sandboxed run.
+
+The plain side is bfcl-eval's own: the ground-truth calls of each multi-turn base entry go
+through the package's `execute_multi_turn_func_call` one call at a time (it keeps one
+instance per class for the entry, as BFCL's checker does), timed per call. `convert.py`
+writes the suite's expected end states from it; after `toolhost eval` has run the suite,
+
+    plain.py --suite tests/bfcl/suite --eval target/bfcl.json [--out FILE]
+
+runs every trajectory again in this process, loads each task's sandboxed end state (the
+files the tools left in its `state/`) back into instances of the package's classes, and
+compares the two with BFCL's `state_checker`; it also compares each step's result with
+the plain call's (the values BFCL's `response_checker` looks at), and prints the agreement
+and the time per step of both sides.
+"""
+
+import argparse
+import ast
+import importlib
+import importlib.metadata
+import importlib.resources
+import importlib.util
+import inspect
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+PACKAGE = "bfcl-eval"
+VERSION = "2026.3.23"
+CATEGORY = "BFCL_v4_multi_turn_base"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bfcl_state():
+    # Loaded from its file, not through sys.path: tools/bfcl/py also holds the vendored
+    # copy of the backends, and the plain side must run the installed package.
+    spec = importlib.util.spec_from_file_location("bfcl_state", ROOT / "tools/bfcl/py/bfcl_state.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bfcl_state = _bfcl_state()
+
+
+def check_package():
+    try:
+        installed = importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        sys.exit(f"error: {PACKAGE} is not installed in {sys.executable}: run scripts/bfcl.sh")
+    if installed != VERSION:
+        sys.exit(f"error: {PACKAGE} {installed} is installed; the suite is for {VERSION}")
+
+
+def entries():
+    """(question entry, ground truth) of every entry of the category, in file order."""
+    data = importlib.resources.files("bfcl_eval") / "data"
+    read = lambda f: [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = read(data / f"{CATEGORY}.json")
+    answers = {a["id"]: a["ground_truth"] for a in read(data / "possible_answer" / f"{CATEGORY}.json")}
+    return [(q, answers[q["id"]]) for q in questions]
+
+
+def backend(class_name):
+    from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
+
+    return getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[class_name]), class_name)
+
+
+def stateless(class_name):
+    from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
+
+    return class_name in STATELESS_CLASSES
+
+
+class Call:
+    """One ground-truth call: its text, and the method and arguments it names."""
+
+    def __init__(self, turn, text, classes):
+        self.turn = turn
+        self.text = text
+        node = ast.parse(text, mode="eval").body
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            raise ValueError(f"`{text}` is not a call of a function by name")
+        self.method = node.func.id
+        owners = [c for c in classes if self.method in _methods(c)]
+        if len(owners) != 1:
+            raise ValueError(f"`{self.method}` is a method of {len(owners)} of the entry's classes {classes}")
+        self.class_name = owners[0]
+        args = [ast.literal_eval(a) for a in node.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        signature = inspect.signature(getattr(backend(self.class_name), self.method))
+        # Positional arguments named as Python binds them (`sort('final_report.pdf')`).
+        bound = signature.bind(None, *args, **kwargs)
+        self.args = {k: v for k, v in bound.arguments.items() if k != "self"}
+
+
+def _methods(class_name):
+    return {n for n, _ in inspect.getmembers(backend(class_name), inspect.isfunction) if not n.startswith("_")}
+
+
+def calls(entry, ground_truth):
+    classes = entry["involved_classes"]
+    return [Call(turn, text, classes) for turn, texts in enumerate(ground_truth) for text in texts]
+
+
+def run(entry, ground_truth, tag):
+    """Runs the trajectory through BFCL's helper one call at a time: (results, seconds
+    per call, the instances by class). `tag` keeps this run's instances apart from
+    another run's of the same entry (the helper keeps them in its module's globals)."""
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+
+    results, seconds, instances = [], [], {}
+    for call in calls(entry, ground_truth):
+        start = time.perf_counter()
+        out, instances = execute_multi_turn_func_call(
+            func_call_list=[call.text],
+            initial_config=entry["initial_config"],
+            involved_classes=entry["involved_classes"],
+            model_name=tag,
+            test_entry_id=entry["id"],
+            long_context=False,
+        )
+        seconds.append(time.perf_counter() - start)
+        results += out
+    if not instances:
+        # A trajectory without calls still has its classes' initial state.
+        _, instances = execute_multi_turn_func_call([], entry["initial_config"], entry["involved_classes"], tag, entry["id"])
+    return results, seconds, instances
+
+
+def sandboxed_instances(entry, state_dir):
+    """The sandboxed run's end state: each stateful class's instance from `state_dir`."""
+    out = {}
+    for class_name in entry["involved_classes"]:
+        cls = backend(class_name)
+        if stateless(class_name):
+            out[class_name] = cls()
+        else:
+            out[class_name] = bfcl_state.load(cls, str(state_dir))
+    return out
+
+
+def journal_results(path):
+    """Each tool call's result in the order the steps started, from a run's journal."""
+    starts, ends = [], {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            e = json.loads(line)
+            kind = e.get("kind") or e.get("type") or e.get("event")
+            if kind == "step_started":
+                starts.append(e["step"])
+            elif kind == "step_finished":
+                ends[e["step"]] = e
+    return [ends.get(s) for s in starts]
+
+
+def median_ms(values):
+    return statistics.median(values) * 1000 if values else float("nan")
+
+
+def compare(suite, eval_json, repeat):
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import state_checker
+
+    report = json.loads(Path(eval_json).read_text(encoding="utf-8"))
+    by_id = {e["id"]: (e, gt) for e, gt in entries()}
+    rows, plain_steps, sandbox_steps = [], [], []
+    for task in report["tasks"]:
+        entry, gt = by_id[task["id"]]
+        best = None
+        for k in range(repeat):
+            results, seconds, instances = run(entry, gt, f"plain_{k}")
+            best = seconds if best is None else [min(a, b) for a, b in zip(best, seconds)]
+        plain_steps += best
+        sandbox_steps += [ms / 1000 for ms in task.get("step_ms", [])]
+        try:
+            mine = sandboxed_instances(entry, Path(suite) / task["id"] / "state")
+            verdict = state_checker(mine, instances)
+            why = "" if verdict["valid"] else json.dumps(verdict.get("details", {}).get("differences"), default=str)[:300]
+        except bfcl_state.StateError as e:
+            verdict, why = {"valid": False}, f"state: {e}"
+        rows.append(
+            {
+                "id": task["id"],
+                "passed": task["passed"],
+                "state_agrees": verdict["valid"],
+                "why": why,
+                "steps": len(results),
+                "plain_ms": [s * 1000 for s in best],
+                "sandbox_ms": task.get("step_ms", []),
+            }
+        )
+    agree = sum(r["state_agrees"] for r in rows)
+    passed = sum(r["passed"] for r in rows)
+    summary = {
+        "tasks": len(rows),
+        "eval_passed": passed,
+        "state_agreement": agree,
+        "steps": len(plain_steps),
+        "sandbox_ms_per_step_median": median_ms(sandbox_steps),
+        "sandbox_ms_per_step_mean": statistics.fmean(sandbox_steps) * 1000 if sandbox_steps else None,
+        "plain_ms_per_step_median": median_ms(plain_steps),
+        "plain_ms_per_step_mean": statistics.fmean(plain_steps) * 1000 if plain_steps else None,
+    }
+    return summary, rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", type=Path, required=True, help="the suite directory the eval ran")
+    parser.add_argument("--eval", type=Path, required=True, help="the eval's --json output")
+    parser.add_argument("--repeat", type=int, default=3, help="plain runs per trajectory; the fastest time per call counts")
+    parser.add_argument("--out", type=Path, help="write the summary and per-task rows here (JSON)")
+    args = parser.parse_args()
+    check_package()
+    summary, rows = compare(args.suite, args.eval, max(1, args.repeat))
+    for r in rows:
+        if not r["state_agrees"]:
+            print(f"disagree: {r['id']}: {r['why']}")
+    s = summary
+    print(f"bfcl: {s['eval_passed']}/{s['tasks']} tasks passed the eval's checks")
+    print(f"bfcl: end state agrees with plain Python (BFCL's state_checker): {s['state_agreement']}/{s['tasks']}")
+    print(
+        f"bfcl: {s['steps']} steps; median ms/step sandboxed {s['sandbox_ms_per_step_median']:.2f}, "
+        f"plain Python {s['plain_ms_per_step_median']:.4f} "
+        f"(mean {s['sandbox_ms_per_step_mean']:.2f} vs {s['plain_ms_per_step_mean']:.4f})"
+    )
+    if args.out:
+        args.out.write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1) + "\n", encoding="utf-8")
+    return 0 if s["state_agreement"] == s["tasks"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
