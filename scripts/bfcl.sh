@@ -9,6 +9,7 @@
 #      (tests/bfcl/plain.py): agreement of the end states by BFCL's own state_checker, and
 #      the median time per step of both.
 # Output: target/bfcl.json (the eval's), target/bfcl-plain.json (agreement and timing).
+# BFCL_PYTHON picks the interpreter of the venv (default python3); the tools run CPython 3.14.
 # Needs python3 (3.10+) with venv, node and npm (for scripts/guest-langs.sh), and PyPI.
 # A `git diff` after it shows whether the generated tools or suite changed.
 set -euo pipefail
@@ -17,11 +18,12 @@ venv=target/bfcl/venv
 # trading_bot's transaction timestamps go through the local time zone; the guest's is UTC.
 export TZ=UTC
 
-want=$({ python3 --version; cat tests/bfcl/requirements.txt; } | sha256sum | cut -d' ' -f1)
+python=${BFCL_PYTHON:-python3}
+want=$({ "$python" --version; cat tests/bfcl/requirements.txt; } | sha256sum | cut -d' ' -f1)
 if [[ ! -f target/bfcl/stamp || "$(cat target/bfcl/stamp)" != "$want" ]]; then
     echo "bfcl: installing bfcl-eval into $venv"
     rm -rf "$venv" target/bfcl/stamp
-    python3 -m venv "$venv"
+    "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
         -r tests/bfcl/requirements.txt
     echo "$want" >target/bfcl/stamp
@@ -34,8 +36,11 @@ fi
 cargo build --release -p toolhost -p toolhost-lang-tools
 
 status=0
-./target/release/toolhost eval tests/bfcl/suite --tools-dir target/tools --jobs 1 \
-    --json target/bfcl.json >target/bfcl-eval.txt || status=$?
+rm -rf target/bfcl/state
+# One task at a time, so the time per step is not shared with another task's; the
+# journals go to target/bfcl/state (plain.py reads each step's result there).
+./target/release/toolhost --state-dir target/bfcl/state eval tests/bfcl/suite \
+    --tools-dir target/tools --jobs 1 --json target/bfcl.json >target/bfcl-eval.txt || status=$?
 tail -n 25 target/bfcl-eval.txt
 if [[ $status -gt 1 ]]; then
     echo "bfcl: toolhost eval could not run the suite (exit $status)" >&2

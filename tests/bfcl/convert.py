@@ -4,7 +4,7 @@
 Every entry of the multi-turn base category (`BFCL_v4_multi_turn_base`) whose classes all
 have a tool in tools/bfcl becomes a golden task (the format of docs/eval-suites.md) in
 `suite/ID/task.toml`: its ground-truth calls, every turn's in order, as the steps of a
-scripted plan (each step after the one before: they share the backends' state), a set-up
+scripted plan (`plan.json`; each step after the one before: they share the backends' state), a set-up
 copy of each stateful class's initial configuration into the task's `state/`, the policy
 `policy/ID.toml` (only the task's tools; each granted `state/` read-write and nothing
 else), the calls as the expected sequence, and each called class's end state, from the
@@ -86,7 +86,8 @@ def step_args(call, backends):
         if not fits(value, doc[name]):
             raise Skip(f"`{call.text}`: {name}={value!r} is not the documented {doc[name].get('type')}")
         if isinstance(value, dict):
-            value = {gen.kebab(k).lstrip("%"): x for k, x in value.items()}
+            # A record: every field named (the WIT record has them all), null if not given.
+            value = {gen.kebab(k).lstrip("%"): value.get(k) for k in doc[name]["properties"]}
         out[gen.kebab(name).lstrip("%")] = value
     return out
 
@@ -100,7 +101,25 @@ def goal(entry):
     return "\n".join(f"Turn {i + 1}: {t}" for i, t in enumerate(turns))
 
 
-def task_text(entry, calls, backends, called):
+def plan(entry, calls, backends):
+    """The scripted planner's plan: each call a step after the one before."""
+    steps, previous = [], None
+    for k, call in enumerate(calls):
+        step = {
+            "id": f"t{call.turn + 1}c{k + 1}",
+            "description": f"turn {call.turn + 1}: {call.text}",
+            "tool": TOOL_OF[call.class_name],
+            "operation": operation(call),
+            "args": step_args(call, backends),
+        }
+        if previous:
+            step["depends_on"] = [previous]
+        previous = step["id"]
+        steps.append(step)
+    return {"plan": {"goal": f"BFCL {entry['id']}: the ground-truth calls of every turn, in order", "steps": steps}}
+
+
+def task_text(entry, calls, called):
     tid = entry["id"]
     classes = entry["involved_classes"]
     tools = [TOOL_OF[c] for c in classes]
@@ -119,24 +138,10 @@ def task_text(entry, calls, backends, called):
         "max_replans = 0",
         "max_wall_ms = 300000",
         "",
-        "[planner.plan]",
-        f"goal = {toml(f'BFCL {tid}: the ground-truth calls of every turn, in order')}",
+        "[planner]",
+        '# The plan, in JSON since a record argument may hold nulls (TOML has none).',
+        'script = "plan.json"',
     ]
-    previous = None
-    for k, call in enumerate(calls):
-        sid = f"t{call.turn + 1}c{k + 1}"
-        lines += [
-            "",
-            "[[planner.plan.steps]]",
-            f"id = {toml(sid)}",
-            f"description = {toml(f'turn {call.turn + 1}: {call.text}')}",
-            f"tool = {toml(TOOL_OF[call.class_name])}",
-            f"operation = {toml(operation(call))}",
-            f"args = {toml(step_args(call, backends))}",
-        ]
-        if previous:
-            lines.append(f"depends_on = {toml([previous])}")
-        previous = sid
     for c in classes:
         if not plain.stateless(c):
             lines += ["", "[[setup.copy]]", f'from = "initial/{c}.json"', f'to = "{STATE}/{c}.json"']
@@ -187,7 +192,8 @@ def convert(entry, ground_truth, backends, suite, policies):
     if failed:
         raise Skip(f"`{failed[0][0]}` raises in plain Python: {failed[0][1]}")
     called = {c.class_name for c in calls}
-    text = task_text(entry, calls, backends, called)
+    script = plan(entry, calls, backends)
+    text = task_text(entry, calls, called)
     d = suite / entry["id"]
     for c in entry["involved_classes"]:
         if plain.stateless(c):
@@ -196,6 +202,7 @@ def convert(entry, ground_truth, backends, suite, policies):
         if c in called:
             public, _ = plain.bfcl_state.encode(instances[c])
             dump(d / "expected" / f"{c}.json", public)
+    dump(d / "plan.json", script)
     (d / "task.toml").write_text(text, encoding="utf-8")
     (policies / f"{entry['id']}.toml").write_text(policy_text(entry), encoding="utf-8")
     return len(calls)

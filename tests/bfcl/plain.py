@@ -10,9 +10,9 @@ writes the suite's expected end states from it; after `toolhost eval` has run th
 
 runs every trajectory again in this process, loads each task's sandboxed end state (the
 files the tools left in its `state/`) back into instances of the package's classes, and
-compares the two with BFCL's `state_checker`; it also compares each step's result with
-the plain call's (the values BFCL's `response_checker` looks at), and prints the agreement
-and the time per step of both sides.
+compares the two with BFCL's `state_checker`; it also compares each step's result, from
+the task's journal, with the plain call's (the values BFCL's `response_checker` looks at),
+and prints the agreement and the time per step of both sides.
 """
 
 import argparse
@@ -23,6 +23,8 @@ import importlib.resources
 import importlib.util
 import inspect
 import json
+import platform
+import re
 import statistics
 import sys
 import time
@@ -144,18 +146,40 @@ def sandboxed_instances(entry, state_dir):
     return out
 
 
-def journal_results(path):
-    """Each tool call's result in the order the steps started, from a run's journal."""
-    starts, ends = [], {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            e = json.loads(line)
-            kind = e.get("kind") or e.get("type") or e.get("event")
-            if kind == "step_started":
-                starts.append(e["step"])
-            elif kind == "step_finished":
-                ends[e["step"]] = e
-    return [ends.get(s) for s in starts]
+def journal_outputs(path):
+    """Each tool call's output from a run's journal, in the order the steps started (None
+    for a step without one). Values stored once as `blob` records are resolved."""
+    records = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    blobs = {f"sha256:{r['data']['sha256']}": r["data"]["value"] for r in records if r["kind"] == "blob"}
+
+    def resolve(v):
+        if isinstance(v, dict):
+            if "$blob" in v:
+                return v["value"] if v["$blob"] == "literal" else blobs[v["$blob"]]
+            return {k: resolve(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [resolve(x) for x in v]
+        return v
+
+    order = [r["data"]["id"] for r in records if r["kind"] == "step_started"]
+    finished = {r["data"]["id"]: resolve(r["data"].get("output")) for r in records if r["kind"] == "step_finished"}
+    return [finished.get(i) for i in order]
+
+
+REDACTED = re.compile(r"\\\[redacted:[a-z_]+\\\]")
+
+
+def same_result(journaled, plain_result):
+    """"equal"; "redacted" when they are equal but for what the journal redacted (the
+    journal replaces card-number-like digit runs, e-mail addresses, ... with
+    `[redacted:KIND]` before writing); or "different"."""
+    if journaled == plain_result:
+        return "equal"
+    if isinstance(journaled, str) and isinstance(plain_result, str) and "[redacted:" in journaled:
+        pattern = REDACTED.sub(".+?", re.escape(journaled))
+        if re.fullmatch(pattern, plain_result, flags=re.DOTALL):
+            return "redacted"
+    return "different"
 
 
 def median_ms(values):
@@ -167,7 +191,8 @@ def compare(suite, eval_json, repeat):
 
     report = json.loads(Path(eval_json).read_text(encoding="utf-8"))
     by_id = {e["id"]: (e, gt) for e, gt in entries()}
-    rows, plain_steps, sandbox_steps = [], [], []
+    rows, plain_steps, sandbox_steps, differing = [], [], [], []
+    by_class = {}
     for task in report["tasks"]:
         entry, gt = by_id[task["id"]]
         best = None
@@ -175,7 +200,20 @@ def compare(suite, eval_json, repeat):
             results, seconds, instances = run(entry, gt, f"plain_{k}")
             best = seconds if best is None else [min(a, b) for a, b in zip(best, seconds)]
         plain_steps += best
-        sandbox_steps += [ms / 1000 for ms in task.get("step_ms", [])]
+        sandboxed = [ms / 1000 for ms in task.get("step_ms", [])]
+        sandbox_steps += sandboxed
+        if len(sandboxed) == len(best):
+            for c, a, b in zip(calls(entry, gt), sandboxed, best):
+                pair = by_class.setdefault(c.class_name, ([], []))
+                pair[0].append(a)
+                pair[1].append(b)
+        outputs = journal_outputs(task["journal"])
+        if len(outputs) != len(results):
+            outputs = [None] * len(results)
+        verdicts = [same_result(a, b) for a, b in zip(outputs, results)]
+        for c, v, a, b in zip(calls(entry, gt), verdicts, outputs, results):
+            if v == "different":
+                differing.append({"id": task["id"], "call": c.text, "sandboxed": a, "plain": b})
         try:
             mine = sandboxed_instances(entry, Path(suite) / task["id"] / "state")
             verdict = state_checker(mine, instances)
@@ -188,18 +226,27 @@ def compare(suite, eval_json, repeat):
                 "passed": task["passed"],
                 "state_agrees": verdict["valid"],
                 "why": why,
+                "results": {v: verdicts.count(v) for v in ("equal", "redacted", "different")},
                 "steps": len(results),
                 "plain_ms": [s * 1000 for s in best],
                 "sandbox_ms": task.get("step_ms", []),
             }
         )
     agree = sum(r["state_agrees"] for r in rows)
+    results = {v: sum(r["results"][v] for r in rows) for v in ("equal", "redacted", "different")}
     passed = sum(r["passed"] for r in rows)
     summary = {
         "tasks": len(rows),
         "eval_passed": passed,
         "state_agreement": agree,
         "steps": len(plain_steps),
+        "results": results,
+        "results_differing": differing,
+        "plain_python": platform.python_version(),
+        "by_class": {
+            c: {"steps": len(a), "sandbox_ms_median": median_ms(a), "plain_ms_median": median_ms(b)}
+            for c, (a, b) in sorted(by_class.items())
+        },
         "sandbox_ms_per_step_median": median_ms(sandbox_steps),
         "sandbox_ms_per_step_mean": statistics.fmean(sandbox_steps) * 1000 if sandbox_steps else None,
         "plain_ms_per_step_median": median_ms(plain_steps),
@@ -212,7 +259,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", type=Path, required=True, help="the suite directory the eval ran")
     parser.add_argument("--eval", type=Path, required=True, help="the eval's --json output")
-    parser.add_argument("--repeat", type=int, default=3, help="plain runs per trajectory; the fastest time per call counts")
+    parser.add_argument("--repeat", type=int, default=1, help="plain runs per trajectory; the fastest time per call counts (default 1, as the sandboxed side)")
     parser.add_argument("--out", type=Path, help="write the summary and per-task rows here (JSON)")
     args = parser.parse_args()
     check_package()
@@ -223,11 +270,20 @@ def main():
     s = summary
     print(f"bfcl: {s['eval_passed']}/{s['tasks']} tasks passed the eval's checks")
     print(f"bfcl: end state agrees with plain Python (BFCL's state_checker): {s['state_agreement']}/{s['tasks']}")
+    r = s["results"]
+    print(
+        f"bfcl: step results equal to plain Python's (what BFCL's response_checker compares): {r['equal']}/{s['steps']}, "
+        f"{r['redacted']} more equal but for the journal's redaction, {r['different']} different"
+    )
+    for d in s["results_differing"]:
+        print(f"  {d['id']}: {d['call']}: sandboxed {d['sandboxed']!r}, plain Python {s['plain_python']} {d['plain']!r}")
     print(
         f"bfcl: {s['steps']} steps; median ms/step sandboxed {s['sandbox_ms_per_step_median']:.2f}, "
         f"plain Python {s['plain_ms_per_step_median']:.4f} "
         f"(mean {s['sandbox_ms_per_step_mean']:.2f} vs {s['plain_ms_per_step_mean']:.4f})"
     )
+    for c, v in s["by_class"].items():
+        print(f"  {c:18} {v['steps']:4} steps  median ms/step sandboxed {v['sandbox_ms_median']:6.2f}, plain {v['plain_ms_median']:.4f}")
     if args.out:
         args.out.write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1) + "\n", encoding="utf-8")
     return 0 if s["state_agreement"] == s["tasks"] else 1

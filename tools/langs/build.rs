@@ -190,7 +190,12 @@ fn jobs(root: &Path, bfcl_py: &Path) -> Vec<Job> {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|e| e.expect("read the BFCL tools").path())
         .filter(|p| p.join("app.py").is_file())
-        .map(|p| p.file_name().expect("a tool directory").to_string_lossy().into_owned())
+        .map(|p| {
+            p.file_name()
+                .expect("a tool directory")
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     names.sort();
     jobs.extend(names.into_iter().map(|name| Job {
