@@ -6,16 +6,16 @@
 //!
 //! The suite is copied to a temporary directory first: set-up copies write next to the
 //! tasks. Compiled components go to a cache under cargo's `CARGO_TARGET_TMPDIR`, kept
-//! between test runs: compiling the eight Python tools takes about 12 s each, and the
-//! cache is keyed by each component's digest and checked before use.
+//! between test runs: compiling the eight Python tools takes about 12 s each (a cold run
+//! of these tests takes about 3 minutes on 2 cores, a warm one under 20 s), and the cache
+//! is keyed by each component's digest and checked before use.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use toolhost_tests::{path, root};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
+use crate::eval::{Out, copy_dir, eval_cli, step_errors};
 
 /// Every tool `tools/bfcl/gen.py` generates, one per BFCL backend class.
 pub const TOOLS: &[&str] = &[
@@ -25,50 +25,50 @@ pub const TOOLS: &[&str] = &[
 /// A task whose ground truth only uses the file system: `ls(a=True)`, `cd`, `mv`, ...
 const FS_TASK: &str = "multi_turn_base_1";
 
+/// The compiled-component cache for these tests, emptied when any BFCL component has
+/// changed since it was filled (each holds 40 MB per component, and a rebuilt component
+/// never hits the old entries).
 fn cache() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("bfcl-cache")
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bfcl-cache");
+        let stamp: String = TOOLS
+            .iter()
+            .map(|name| {
+                let meta = std::fs::metadata(path(name)).unwrap();
+                format!("{name} {} {:?}\n", meta.len(), meta.modified().unwrap())
+            })
+            .collect();
+        let file = dir.join("components");
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(stamp.as_str()) {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&file, stamp).unwrap();
+        }
+        dir
+    })
+    .clone()
 }
 
-/// `tests/bfcl/{suite,policy}` (all tasks, or the ones named) in a temporary directory,
-/// without the `state/` a run in place may have left.
+/// `tests/bfcl/{suite,policy}` (every task, or one) in a temporary directory, without
+/// the `state/` a run in place may have left.
 struct Copy {
     dir: tempfile::TempDir,
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    json: Value,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            if e.file_name() != "state" {
-                copy_dir(&e.path(), &target);
-            }
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 impl Copy {
     fn new(only: Option<&str>) -> Copy {
         let dir = tempfile::tempdir().unwrap();
-        let src = root().join("tests/bfcl");
+        let (src, to) = (root().join("tests/bfcl/suite"), dir.path().join("suite"));
         match only {
-            None => copy_dir(&src.join("suite"), &dir.path().join("suite")),
-            Some(id) => copy_dir(
-                &src.join("suite").join(id),
-                &dir.path().join("suite").join(id),
-            ),
+            None => copy_dir(&src, &to, &["state"]),
+            Some(id) => copy_dir(&src.join(id), &to.join(id), &["state"]),
         }
-        copy_dir(&src.join("policy"), &dir.path().join("policy"));
+        copy_dir(
+            &root().join("tests/bfcl/policy"),
+            &dir.path().join("policy"),
+            &[],
+        );
         Copy { dir }
     }
 
@@ -77,31 +77,13 @@ impl Copy {
     }
 
     fn eval(&self, jobs: &str) -> Out {
-        let json = self.path("out.json");
         let tools = Path::new(path("bfcl-fs")).parent().unwrap();
-        let out = Command::new(BIN)
-            .arg("--cache-dir")
-            .arg(cache())
-            .arg("--state-dir")
-            .arg(self.path("runs"))
-            .arg("eval")
-            .arg(self.path("suite"))
-            .arg("--tools-dir")
-            .arg(tools)
-            .args(["--jobs", jobs, "--json"])
-            .arg(&json)
-            .env_remove("TOOLHOST_LOG")
-            .output()
-            .unwrap();
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            json: std::fs::read_to_string(&json)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or(Value::Null),
-        }
+        eval_cli(
+            [&cache(), &self.path("runs"), tools],
+            &self.path("suite"),
+            &self.path("out.json"),
+            &["--jobs", jobs],
+        )
     }
 
     fn read(&self, rel: &str) -> String {
@@ -109,30 +91,17 @@ impl Copy {
     }
 }
 
-impl Out {
-    fn only_task(&self) -> &Value {
-        let tasks = self.json["tasks"].as_array().expect("a tasks array");
-        assert_eq!(tasks.len(), 1, "{}", self.json);
-        &tasks[0]
-    }
+/// The one task of a run of a one-task copy.
+fn only_task(out: &Out) -> &Value {
+    let tasks = out.json["tasks"].as_array().expect("a tasks array");
+    assert_eq!(tasks.len(), 1, "{}", out.json);
+    &tasks[0]
 }
 
-/// The first failed step's error in the journal at `path`: `(kind, message)`.
+/// The first step error in the journal at `path`: the failed step's (the skipped
+/// steps after it come later).
 fn step_error(path: &str) -> (String, String) {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r["kind"] == "step_finished" && r["data"]["status"] == "failed")
-        .map(|r| {
-            let e = &r["data"]["error"];
-            (
-                e["kind"].as_str().unwrap().to_string(),
-                e["message"].as_str().unwrap().to_string(),
-            )
-        })
-        .next()
-        .expect("a failed step")
+    step_errors(path).into_iter().next().expect("a failed step")
 }
 
 #[test]
@@ -203,7 +172,7 @@ fn a_read_only_state_grant_refuses_the_save_and_keeps_the_state() {
     });
     let out = copy.eval("1");
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    let t = out.only_task();
+    let t = only_task(&out);
     assert_eq!(t["passed"], false);
     assert_eq!(t["outcome"], "replan_limit", "{t}");
     assert_eq!(t["tool_calls_ok"], 0, "{t}");
@@ -242,7 +211,7 @@ fn a_state_file_outside_the_grant_is_not_there_for_the_tool() {
     });
     let out = copy.eval("1");
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    let t = out.only_task();
+    let t = only_task(&out);
     assert_eq!(t["outcome"], "replan_limit", "{t}");
     let (kind, message) = step_error(t["journal"].as_str().unwrap());
     assert_eq!(kind, "tool_error", "{message}");

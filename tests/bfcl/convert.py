@@ -16,7 +16,6 @@ reason and left out. Run by scripts/bfcl.sh:
 """
 
 import argparse
-import importlib.util
 import json
 import shutil
 import sys
@@ -27,14 +26,7 @@ import plain
 HERE = Path(__file__).resolve().parent
 
 
-def _gen():
-    spec = importlib.util.spec_from_file_location("bfcl_gen", plain.ROOT / "tools/bfcl/gen.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _gen()
+gen = plain.gen
 TOOL_OF = {cls: tool for tool, cls in gen.BACKENDS}
 STATE = "state"
 
@@ -212,7 +204,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=HERE, help="where suite/ and policy/ go (default: tests/bfcl)")
     args = parser.parse_args()
-    plain.check_package()
+    gen.check_installed()
     backends = {cls: gen.Backend(tool, cls) for tool, cls in gen.BACKENDS}
     suite, policies = args.out / "suite", args.out / "policy"
     for d in (suite, policies):

@@ -18,7 +18,6 @@ and prints the agreement and the time per step of both sides.
 import argparse
 import ast
 import importlib
-import importlib.metadata
 import importlib.resources
 import importlib.util
 import inspect
@@ -30,31 +29,22 @@ import sys
 import time
 from pathlib import Path
 
-PACKAGE = "bfcl-eval"
-VERSION = "2026.3.23"
 CATEGORY = "BFCL_v4_multi_turn_base"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bfcl_state():
-    # Loaded from its file, not through sys.path: tools/bfcl/py also holds the vendored
+def _module(name, path):
+    # Loaded from their files, not through sys.path: tools/bfcl/py also holds the vendored
     # copy of the backends, and the plain side must run the installed package.
-    spec = importlib.util.spec_from_file_location("bfcl_state", ROOT / "tools/bfcl/py/bfcl_state.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-bfcl_state = _bfcl_state()
-
-
-def check_package():
-    try:
-        installed = importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        sys.exit(f"error: {PACKAGE} is not installed in {sys.executable}: run scripts/bfcl.sh")
-    if installed != VERSION:
-        sys.exit(f"error: {PACKAGE} {installed} is installed; the suite is for {VERSION}")
+bfcl_state = _module("bfcl_state", "tools/bfcl/py/bfcl_state.py")
+# The generator: the pinned version, the tool of each backend class, WIT names.
+gen = _module("bfcl_gen", "tools/bfcl/gen.py")
 
 
 def entries():
@@ -262,7 +252,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=1, help="plain runs per trajectory; the fastest time per call counts (default 1, as the sandboxed side)")
     parser.add_argument("--out", type=Path, help="write the summary and per-task rows here (JSON)")
     args = parser.parse_args()
-    check_package()
+    gen.check_installed()
     summary, rows = compare(args.suite, args.eval, max(1, args.repeat))
     for r in rows:
         if not r["state_agrees"]:

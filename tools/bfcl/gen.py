@@ -375,16 +375,21 @@ def app(backend, ops):
     return "\n".join(lines) + "\n"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE, help="where to write (default: tools/bfcl)")
-    args = parser.parse_args()
+def check_installed():
+    """Exits with a message unless the pinned bfcl-eval is what this Python imports."""
     try:
         installed = importlib.metadata.version(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         sys.exit(f"error: {PACKAGE} is not installed in {sys.executable}: run scripts/bfcl.sh, or pip install --no-deps {PACKAGE}=={VERSION}")
     if installed != VERSION:
-        sys.exit(f"error: {PACKAGE} {installed} is installed; this generator is for {VERSION}")
+        sys.exit(f"error: {PACKAGE} {installed} is installed; tools/bfcl and tests/bfcl are for {VERSION}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=HERE, help="where to write (default: tools/bfcl)")
+    args = parser.parse_args()
+    check_installed()
     try:
         backends = [Backend(tool, cls) for tool, cls in BACKENDS]
         vendor(backends, args.out / "py")
