@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 venv=target/bfcl/venv
 # trading_bot's transaction timestamps go through the local time zone; the guest's is UTC.
 export TZ=UTC
+# No __pycache__ in tools/bfcl: tools/langs/build.rs rebuilds the tools when that changes.
+export PYTHONDONTWRITEBYTECODE=1
 
 python=${BFCL_PYTHON:-python3}
 want=$({ "$python" --version; cat tests/bfcl/requirements.txt; } | sha256sum | cut -d' ' -f1)
@@ -35,11 +37,22 @@ fi
 ./scripts/guest-langs.sh
 cargo build --release -p toolhost -p toolhost-lang-tools
 
+# A rebuilt component never hits the old compiled entries (40 MB each): start the cache
+# afresh when any of the tools changed.
+components=$(for t in tools/bfcl/tools/*/; do stat -c '%n %s %Y' "target/tools/$(basename "$t").wasm"; done)
+if [[ "$(cat target/bfcl/cache/components 2>/dev/null)" != "$components" ]]; then
+    rm -rf target/bfcl/cache
+    mkdir -p target/bfcl/cache
+    echo "$components" >target/bfcl/cache/components
+fi
+
 status=0
 rm -rf target/bfcl/state
 # One task at a time, so the time per step is not shared with another task's; the
-# journals go to target/bfcl/state (plain.py reads each step's result there).
-./target/release/toolhost --state-dir target/bfcl/state eval tests/bfcl/suite \
+# journals go to target/bfcl/state (plain.py reads each step's result there), the
+# compiled components to target/bfcl/cache.
+./target/release/toolhost --cache-dir target/bfcl/cache --state-dir target/bfcl/state \
+    eval tests/bfcl/suite \
     --tools-dir target/tools --jobs 1 --json target/bfcl.json >target/bfcl-eval.txt || status=$?
 tail -n 25 target/bfcl-eval.txt
 if [[ $status -gt 1 ]]; then

@@ -17,7 +17,6 @@ reason and left out. Run by scripts/bfcl.sh:
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -166,12 +165,13 @@ def policy_text(entry):
     return "\n".join(lines) + "\n"
 
 
-def dump(path, value):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+def dumps(value):
+    return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
 
 
 def convert(entry, ground_truth, backends, suite, policies):
+    """Adds the task's files to `suite` and its policy to `policies` (relative path ->
+    text); returns the number of steps."""
     missing = [c for c in entry["involved_classes"] if c not in TOOL_OF]
     if missing:
         raise Skip(f"no tool for {', '.join(missing)}")
@@ -184,19 +184,16 @@ def convert(entry, ground_truth, backends, suite, policies):
     if failed:
         raise Skip(f"`{failed[0][0]}` raises in plain Python: {failed[0][1]}")
     called = {c.class_name for c in calls}
-    script = plan(entry, calls, backends)
-    text = task_text(entry, calls, called)
-    d = suite / entry["id"]
+    files = {"plan.json": dumps(plan(entry, calls, backends)), "task.toml": task_text(entry, calls, called)}
     for c in entry["involved_classes"]:
         if plain.stateless(c):
             continue
-        dump(d / "initial" / f"{c}.json", {"class": c, "scenario": entry["initial_config"].get(c, {}), "long_context": False})
+        files[f"initial/{c}.json"] = dumps({"class": c, "scenario": entry["initial_config"].get(c, {}), "long_context": False})
         if c in called:
             public, _ = plain.bfcl_state.encode(instances[c])
-            dump(d / "expected" / f"{c}.json", public)
-    dump(d / "plan.json", script)
-    (d / "task.toml").write_text(text, encoding="utf-8")
-    (policies / f"{entry['id']}.toml").write_text(policy_text(entry), encoding="utf-8")
+            files[f"expected/{c}.json"] = dumps(public)
+    suite.update({f"{entry['id']}/{k}": v for k, v in files.items()})
+    policies[f"{entry['id']}.toml"] = policy_text(entry)
     return len(calls)
 
 
@@ -206,17 +203,13 @@ def main():
     args = parser.parse_args()
     gen.check_installed()
     backends = {cls: gen.Backend(tool, cls) for tool, cls in gen.BACKENDS}
-    suite, policies = args.out / "suite", args.out / "policy"
-    for d in (suite, policies):
-        shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
-    (suite / "suite.toml").write_text(
-        "# The BFCL-derived suite, written by tests/bfcl/convert.py; do not edit.\n"
+    suite = {
+        "suite.toml": "# The BFCL-derived suite, written by tests/bfcl/convert.py; do not edit.\n"
         'name = "bfcl"\n'
         "# Each task has its own state directory and policy, so tasks may run side by side.\n"
-        "max_concurrent = 2\n",
-        encoding="utf-8",
-    )
+        "max_concurrent = 2\n"
+    }
+    policies = {}
     written, steps, skipped = 0, 0, []
     for entry, gt in plain.entries():
         try:
@@ -224,9 +217,12 @@ def main():
             written += 1
         except Skip as e:
             skipped.append((entry["id"], str(e)))
+    # A run's state/ directories go too: they are what the next run starts without.
+    gen.sync(args.out / "suite", suite)
+    gen.sync(args.out / "policy", policies)
     for tid, why in skipped:
         print(f"convert: skipped {tid}: {why}")
-    print(f"convert: {written} tasks ({steps} steps) in {suite}; {len(skipped)} entries skipped")
+    print(f"convert: {written} tasks ({steps} steps) in {args.out / 'suite'}; {len(skipped)} entries skipped")
     return 0 if written else 1
 
 

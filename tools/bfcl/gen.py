@@ -26,7 +26,6 @@ import inspect
 import json
 import keyword
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -278,11 +277,28 @@ class Record:
         return f"{{k: v for k, v in [{pairs}] if v is not None}}"
 
 
-def vendor(backends, out):
-    """Copies the backend modules, the package modules they import and the `__init__.py`
-    files of their packages, unchanged, to `out/bfcl_eval/...`."""
+def sync(root, files):
+    """Makes directory `root` hold exactly `files` (relative path -> text): a file whose text
+    is already right is left alone, so its modification time stays and cargo does not
+    rebuild the tools for a run that changed nothing; any other file below is removed."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        path = root / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    for path in sorted(root.rglob("*"), reverse=True):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and rel not in files:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def vendor(backends):
+    """The backend modules, the package modules they import and the `__init__.py` files of
+    their packages, unchanged, and a notice: relative path (`bfcl_eval/...`) -> text."""
     root = Path(importlib.import_module("bfcl_eval").__file__).resolve().parent
-    shutil.rmtree(out / "bfcl_eval", ignore_errors=True)
     wanted, queue = set(), [b.module_name for b in backends]
     while queue:
         name = queue.pop()
@@ -295,26 +311,23 @@ def vendor(backends, out):
                 queue.append(node.module)
             elif isinstance(node, ast.Import):
                 queue += [a.name for a in node.names if a.name.startswith("bfcl_eval")]
+    files = {}
     for name in sorted(wanted):
         parts = name.split(".")
         for i in range(1, len(parts)):
             init = root.joinpath(*parts[1:i], "__init__.py")
-            target = out.joinpath(*parts[:i], "__init__.py")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(init, target)
+            files["/".join(parts[:i] + ["__init__.py"])] = init.read_text(encoding="utf-8")
         source = Path(importlib.import_module(name).__file__)
-        shutil.copyfile(source, out.joinpath(*parts[:-1], parts[-1] + ".py"))
-    files = sorted(p.relative_to(out).as_posix() for p in (out / "bfcl_eval").rglob("*.py"))
-    notice = out / "bfcl_eval" / "NOTICE.md"
-    notice.write_text(
+        files["/".join(parts) + ".py"] = source.read_text(encoding="utf-8")
+    files["bfcl_eval/NOTICE.md"] = (
         f"# Vendored from {PACKAGE} {VERSION}\n\n"
         "These files are copied unchanged from the `bfcl-eval` package on PyPI (the Berkeley\n"
         "Function Calling Leaderboard, https://github.com/ShishirPatil/gorilla), licensed under\n"
         "the Apache License, Version 2.0 (a copy is in tools/bfcl/LICENSE.Apache-2.0), by\n"
         "tools/bfcl/gen.py, which rewrites them from the installed package:\n\n"
-        + "".join(f"- `{f}`\n" for f in files),
-        encoding="utf-8",
+        + "".join(f"- `{f}`\n" for f in sorted(files))
     )
+    return files
 
 
 def wit(backend, ops):
@@ -392,17 +405,14 @@ def main():
     check_installed()
     try:
         backends = [Backend(tool, cls) for tool, cls in BACKENDS]
-        vendor(backends, args.out / "py")
-        tools = args.out / "tools"
-        if tools.exists():
-            shutil.rmtree(tools)
+        sync(args.out / "py" / "bfcl_eval", {k.removeprefix("bfcl_eval/"): v for k, v in vendor(backends).items()})
+        tools = {}
         for b in backends:
             ops = b.operations()
-            d = tools / b.tool
-            (d / "wit").mkdir(parents=True)
-            (d / "wit" / f"{b.tool}.wit").write_text(wit(b, ops), encoding="utf-8")
-            (d / "app.py").write_text(app(b, ops), encoding="utf-8")
+            tools[f"{b.tool}/wit/{b.tool}.wit"] = wit(b, ops)
+            tools[f"{b.tool}/app.py"] = app(b, ops)
             print(f"gen: {b.tool}: {b.class_name}, {len(ops)} operations")
+        sync(args.out / "tools", tools)
     except GenError as e:
         sys.exit(f"error: {e}")
 
