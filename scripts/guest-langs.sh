@@ -3,6 +3,7 @@
 # target/guest-langs/ (never system-wide), for the tools in tools/py and tools/js, for
 # `toolhost new --lang python|js` tests, and the MCP clients the `toolhost mcp` tests run:
 #   target/guest-langs/venv         a Python venv with componentize-py (tools/py/requirements.txt)
+#   target/guest-langs/bfcl-py      the Python packages the BFCL tools bundle (tools/bfcl/requirements.txt)
 #   target/guest-langs/node         an npm project with componentize-js (tools/js/package*.json)
 #   target/guest-langs/mcp-venv     a separate Python venv with the official MCP Python SDK
 #                                   (tests/mcp/requirements.txt, every dependency pinned)
@@ -30,7 +31,8 @@ stamp_of() {
     {
         python3 --version
         node --version
-        cat tools/py/requirements.txt tools/js/package.json tools/js/package-lock.json
+        cat tools/py/requirements.txt tools/bfcl/requirements.txt
+        cat tools/js/package.json tools/js/package-lock.json
         cat tests/mcp/requirements.txt tests/mcp/conformance/package.json \
             tests/mcp/conformance/package-lock.json
     } | sha256sum | cut -d' ' -f1
@@ -62,6 +64,11 @@ npm_install() {
 
 echo "guest-langs: installing componentize-py into $dir/venv"
 venv_install venv tools/py/requirements.txt
+
+echo "guest-langs: installing the BFCL tools' Python packages into $dir/bfcl-py"
+rm -rf "$dir/bfcl-py"
+"$dir/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+    --target "$dir/bfcl-py" -r tools/bfcl/requirements.txt
 
 echo "guest-langs: installing componentize-js into $dir/node"
 npm_install node tools/js

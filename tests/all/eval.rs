@@ -19,12 +19,12 @@ struct Sandbox {
     dir: tempfile::TempDir,
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
     /// The `--json` output.
-    json: Value,
+    pub json: Value,
 }
 
 fn cache() -> &'static Path {
@@ -33,23 +33,57 @@ fn cache() -> &'static Path {
         .path()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// `from` copied to `to`, without the directories named `skip` anywhere below it.
+pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str]) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let target = to.join(e.file_name());
         if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
+            if !skip.iter().any(|s| e.file_name() == *s) {
+                copy_dir(&e.path(), &target, skip);
+            }
         } else {
             std::fs::copy(e.path(), target).unwrap();
         }
     }
 }
 
+/// `toolhost eval SUITE --tools-dir TOOLS --json JSON ARGS…`, the binary with its own
+/// compiled-component cache and state directory.
+pub(crate) fn eval_cli(dirs: [&Path; 3], suite: &Path, json: &Path, args: &[&str]) -> Out {
+    let [cache, state, tools] = dirs;
+    let _ = std::fs::remove_file(json);
+    let out = Command::new(BIN)
+        .arg("--cache-dir")
+        .arg(cache)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("eval")
+        .arg(suite)
+        .arg("--tools-dir")
+        .arg(tools)
+        .arg("--json")
+        .arg(json)
+        .args(args)
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        json: std::fs::read_to_string(json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null),
+    }
+}
+
 impl Sandbox {
     fn new() -> Sandbox {
         let dir = tempfile::tempdir().unwrap();
-        copy_dir(&root().join("tests/eval"), &dir.path().join("eval"));
+        copy_dir(&root().join("tests/eval"), &dir.path().join("eval"), &[]);
         Sandbox { dir }
     }
 
@@ -59,33 +93,33 @@ impl Sandbox {
 
     /// `toolhost eval eval/SUITE ARGS… --json out.json`.
     fn eval(&self, suite: &str, args: &[&str]) -> Out {
-        let json = self.path("out.json");
-        let _ = std::fs::remove_file(&json);
-        let out = Command::new(BIN)
-            .arg("--cache-dir")
-            .arg(cache())
-            .arg("--state-dir")
-            .arg(self.path("state"))
-            .arg("eval")
-            .arg(self.path(&format!("eval/{suite}")))
-            .arg("--tools-dir")
-            .arg(tools_dir())
-            .arg("--json")
-            .arg(&json)
-            .args(args)
-            .env_remove("TOOLHOST_LOG")
-            .output()
-            .unwrap();
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            json: std::fs::read_to_string(&json)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or(Value::Null),
-        }
+        let tools = PathBuf::from(tools_dir());
+        eval_cli(
+            [cache(), &self.path("state"), &tools],
+            &self.path(&format!("eval/{suite}")),
+            &self.path("out.json"),
+            args,
+        )
     }
+}
+
+/// The errors of the steps in the journal at `path`, in journal order: `(kind, message)`.
+pub(crate) fn step_errors(path: &str) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["kind"] == "step_finished")
+        .filter_map(|r| {
+            let e = &r["data"]["error"];
+            e.is_object().then(|| {
+                (
+                    e["kind"].as_str().unwrap().to_string(),
+                    e["message"].as_str().unwrap().to_string(),
+                )
+            })
+        })
+        .collect()
 }
 
 impl Out {

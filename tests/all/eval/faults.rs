@@ -1,28 +1,7 @@
 //! Each fault kind, as the task's journal records it: the runtime's error kind, a message
 //! saying "fault injected", and the run recovering by its replan or stopping as expected.
 
-use serde_json::Value;
-
-use super::Sandbox;
-
-/// The errors of the steps in the journal at `path`: `(kind, message)`.
-fn step_errors(path: &str) -> Vec<(String, String)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r["kind"] == "step_finished")
-        .filter_map(|r| {
-            let e = &r["data"]["error"];
-            e.is_object().then(|| {
-                (
-                    e["kind"].as_str().unwrap().to_string(),
-                    e["message"].as_str().unwrap().to_string(),
-                )
-            })
-        })
-        .collect()
-}
+use super::{Sandbox, step_errors};
 
 #[test]
 fn each_fault_kind_records_the_runtimes_kind_and_recovers_or_stops() {
