@@ -1,6 +1,8 @@
 //! Each fault kind, as the task's journal records it: the runtime's error kind, a message
 //! saying "fault injected", and the run recovering by its replan or stopping as expected.
 
+use serde_json::Value;
+
 use super::{Sandbox, step_errors};
 
 #[test]
