@@ -2,33 +2,14 @@
 //! BENCHMARKS.md figure. A measurement, not a check, so ignored by default:
 //! `cargo test --release -p toolhost-tests --test all pg::cost -- --ignored --nocapture`.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Journal, Redactor, RunStart};
+use toolhost_journal::{Journal, Redactor};
 
-use super::{LONG, connected, store};
+use super::{LONG, connected, run_start as start, store};
 
 const APPENDS: usize = 500;
-
-fn start() -> RunStart {
-    let digest = FileDigest {
-        path: "p".into(),
-        sha256: "0".repeat(64),
-    };
-    RunStart {
-        goal: "measure".into(),
-        mode: toolhost_engine::Mode::PlanThenExecute,
-        task: None,
-        policy: digest.clone(),
-        tools: BTreeMap::from([("calc".to_string(), digest)]),
-        budgets: toolhost_engine::Budgets::default(),
-        max_parallel: 1,
-        replay_of: None,
-    }
-}
 
 fn redactor() -> Redactor {
     Redactor::new(std::iter::empty::<String>(), &[]).unwrap()

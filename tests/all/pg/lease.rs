@@ -2,17 +2,15 @@
 //! nothing and release nothing; claimers racing for one run get exactly one winner; a
 //! taken `seq` is refused.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use serde_json::json;
 use toolhost_journal::store::Store;
-use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Journal, Redactor, RunStart};
+use toolhost_journal::{Journal, Redactor};
 use toolhost_store_pg::{Fenced, PgError, RunState};
 
-use super::{LONG, connected, line, store, store_error};
+use super::{LONG, connected, line, run_start, store, store_error};
 
 #[test]
 fn a_writer_whose_lease_was_taken_over_can_write_nothing() {
@@ -102,20 +100,7 @@ fn the_journal_fails_when_its_writer_is_fenced() {
     };
     let short = Duration::from_millis(400);
     let a = db.create_run("r1", "writer-a", short).unwrap();
-    let digest = FileDigest {
-        path: "p".into(),
-        sha256: "0".repeat(64),
-    };
-    let start = RunStart {
-        goal: "g".into(),
-        mode: toolhost_engine::Mode::PlanThenExecute,
-        task: None,
-        policy: digest.clone(),
-        tools: BTreeMap::from([("calc".to_string(), digest)]),
-        budgets: toolhost_engine::Budgets::default(),
-        max_parallel: 1,
-        replay_of: None,
-    };
+    let start = run_start();
     let redactor = Redactor::new(std::iter::empty::<String>(), &[]).unwrap();
     let journal = Journal::create_in(Box::new(store(&db, &a)), "r1", &start, redactor).unwrap();
     journal.resumed(&json!({"n": 2}));

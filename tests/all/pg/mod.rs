@@ -38,3 +38,21 @@ fn store(db: &Database, lease: &Lease) -> PgStore {
 }
 
 const LONG: Duration = Duration::from_secs(60);
+
+/// A `run_started` for journals the tests write straight through a store (no task file).
+fn run_start() -> toolhost_journal::RunStart {
+    let digest = toolhost_journal::writer::FileDigest {
+        path: "p".into(),
+        sha256: "0".repeat(64),
+    };
+    toolhost_journal::RunStart {
+        goal: "g".into(),
+        mode: toolhost_engine::Mode::PlanThenExecute,
+        task: None,
+        policy: digest.clone(),
+        tools: std::collections::BTreeMap::from([("calc".to_string(), digest)]),
+        budgets: toolhost_engine::Budgets::default(),
+        max_parallel: 1,
+        replay_of: None,
+    }
+}
