@@ -5,8 +5,9 @@
 //! common encodings (base64 standard and url-safe, padded or not and at any alignment
 //! inside a longer base64 text; hex in either case; percent-encoding), e-mail addresses,
 //! API-key-looking strings (`sk-…`, `AKIA…`, `ghp_…`, `xox?-…`, JWTs, `Bearer …`, long hex
-//! or mixed-case base64 tokens), credit-card-like numbers that pass the Luhn check, and
-//! phone numbers written with a `+` country code or as `(555) 123-4567` / `555-123-4567`.
+//! or mixed-case base64 tokens), credit-card-like numbers that pass the Luhn check (but
+//! not the digits of a decimal number such as `10.566880000000001`), and phone numbers
+//! written with a `+` country code or as `(555) 123-4567` / `555-123-4567`.
 //! Operators add patterns with `toolhost run --redact REGEX`. Matches become
 //! `[redacted:KIND]`.
 //!
@@ -37,6 +38,19 @@ struct Rule {
     re: Regex,
     /// A further test of a match (Luhn, digit count, entropy); `None`: every match.
     check: Option<Check>,
+    /// Digits that are part of a decimal number (`10.566880000000001`: the fraction's
+    /// digits; `4111111111111111.5`: the integer part's) are not a match: a measurement
+    /// is not a card number, however its digits happen to add up.
+    whole_number: bool,
+}
+
+/// Whether `haystack[start..end]` is the integer or the fraction part of a decimal number:
+/// a digit and a `.` just before it, or a `.` and a digit just after it.
+fn in_decimal(haystack: &str, start: usize, end: usize) -> bool {
+    let (before, after) = (&haystack.as_bytes()[..start], &haystack.as_bytes()[end..]);
+    let fraction = matches!(before, [.., d, b'.'] if d.is_ascii_digit());
+    let integer = matches!(after, [b'.', d, ..] if d.is_ascii_digit());
+    fraction || integer
 }
 
 /// Replaces PII and secrets in text and JSON values.
@@ -61,6 +75,7 @@ fn rule(kind: &'static str, re: &str, check: Option<Check>) -> Rule {
         kind,
         re: Regex::new(re).expect("a built-in redaction pattern"),
         check,
+        whole_number: false,
     }
 }
 
@@ -120,7 +135,10 @@ fn builtin() -> Vec<Rule> {
             r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
             None,
         ),
-        rule("card", r"\b(?:\d[ -]?){12,18}\d\b", Some(card_like)),
+        Rule {
+            whole_number: true,
+            ..rule("card", r"\b(?:\d[ -]?){12,18}\d\b", Some(card_like))
+        },
         rule(
             "phone",
             r"\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{2,4}){1,4}\b",
@@ -274,7 +292,11 @@ impl Redactor {
                 continue;
             }
             let replaced = r.re.replace_all(&out, |c: &Captures<'_>| {
-                let m = &c[0];
+                let whole = c.get(0).expect("group 0 is the match");
+                let m = whole.as_str();
+                if r.whole_number && in_decimal(&out, whole.start(), whole.end()) {
+                    return m.to_string();
+                }
                 if r.check.is_none_or(|check| check(m)) {
                     format!("[redacted:{}]", r.kind)
                 } else {
@@ -464,6 +486,34 @@ mod tests {
                 "list": ["[redacted:custom]", "[redacted:secret]", true, null],
             })
         );
+    }
+
+    #[test]
+    fn the_digits_of_a_decimal_number_are_not_a_card() {
+        let r = plain();
+        // 566880000000001 passes Luhn; as a float's fraction it is not a card number.
+        for kept in [
+            "10.566880000000001",
+            "total 10.566880000000001 ms",
+            "4111111111111111.5",
+            "-0.4111111111111111",
+        ] {
+            assert_eq!(r.text(kept), kept);
+        }
+        let mut v = json!({"x": 10.566880000000001, "y": 0.4111111111111111});
+        let before = v.clone();
+        r.value(&mut v);
+        assert_eq!(v, before);
+        // A card number at the end of a sentence, or beside other punctuation, still goes.
+        for (text, want) in [
+            ("pay with 4111111111111111.", "pay with [redacted:card]."),
+            ("4111 1111 1111 1111. next", "[redacted:card]. next"),
+            ("a,4111111111111111,b", "a,[redacted:card],b"),
+            ("v1.4111111111111111", "v1.4111111111111111"),
+            ("x.4111111111111111", "x.[redacted:card]"),
+        ] {
+            assert_eq!(r.text(text), want, "{text}");
+        }
     }
 
     #[test]
