@@ -63,7 +63,9 @@ use toolhost_runtime::policy::PolicyError;
 mod planners;
 
 use self::planners::resolve;
-pub use self::planners::{PlannerConfig, PlannerKind, PlannerOverrides, PlannerSpec};
+pub use self::planners::{
+    MemberOverrides, PlannerConfig, PlannerKind, PlannerOverrides, PlannerSpec,
+};
 
 /// `tools`: names to find in the tools directory, or name → component path.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -234,7 +236,7 @@ impl Task {
                     .collect()
             }
         };
-        overrides.apply(&mut raw.planner);
+        overrides.apply(&mut raw.planner).map_err(&invalid)?;
         let planner = resolve(&raw.planner, base).map_err(&invalid)?;
         let p = &raw.planner;
         let inline = p.plan.is_some()

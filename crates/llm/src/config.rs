@@ -47,6 +47,21 @@ impl ProviderKind {
     }
 }
 
+/// Checks a provider endpoint before anything starts: an absolute `http`/`https` URL with
+/// a host. The error names the value and shows the form wanted.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    let wanted = "an http:// or https:// URL such as http://localhost:11434/v1";
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(()),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => Err(format!(
+            "base URL `{url}` is not {wanted} (its scheme is `{}`)",
+            u.scheme()
+        )),
+        Ok(_) => Err(format!("base URL `{url}` is not {wanted} (it has no host)")),
+        Err(e) => Err(format!("base URL `{url}` is not {wanted} ({e})")),
+    }
+}
+
 /// How structured output is asked of an OpenAI-shaped server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -37,7 +37,7 @@ mod untrusted;
 use std::time::Instant;
 
 pub use self::cassette::Recorder;
-pub use self::config::{ApiKey, LlmConfig, ProviderKind, Structured, key_from_env};
+pub use self::config::{ApiKey, LlmConfig, ProviderKind, Structured, check_base_url, key_from_env};
 pub use self::planner::LlmPlanner;
 
 use self::anthropic::Anthropic;

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use toolhost::task::Task;
-use toolhost::task::{PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost_llm::{ProviderKind, Structured};
+use toolhost::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
+use toolhost_llm::{LlmConfig, ProviderKind, Structured};
 
 fn task(planner: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -176,4 +176,137 @@ fn the_ensemble_example_loads() {
         "{:?}",
         t.planner
     );
+}
+
+const ENSEMBLE: &str = "[planner]\nkind = \"ensemble\"\n[planner.fast]\nkind = \"openai-compatible\"\nmodel = \"qwen\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[planner.strong]\nkind = \"anthropic\"\nmodel = \"claude\"\n";
+
+fn ensemble_with(o: &PlannerOverrides) -> Result<(LlmConfig, LlmConfig), String> {
+    let (_dir, path) = task(ENSEMBLE);
+    match Task::load_with(&path, None, o)
+        .map_err(|e| e.to_string())?
+        .planner
+    {
+        PlannerSpec::Ensemble { fast, strong, .. } => Ok((fast, strong)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn flags_reach_both_models_of_an_ensemble_or_one() {
+    // --base-url and --api-key-env: both models.
+    let (fast, strong) = ensemble_with(&PlannerOverrides {
+        base_url: Some("http://127.0.0.1:7/v1".into()),
+        api_key_env: Some("MY_KEY".into()),
+        ..PlannerOverrides::default()
+    })
+    .unwrap();
+    for c in [&fast, &strong] {
+        assert_eq!(c.base_url.as_deref(), Some("http://127.0.0.1:7/v1"));
+        assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
+    }
+    // An exported TOOLHOST_BASE_URL does the same; a member flag beats it for its model.
+    let (fast, strong) = ensemble_with(&PlannerOverrides {
+        env_base_url: Some("http://127.0.0.1:8/v1".into()),
+        strong: MemberOverrides {
+            model: Some("claude-opus".into()),
+            base_url: Some("http://127.0.0.1:6/v1".into()),
+        },
+        fast: MemberOverrides {
+            model: Some("qwen-small".into()),
+            base_url: None,
+        },
+        ..PlannerOverrides::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (fast.model.as_str(), fast.base_url.as_deref()),
+        ("qwen-small", Some("http://127.0.0.1:8/v1"))
+    );
+    assert_eq!(
+        (strong.model.as_str(), strong.base_url.as_deref()),
+        ("claude-opus", Some("http://127.0.0.1:6/v1"))
+    );
+    // --model names one model: refused, naming the flags to use.
+    let e = ensemble_with(&PlannerOverrides {
+        model: Some("m".into()),
+        ..PlannerOverrides::default()
+    })
+    .unwrap_err();
+    assert!(
+        e.contains("--model names one model") && e.contains("--fast-model"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_base_url_the_planner_cannot_use() {
+    let (_dir, path) = task("mode = \"step-wise\"\n[[planner.turns]]\nstop = true\n");
+    // Exported: ignored by a scripted planner (and by a cassette).
+    let env = PlannerOverrides {
+        env_base_url: Some("http://127.0.0.1:8/v1".into()),
+        ..PlannerOverrides::default()
+    };
+    let t = Task::load_with(&path, None, &env).unwrap();
+    assert_eq!(t.planner, PlannerSpec::Scripted);
+    // Given as a flag: an error that names the flag, not the task file's table.
+    let flag = PlannerOverrides {
+        base_url: Some("http://127.0.0.1:8/v1".into()),
+        ..PlannerOverrides::default()
+    };
+    let e = Task::load_with(&path, None, &flag).unwrap_err().to_string();
+    assert!(
+        e.contains("--base-url is for model planners, and this task's planner is scripted"),
+        "{e}"
+    );
+    // An ensemble member's flag on a one-model planner names itself.
+    let (_dir, path) = task("[planner]\nkind = \"openai\"\nmodel = \"m\"\n");
+    let e = Task::load_with(
+        &path,
+        None,
+        &PlannerOverrides {
+            strong: MemberOverrides {
+                model: None,
+                base_url: Some("http://127.0.0.1:6/v1".into()),
+            },
+            ..PlannerOverrides::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(
+            "--strong-base-url sets one model of an ensemble, and this task's planner is openai"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_malformed_base_url_is_refused_before_the_run() {
+    for (url, why) in [
+        ("localhost:1234", "its scheme is `localhost`"),
+        ("ftp://example.com/v1", "its scheme is `ftp`"),
+        ("http://", "empty host"),
+        ("/v1", "relative URL without a base"),
+    ] {
+        let e = error(&format!(
+            "[planner]\nkind = \"openai-compatible\"\nmodel = \"m\"\nbase_url = \"{url}\"\n"
+        ));
+        assert!(
+            e.contains(&format!(
+                "base URL `{url}` is not an http:// or https:// URL"
+            )) && e.contains(why),
+            "{url}: {e}"
+        );
+    }
+    // In an ensemble's table too, and from the flag.
+    let e = ensemble_with(&PlannerOverrides {
+        fast: MemberOverrides {
+            model: None,
+            base_url: Some("127.0.0.1:9".into()),
+        },
+        ..PlannerOverrides::default()
+    })
+    .unwrap_err();
+    assert!(e.contains("[planner.fast]: base URL `127.0.0.1:9`"), "{e}");
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::{Failure, exit};
 use crate::task::Task;
-use crate::task::{PlannerKind, PlannerOverrides, PlannerSpec};
+use crate::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
 use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Mode, Plan, Planner};
 use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, cassette};
 
@@ -39,9 +39,22 @@ pub(crate) struct PlannerArgs {
     /// The model name.
     #[arg(long, value_name = "NAME")]
     model: Option<String>,
-    /// The provider's base URL, e.g. http://localhost:11434/v1 [env: TOOLHOST_BASE_URL].
+    /// The provider's base URL, e.g. http://localhost:11434/v1 (an ensemble: both models')
+    /// [env: TOOLHOST_BASE_URL, used only by planners that take a URL].
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// An ensemble's fast model name.
+    #[arg(long, value_name = "NAME")]
+    fast_model: Option<String>,
+    /// An ensemble's fast model's base URL.
+    #[arg(long, value_name = "URL")]
+    fast_base_url: Option<String>,
+    /// An ensemble's strong model name.
+    #[arg(long, value_name = "NAME")]
+    strong_model: Option<String>,
+    /// An ensemble's strong model's base URL.
+    #[arg(long, value_name = "URL")]
+    strong_base_url: Option<String>,
     /// The environment variable that holds the API key.
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
@@ -66,13 +79,21 @@ impl PlannerArgs {
         PlannerOverrides {
             kind: self.kind,
             model: self.model.clone(),
-            base_url: self
-                .base_url
-                .clone()
-                .or_else(|| std::env::var("TOOLHOST_BASE_URL").ok()),
+            base_url: self.base_url.clone(),
+            env_base_url: std::env::var("TOOLHOST_BASE_URL")
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
             api_key_env: self.api_key_env.clone(),
             cassette: self.cassette.clone(),
             mode: None,
+            fast: MemberOverrides {
+                model: self.fast_model.clone(),
+                base_url: self.fast_base_url.clone(),
+            },
+            strong: MemberOverrides {
+                model: self.strong_model.clone(),
+                base_url: self.strong_base_url.clone(),
+            },
         }
     }
 
