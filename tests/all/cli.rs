@@ -169,3 +169,128 @@ fn big_arguments_come_from_a_file_or_stdin() {
         assert_eq!(counts["words"], words, "{counts}");
     }
 }
+
+/// Flags every command takes, documented once under "Global:".
+const GLOBAL_FLAGS: [&str; 5] = [
+    "--cache-dir",
+    "--no-cache",
+    "--state-dir",
+    "--help",
+    "--version",
+];
+
+/// The commands under `path` that take no subcommand, from each level's `-h`.
+fn leaf_commands(path: Vec<String>) -> Vec<Vec<String>> {
+    let mut args = path.clone();
+    args.push("-h".into());
+    let out = cli(&args);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    let subs: Vec<String> = out
+        .stdout
+        .split("Commands:\n")
+        .nth(1)
+        .map(|rest| {
+            rest.lines()
+                .take_while(|l| l.starts_with("  "))
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|c| *c != "help")
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if subs.is_empty() {
+        return vec![path];
+    }
+    subs.into_iter()
+        .flat_map(|c| {
+            let mut p = path.clone();
+            p.push(c);
+            leaf_commands(p)
+        })
+        .collect()
+}
+
+/// The README's CLI synopsis: each `toolhost …` entry with its continuation lines, the
+/// `[RUN FLAGS]`-style groups written out.
+fn readme_synopsis() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let section = readme.split("\n## CLI\n").nth(1).expect("a CLI section");
+    let block = section.split("```\n").nth(1).expect("a synopsis block");
+    let mut entries: Vec<String> = Vec::new();
+    for line in block.lines() {
+        if line.starts_with(' ') {
+            if let Some(last) = entries.last_mut() {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        } else if !line.is_empty() {
+            entries.push(line.to_string());
+        }
+    }
+    let groups: Vec<(String, String)> = entries
+        .iter()
+        .filter_map(|e| e.split_once(": "))
+        .filter(|(name, _)| name.ends_with("FLAGS"))
+        .map(|(name, flags)| (format!("[{name}]"), flags.to_string()))
+        .collect();
+    entries
+        .into_iter()
+        .filter(|e| e.starts_with("toolhost "))
+        .map(|e| groups.iter().fold(e, |e, (k, v)| e.replace(k, v)))
+        .collect()
+}
+
+/// Whether `text` names `flag` as a whole word (`--json`, not `--json-foo`).
+fn names_flag(text: &str, flag: &str) -> bool {
+    text.match_indices(flag).any(|(i, _)| {
+        !text[i + flag.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+    })
+}
+
+#[test]
+fn every_flag_has_help_and_is_in_the_readme_synopsis() {
+    let synopsis = readme_synopsis();
+    let mut problems = Vec::new();
+    let leaves = leaf_commands(Vec::new());
+    assert!(leaves.len() >= 15, "{leaves:?}");
+    for cmd in leaves {
+        let name = format!("toolhost {}", cmd.join(" "));
+        let Some(entry) = synopsis
+            .iter()
+            .find(|e| e.starts_with(&format!("{name} ")) || **e == name)
+        else {
+            problems.push(format!("`{name}` has no line in the README's CLI synopsis"));
+            continue;
+        };
+        let mut args = cmd.clone();
+        args.push("-h".into());
+        let help = cli(&args).stdout;
+        let options = help.split("Options:\n").nth(1).unwrap_or_default();
+        for line in options.lines().filter(|l| l.trim_start().starts_with('-')) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let Some(flag) = words.iter().find(|w| w.starts_with("--")) else {
+                continue;
+            };
+            let flag = flag.trim_end_matches(',');
+            if GLOBAL_FLAGS.contains(&flag) {
+                continue;
+            }
+            // After the flag (and its `<VALUE>`), a description.
+            let at = words.iter().position(|w| w.starts_with("--")).unwrap();
+            let rest = &words[at + 1..];
+            let rest = match rest.first() {
+                Some(w) if w.starts_with('<') => &rest[1..],
+                _ => rest,
+            };
+            if rest.is_empty() {
+                problems.push(format!("`{name} {flag}` has no help text"));
+            }
+            if !names_flag(entry, flag) {
+                problems.push(format!("the README's synopsis of `{name}` lacks `{flag}`"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

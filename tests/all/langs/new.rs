@@ -163,3 +163,55 @@ fn bad_names_and_used_directories_are_refused() {
     assert_eq!(used.code, 2);
     assert!(used.stderr.contains("is not empty"), "{used:?}");
 }
+
+#[test]
+fn the_next_hint_names_the_toolchain_and_test_sh_names_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (lang, needs) in [
+        ("python", "componentize-py"),
+        ("js", "Node 18+ with npm"),
+        ("rust", "Rust with `rustup target add wasm32-wasip2`"),
+    ] {
+        let dir = tmp.path().join(lang);
+        let out = cli([
+            "new",
+            "tool",
+            "hint",
+            "--lang",
+            lang,
+            "--dir",
+            dir.to_str().unwrap(),
+            "--sdk",
+            root().join("tool-sdk").to_str().unwrap(),
+        ]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(
+            out.stdout.contains(&format!("building needs {needs}"))
+                && out.stdout.contains("test.sh needs toolhost on PATH"),
+            "{lang}: {}",
+            out.stdout
+        );
+    }
+    // test.sh without a toolhost to run says so, before anything else.
+    let dir = tmp.path().join("rust");
+    let run = |toolhost: &str| {
+        Command::new(dir.join("test.sh"))
+            .env("TOOLHOST", toolhost)
+            .output()
+            .unwrap()
+    };
+    let out = run("no-such-toolhost-here");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.starts_with("FAIL: `no-such-toolhost-here` not found: put toolhost on PATH"),
+        "{stderr}"
+    );
+    // With toolhost but before ./build.sh: the missing component is named.
+    let out = run(env!("CARGO_BIN_EXE_toolhost-test-cli"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("FAIL: hint.wasm not found: run ./build.sh first"),
+        "{stderr}"
+    );
+}

@@ -206,7 +206,7 @@ pub(crate) fn run(cmd: NewCommand, out: &mut dyn Write) -> CmdResult {
     }
     let _ = writeln!(
         out,
-        "created the {lang} tool `{}` in {}\nnext: cd {} && ./build.sh && ./test.sh",
+        "created the {lang} tool `{}` in {}\nnext: cd {} && ./build.sh && ./test.sh\nbuilding needs {needs}; test.sh needs toolhost on PATH (or TOOLHOST=/path/to/toolhost)",
         args.name,
         dir.display(),
         dir.display()

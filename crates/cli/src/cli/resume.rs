@@ -54,18 +54,26 @@ pub(crate) struct Args {
 /// Budgets raised (or lowered) for the rest of the run.
 #[derive(Debug, clap::Args)]
 struct BudgetArgs {
+    /// Steps the whole run may take, counting those already done (replaces the task's).
     #[arg(long, value_name = "N")]
     max_steps: Option<u32>,
+    /// Replans the whole run may make, counting those already made.
     #[arg(long, value_name = "N")]
     max_replans: Option<u32>,
+    /// Wall-clock milliseconds for the whole run, counting the time it ran before (its
+    /// first to last record).
     #[arg(long, value_name = "MS")]
     max_wall_ms: Option<u64>,
+    /// Fuel the run's tool calls may burn in all, counting what was burnt.
     #[arg(long, value_name = "N")]
     max_fuel: Option<u64>,
+    /// Planner input tokens for the whole run, counting those already spent.
     #[arg(long, value_name = "N")]
     max_input_tokens: Option<u64>,
+    /// Planner output tokens for the whole run, counting those already spent.
     #[arg(long, value_name = "N")]
     max_output_tokens: Option<u64>,
+    /// Planner cost in US dollars for the whole run, counting what was spent.
     #[arg(long, value_name = "USD")]
     max_cost_usd: Option<f64>,
 }

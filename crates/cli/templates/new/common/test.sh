@@ -7,6 +7,10 @@ toolhost=${TOOLHOST:-toolhost}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+command -v "$toolhost" >/dev/null 2>&1 ||
+    fail "\`$toolhost\` not found: put toolhost on PATH (cargo install --path crates/cli in the toolhost checkout) or set TOOLHOST=/path/to/toolhost"
+[ -f {{name}}.wasm ] || fail "{{name}}.wasm not found: run ./build.sh first"
+
 "$toolhost" tool inspect {{name}}.wasm | grep -q "Greets someone by name" ||
     fail "inspect does not show the WIT docs of greet"
 
