@@ -221,23 +221,34 @@ impl Task {
             task: shown.clone(),
             reason,
         };
+        // Every independent check runs, so that a task reports all its problems at once.
+        let mut problems: Vec<String> = Vec::new();
         let tools = match &raw.tools {
             ToolList::Paths(map) => map.iter().map(|(n, p)| (n.clone(), base.join(p))).collect(),
-            ToolList::Names(names) => {
-                let dir = tools_dir.ok_or_else(|| {
-                    invalid(format!(
-                        "`tools` names {} but no tools directory was given: pass --tools-dir DIR (or set TOOLHOST_TOOLS_DIR), or map names to paths",
-                        names.join(", ")
-                    ))
-                })?;
-                names
+            ToolList::Names(names) => match tools_dir {
+                Some(dir) => names
                     .iter()
                     .map(|n| (n.clone(), dir.join(format!("{n}.wasm"))))
-                    .collect()
+                    .collect(),
+                None => {
+                    problems.push(format!(
+                        "`tools` names {} but no tools directory was given: pass --tools-dir DIR (or set TOOLHOST_TOOLS_DIR), or map names to paths",
+                        names.join(", ")
+                    ));
+                    BTreeMap::new()
+                }
+            },
+        };
+        let planner = match overrides
+            .apply(&mut raw.planner)
+            .and_then(|()| resolve(&raw.planner, base))
+        {
+            Ok(planner) => Some(planner),
+            Err(e) => {
+                problems.push(e);
+                None
             }
         };
-        overrides.apply(&mut raw.planner).map_err(&invalid)?;
-        let planner = resolve(&raw.planner, base).map_err(&invalid)?;
         let p = &raw.planner;
         let inline = p.plan.is_some()
             || !p.turns.is_empty()
@@ -245,58 +256,68 @@ impl Task {
             || !p.repairs.is_empty();
         let script = match (&p.script, inline) {
             (Some(_), true) => {
-                return Err(invalid(
-                    "[planner] gives both `script` and an inline script; keep one".into(),
-                ));
+                Err("[planner] gives both `script` and an inline script; keep one".to_string())
             }
             (Some(file), false) => {
                 let file = base.join(file);
-                let text = std::fs::read_to_string(&file).map_err(|e| {
-                    invalid(format!(
-                        "cannot read planner script `{}`: {e}",
-                        file.display()
-                    ))
-                })?;
-                let mut script: Script = serde_json::from_str(&text).map_err(|e| {
-                    invalid(format!(
-                        "planner script `{}` is not valid: {e}",
-                        file.display()
-                    ))
-                })?;
-                if script.usage_per_call == Usage::default() {
-                    script.usage_per_call = p.usage_per_call.clone();
-                }
-                script
+                std::fs::read_to_string(&file)
+                    .map_err(|e| format!("cannot read planner script `{}`: {e}", file.display()))
+                    .and_then(|text| {
+                        serde_json::from_str::<Script>(&text).map_err(|e| {
+                            format!("planner script `{}` is not valid: {e}", file.display())
+                        })
+                    })
+                    .map(|mut script| {
+                        if script.usage_per_call == Usage::default() {
+                            script.usage_per_call = p.usage_per_call.clone();
+                        }
+                        script
+                    })
             }
-            (None, _) => Script {
+            (None, _) => Ok(Script {
                 plan: p.plan.clone(),
                 replans: p.replans.clone(),
                 repairs: p.repairs.clone(),
                 turns: p.turns.clone(),
                 usage_per_call: p.usage_per_call.clone(),
-            },
+            }),
         };
+        let script = script.unwrap_or_else(|e| {
+            problems.push(e);
+            Script::default()
+        });
         if let Some(mode) = overrides.mode {
             raw.mode = mode;
         }
-        if planner == PlannerSpec::Scripted {
-            scripted_for(raw.mode, overrides.mode.is_some(), &script).map_err(&invalid)?;
+        if planner == Some(PlannerSpec::Scripted)
+            && let Err(e) = scripted_for(raw.mode, overrides.mode.is_some(), &script)
+        {
+            problems.push(e);
         }
         let defaults = RunConfig::default();
         let threshold = raw
             .confidence_threshold
             .unwrap_or(defaults.confidence_threshold);
         if !(0.0..=1.0).contains(&threshold) {
-            return Err(invalid(format!(
+            problems.push(format!(
                 "confidence_threshold {threshold} is not between 0 and 1"
-            )));
+            ));
         }
         let max_parallel = raw.max_parallel.unwrap_or(defaults.max_parallel);
         if max_parallel == 0 {
-            return Err(invalid(
-                "max_parallel 0 would run nothing: give at least 1".into(),
-            ));
+            problems.push("max_parallel 0 would run nothing: give at least 1".into());
         }
+        let planner = match (planner, problems.len()) {
+            (Some(planner), 0) => planner,
+            (_, 1) => return Err(invalid(problems.remove(0))),
+            _ => {
+                return Err(invalid(format!(
+                    "{} problems:\n  - {}",
+                    problems.len(),
+                    problems.join("\n  - ")
+                )));
+            }
+        };
         Ok(Task {
             goal: raw.goal,
             config: RunConfig {

@@ -12,6 +12,21 @@ pub enum PolicyError {
     Read { path: String, reason: String },
     #[error("{0}")]
     At(Located),
+    /// Several problems, each located, in source order: a policy reports all it can find
+    /// at once, not only the first.
+    #[error("{}", many(.0))]
+    Many(Vec<Located>),
+}
+
+/// `N problems in FILE:`, then each problem with its snippet.
+fn many(problems: &[Located]) -> String {
+    let file = problems.first().map_or("", |l| l.file.as_str());
+    let each: Vec<String> = problems.iter().map(Located::to_string).collect();
+    format!(
+        "{} problems in `{file}`:\n{}",
+        problems.len(),
+        each.join("\n")
+    )
 }
 
 /// A message tied to a place in the policy source.
@@ -63,6 +78,35 @@ impl PolicyError {
             message,
             snippet,
         })
+    }
+
+    /// `errors` as one error: the only one as itself, several as [`PolicyError::Many`]
+    /// in source order; `None` when there are none.
+    pub(crate) fn all(errors: Vec<PolicyError>) -> Option<PolicyError> {
+        let mut located = Vec::new();
+        for e in errors {
+            match e {
+                PolicyError::At(l) => located.push(l),
+                PolicyError::Many(ls) => located.extend(ls),
+                other => return Some(other),
+            }
+        }
+        located.sort_by_key(|l| (l.line, l.column));
+        located.dedup();
+        match located.len() {
+            0 => None,
+            1 => located.pop().map(PolicyError::At),
+            _ => Some(PolicyError::Many(located)),
+        }
+    }
+
+    /// The located problems in this error.
+    pub fn located(&self) -> Vec<&Located> {
+        match self {
+            PolicyError::At(l) => vec![l],
+            PolicyError::Many(ls) => ls.iter().collect(),
+            PolicyError::Read { .. } => Vec::new(),
+        }
     }
 
     /// A TOML or schema error from the `toml` crate.

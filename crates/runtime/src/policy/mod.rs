@@ -137,8 +137,9 @@ impl Policy {
         let at = |span: std::ops::Range<usize>, message: String| {
             PolicyError::at(file, text, span, message)
         };
+        let mut problems = Problems::default();
         if *raw.version.get_ref() != VERSION {
-            return Err(at(
+            problems.push(at(
                 raw.version.span(),
                 format!(
                     "unsupported policy version {}: this toolhost reads version {VERSION}",
@@ -146,12 +147,18 @@ impl Policy {
                 ),
             ));
         }
-        let defaults = limits(Limits::default(), &raw.defaults.limits, &at)?;
+        let defaults = limits(Limits::default(), &raw.defaults.limits, &at, &mut problems);
         let mut tools = BTreeMap::new();
         for (name, section) in &raw.tools {
-            check_tool_name(name.get_ref()).map_err(|why| at(name.span(), why))?;
-            let tool = tool_policy(name.get_ref(), section, &defaults, base, &at)?;
-            tools.insert(name.get_ref().clone(), tool);
+            problems.take(check_tool_name(name.get_ref()).map_err(|why| at(name.span(), why)));
+            if let Some(tool) =
+                tool_policy(name.get_ref(), section, &defaults, base, &at, &mut problems)
+            {
+                tools.insert(name.get_ref().clone(), tool);
+            }
+        }
+        if let Some(e) = PolicyError::all(problems.0) {
+            return Err(e);
         }
         Ok(Policy {
             source: file.to_string(),
@@ -195,44 +202,60 @@ fn check_tool_name(name: &str) -> Result<(), String> {
 
 type At<'a> = dyn Fn(std::ops::Range<usize>, String) -> PolicyError + 'a;
 
+/// Problems found so far: checking goes on past each one, so that a policy reports all
+/// of them at once (as plan validation does), not only the first.
+#[derive(Default)]
+struct Problems(Vec<PolicyError>);
+
+impl Problems {
+    fn push(&mut self, e: PolicyError) {
+        self.0.push(e);
+    }
+
+    /// `r`'s value, or `None` with its error kept.
+    fn take<T>(&mut self, r: Result<T, PolicyError>) -> Option<T> {
+        r.map_err(|e| self.push(e)).ok()
+    }
+}
+
+/// The tool's policy, or `None` when the section has problems (kept in `problems`).
 fn tool_policy(
     name: &str,
     raw: &RawTool,
     defaults: &(Limits, Option<u32>),
     base: &Path,
     at: &At<'_>,
-) -> Result<ToolPolicy, PolicyError> {
-    let component = match &raw.component {
-        None => None,
-        Some(c) => Some(std::fs::canonicalize(base.join(c.get_ref())).map_err(|e| {
+    problems: &mut Problems,
+) -> Option<ToolPolicy> {
+    let found_before = problems.0.len();
+    let component = raw.component.as_ref().and_then(|c| {
+        problems.take(std::fs::canonicalize(base.join(c.get_ref())).map_err(|e| {
             at(
                 c.span(),
                 format!("component `{}` cannot be used: {e}", c.get_ref()),
             )
-        })?),
-    };
-    let sha256 = match &raw.sha256 {
-        None => None,
-        Some(s) => {
-            let hex = s.get_ref().strip_prefix("sha256:").unwrap_or(s.get_ref());
-            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(at(
-                    s.span(),
-                    format!(
-                        "`{}` is not a SHA-256 digest: expected 64 hex digits",
-                        s.get_ref()
-                    ),
-                ));
-            }
-            Some(hex.to_ascii_lowercase())
+        }))
+    });
+    let sha256 = raw.sha256.as_ref().and_then(|s| {
+        let hex = s.get_ref().strip_prefix("sha256:").unwrap_or(s.get_ref());
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            problems.push(at(
+                s.span(),
+                format!(
+                    "`{}` is not a SHA-256 digest: expected 64 hex digits",
+                    s.get_ref()
+                ),
+            ));
+            return None;
         }
-    };
+        Some(hex.to_ascii_lowercase())
+    });
     let mut caps = Capabilities {
         files: Vec::new(),
         env: Vec::new(),
         network: NetworkGrants {
-            http: parse_each(&raw.network.http, at)?,
-            tcp: parse_each(&raw.network.tcp, at)?,
+            http: parse_each(&raw.network.http, at, problems),
+            tcp: parse_each(&raw.network.tcp, at, problems),
             name_lookup: raw.network.name_lookup,
         },
     };
@@ -247,9 +270,12 @@ fn tool_policy(
                     f.host.span()
                 };
                 at(span, why)
-            })?;
+            });
+        let Some(grant) = problems.take(grant) else {
+            continue;
+        };
         if let Some(dup) = caps.files.iter().find(|g| g.guest == grant.guest) {
-            return Err(at(
+            problems.push(at(
                 guest.span(),
                 format!(
                     "guest path `{}` is granted twice (also for `{}`)",
@@ -257,9 +283,11 @@ fn tool_policy(
                     dup.host.display()
                 ),
             ));
+            continue;
         }
         if let Some(why) = crate::grants::conflict(&caps.files, &grant) {
-            return Err(at(guest.span(), why));
+            problems.push(at(guest.span(), why));
+            continue;
         }
         caps.files.push(grant);
     }
@@ -272,7 +300,10 @@ fn tool_policy(
                 v.span()
             };
             at(span, why)
-        })?;
+        });
+        let Some(value) = problems.take(value) else {
+            continue;
+        };
         env_sources.push((
             k.get_ref().clone(),
             match v.get_ref() {
@@ -282,33 +313,33 @@ fn tool_policy(
         ));
         caps.env.push((k.get_ref().clone(), value));
     }
-    let operations = match &raw.operations {
-        None => None,
-        Some(ops) => {
-            if ops.get_ref().is_empty() {
-                return Err(at(
-                    ops.span(),
-                    "`operations = []` would allow nothing: list the operations to allow, or leave `operations` out to allow all"
-                        .into(),
-                ));
-            }
-            let mut names = Vec::new();
-            for op in ops.get_ref() {
-                let n = op.get_ref();
-                if n.is_empty() || n.contains(char::is_whitespace) {
-                    return Err(at(op.span(), format!("`{n}` is not an operation name")));
-                }
-                if names.contains(n) {
-                    return Err(at(op.span(), format!("operation `{n}` is listed twice")));
-                }
+    let operations = raw.operations.as_ref().map(|ops| {
+        if ops.get_ref().is_empty() {
+            problems.push(at(
+                ops.span(),
+                "`operations = []` would allow nothing: list the operations to allow, or leave `operations` out to allow all"
+                    .into(),
+            ));
+        }
+        let mut names: Vec<String> = Vec::new();
+        for op in ops.get_ref() {
+            let n = op.get_ref();
+            if n.is_empty() || n.contains(char::is_whitespace) {
+                problems.push(at(op.span(), format!("`{n}` is not an operation name")));
+            } else if names.contains(n) {
+                problems.push(at(op.span(), format!("operation `{n}` is listed twice")));
+            } else {
                 names.push(n.clone());
             }
-            Some(names)
         }
-    };
-    let (limits, rate) = limits(defaults.0.clone(), &raw.limits, at)?;
+        names
+    });
+    let (limits, rate) = limits(defaults.0.clone(), &raw.limits, at, problems);
     let rate = rate.or(defaults.1);
-    Ok(ToolPolicy {
+    if problems.0.len() > found_before {
+        return None;
+    }
+    Some(ToolPolicy {
         name: name.to_string(),
         component,
         sha256,
@@ -322,89 +353,99 @@ fn tool_policy(
     })
 }
 
-/// Parses each string, pointing an error at the string that failed.
-fn parse_each<T>(items: &[Spanned<String>], at: &At<'_>) -> Result<Vec<T>, PolicyError>
+/// Parses each string; an error points at the string that failed, and the rest are
+/// still parsed.
+fn parse_each<T>(items: &[Spanned<String>], at: &At<'_>, problems: &mut Problems) -> Vec<T>
 where
     T: std::str::FromStr,
     T::Err: std::fmt::Display,
 {
     items
         .iter()
-        .map(|s| {
-            s.get_ref()
-                .parse()
-                .map_err(|e: T::Err| at(s.span(), e.to_string()))
+        .filter_map(|s| {
+            problems.take(
+                s.get_ref()
+                    .parse()
+                    .map_err(|e: T::Err| at(s.span(), e.to_string())),
+            )
         })
         .collect()
 }
 
-/// Applies `raw` over `base`; returns the limits and the rate limit, if set.
+/// Applies `raw` over `base`; returns the limits and the rate limit, if set. A bad value
+/// is kept in `problems` and leaves the base's.
 fn limits(
     base: Limits,
     raw: &RawLimits,
     at: &At<'_>,
-) -> Result<(Limits, Option<u32>), PolicyError> {
+    problems: &mut Problems,
+) -> (Limits, Option<u32>) {
     let mut l = base;
-    let check =
-        |v: &Option<Spanned<u64>>, name: &str, max: u64| -> Result<Option<u64>, PolicyError> {
-            match v {
-                None => Ok(None),
-                Some(s) if *s.get_ref() == 0 => Err(at(
+    let mut check = |v: &Option<Spanned<u64>>, name: &str, max: u64| -> Option<u64> {
+        match v {
+            None => None,
+            Some(s) if *s.get_ref() == 0 => {
+                problems.push(at(
                     s.span(),
                     format!("`{name} = 0` would make every call fail: give a positive value"),
-                )),
-                Some(s) if *s.get_ref() > max => Err(at(
+                ));
+                None
+            }
+            Some(s) if *s.get_ref() > max => {
+                problems.push(at(
                     s.span(),
                     format!("`{name} = {}` is above the maximum of {max}", s.get_ref()),
-                )),
-                Some(s) => Ok(Some(*s.get_ref())),
+                ));
+                None
             }
-        };
+            Some(s) => Some(*s.get_ref()),
+        }
+    };
     const GIB: u64 = 1 << 30;
-    if let Some(v) = check(&raw.fuel, "fuel", u64::MAX / 2)? {
+    if let Some(v) = check(&raw.fuel, "fuel", u64::MAX / 2) {
         l.fuel = v;
     }
-    if let Some(v) = check(&raw.timeout_ms, "timeout_ms", 3_600_000)? {
+    if let Some(v) = check(&raw.timeout_ms, "timeout_ms", 3_600_000) {
         l.timeout = Duration::from_millis(v);
     }
-    if let Some(v) = check(&raw.memory_mib, "memory_mib", 4096)? {
+    if let Some(v) = check(&raw.memory_mib, "memory_mib", 4096) {
         l.memory_mib = v;
     }
     let bytes = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
-    if let Some(v) = check(&raw.max_output_bytes, "max_output_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_output_bytes, "max_output_bytes", GIB) {
         l.max_result_bytes = bytes(v);
     }
-    if let Some(v) = check(&raw.max_stdio_bytes, "max_stdio_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_stdio_bytes, "max_stdio_bytes", GIB) {
         l.max_stdio_bytes = bytes(v);
     }
-    if let Some(v) = check(&raw.max_log_bytes, "max_log_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_log_bytes, "max_log_bytes", GIB) {
         l.max_log_bytes = bytes(v);
     }
-    if let Some(v) = check(&raw.max_http_response_bytes, "max_http_response_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_http_response_bytes, "max_http_response_bytes", GIB) {
         l.max_http_response_bytes = bytes(v);
     }
-    if let Some(v) = check(&raw.max_host_bytes, "max_host_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_host_bytes, "max_host_bytes", GIB) {
         l.max_host_bytes = bytes(v);
     }
-    if let Some(v) = check(&raw.max_resources, "max_resources", 65_536)? {
+    if let Some(v) = check(&raw.max_resources, "max_resources", 65_536) {
         l.max_resources = bytes(v);
     }
     const TIB: u64 = 1 << 40;
-    if let Some(v) = check(&raw.max_written_bytes, "max_written_bytes", TIB)? {
+    if let Some(v) = check(&raw.max_written_bytes, "max_written_bytes", TIB) {
         l.max_written_bytes = v;
     }
-    if let Some(v) = check(&raw.max_file_bytes, "max_file_bytes", TIB)? {
+    if let Some(v) = check(&raw.max_file_bytes, "max_file_bytes", TIB) {
         l.max_file_bytes = v;
     }
-    if let Some(v) = check(&raw.max_args_bytes, "max_args_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_args_bytes, "max_args_bytes", GIB) {
         l.max_args_bytes = bytes(v);
     }
-    if let Some(v) = check(&raw.max_audit_bytes, "max_audit_bytes", GIB)? {
+    if let Some(v) = check(&raw.max_audit_bytes, "max_audit_bytes", GIB) {
         l.max_audit_bytes = bytes(v);
     }
-    let rate = check(&raw.max_calls_per_minute, "max_calls_per_minute", 1_000_000)?
+    let rate = check(&raw.max_calls_per_minute, "max_calls_per_minute", 1_000_000)
         .map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-    Ok((l, rate))
+    (l, rate)
 }
 
 /// Checks a file or directory grant: the host path must exist; a file grant is pinned to

@@ -36,7 +36,7 @@ fn fragment() -> impl Strategy<Value = String> {
 }
 
 fn assert_located(text: &str, e: &PolicyError) {
-    if let PolicyError::At(at) = e {
+    for at in e.located() {
         let lines = text.split('\n').count().max(1);
         assert!(
             at.line >= 1 && at.line <= lines,
@@ -100,4 +100,39 @@ fn a_non_boolean_idempotent_is_refused_where_it_is_written() {
         at.message.contains("\"yes\"") && at.message.contains("expected a boolean"),
         "{e}"
     );
+}
+
+#[test]
+fn every_problem_is_reported_in_source_order() {
+    let text = "version = 2\n[tools.calc]\nlimits = { fuel = 0 }\noperations = [\"eval\", \"eval\"]\n[tools.Bad]\nsha256 = \"xyz\"\n[tools.http]\nnetwork = { http = [\"ftp://x\", \"https://ok.example.com\", \"gopher://y\"] }\n";
+    let e = Policy::parse("p.toml", text, Path::new(".")).unwrap_err();
+    let found: Vec<(usize, &str)> = e
+        .located()
+        .iter()
+        .map(|l| (l.line, l.message.as_str()))
+        .collect();
+    let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, [1, 3, 4, 5, 6, 8, 8], "{e}");
+    assert!(
+        found[0].1.starts_with("unsupported policy version 2"),
+        "{e}"
+    );
+    assert!(
+        found[2].1.contains("operation `eval` is listed twice"),
+        "{e}"
+    );
+    assert!(found[3].1.contains("`Bad` is not a valid tool name"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("7 problems in `p.toml`:\np.toml:1:11: unsupported policy version 2"),
+        "{e}"
+    );
+    // One problem reads as before: no count.
+    let e = Policy::parse(
+        "p.toml",
+        "version = 1\n[tools.calc]\nlimits = { fuel = 0 }\n",
+        Path::new("."),
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("p.toml:3:19: `fuel = 0`"), "{e}");
 }
