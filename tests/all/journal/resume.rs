@@ -130,6 +130,53 @@ fn a_budget_stop_is_carried_on_with_a_raised_budget() {
 }
 
 #[test]
+fn the_summary_of_a_resumed_run_lists_every_step_in_start_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(example("parallel.toml"))
+        .unwrap()
+        .replace(
+            "policy = \"policy.toml\"",
+            &format!("policy = {:?}", example("policy.toml")),
+        );
+    let task = dir.path().join("task.toml");
+    std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 3\n")).unwrap();
+    let state = dir.path().join("state");
+    let (code, _, journal) = run_in(&state, task.to_str().unwrap(), &[]);
+    assert_eq!(code, 7);
+    let out = cli([
+        "--state-dir",
+        state.to_str().unwrap(),
+        "resume",
+        journal.to_str().unwrap(),
+        "--tools-dir",
+        &tools_dir(),
+        "--max-steps",
+        "10",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let total = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("total: "))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(total.starts_with("total: 5 steps, "), "{}", out.stdout);
+    // Every step of the run has a row (three ran before the resume), in start order.
+    let starts: Vec<f64> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("step "))
+        .skip(1)
+        .take_while(|l| !l.starts_with("total: "))
+        .map(|l| {
+            let start = l.split_whitespace().nth(2).unwrap();
+            start.trim_start_matches('+').parse().unwrap()
+        })
+        .collect();
+    assert_eq!(starts.len(), 5, "{}", out.stdout);
+    assert!(starts.is_sorted(), "{}", out.stdout);
+}
+
+#[test]
 fn a_step_wise_run_resumes_at_every_record() {
     let task = example("seed.toml");
     let probe = tempfile::tempdir().unwrap();

@@ -175,7 +175,10 @@ pub(crate) fn summary(report: &RunReport) -> String {
         "duration".into(),
         "fuel".into(),
     ]];
-    for r in &report.steps {
+    // In start order (parallel steps finish in any order), the earliest revision first.
+    let mut steps: Vec<_> = report.steps.iter().collect();
+    steps.sort_by_key(|r| (r.started_us, r.revision));
+    for r in steps {
         rows.push([
             r.id.to_string(),
             r.revision.to_string(),
