@@ -82,6 +82,13 @@ impl StderrLog {
         }
     }
 
+    /// Queues one line of text for stderr (a newline is added), cut at [`MAX_LINE`].
+    pub(crate) fn line(&self, text: &str) {
+        let mut line = text.as_bytes()[..text.len().min(MAX_LINE - 1)].to_vec();
+        line.push(b'\n');
+        self.push(line);
+    }
+
     /// Lines dropped so far because the queue was full.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)

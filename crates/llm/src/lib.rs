@@ -39,6 +39,7 @@ use std::time::Instant;
 pub use self::cassette::Recorder;
 pub use self::config::{ApiKey, LlmConfig, ProviderKind, Structured, check_base_url, key_from_env};
 pub use self::planner::LlmPlanner;
+pub use self::transport::{OnWait, Waiting};
 
 use self::anthropic::Anthropic;
 use self::compatible::Compatible;

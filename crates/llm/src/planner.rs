@@ -11,7 +11,7 @@ use super::config::{ApiKey, LlmConfig, ProviderKind, key_from_env};
 use super::decode::decode;
 use super::openai::OpenAi;
 use super::prompt::{self, Prompt};
-use super::transport::{Http, RetryPolicy};
+use super::transport::{Http, OnWait, RetryPolicy};
 use super::{Anthropic, Compatible, LlmError, Provider};
 use toolhost_engine::Budget;
 use toolhost_engine::planner::{PlanFuture, PlanRequest, Planner, PlannerError, Usage};
@@ -28,6 +28,15 @@ pub struct LlmPlanner {
 impl LlmPlanner {
     /// A planner for `config`, authenticating with `key` (none: no auth header).
     pub fn new(config: LlmConfig, key: Option<ApiKey>) -> Result<LlmPlanner, LlmError> {
+        LlmPlanner::watched(config, key, None)
+    }
+
+    /// [`LlmPlanner::new`], telling `on_wait` of every retry wait and slow answer.
+    pub fn watched(
+        config: LlmConfig,
+        key: Option<ApiKey>,
+        on_wait: Option<OnWait>,
+    ) -> Result<LlmPlanner, LlmError> {
         let provider_name = config.kind.as_str();
         if config.model.trim().is_empty() {
             return Err(LlmError::MissingModel {
@@ -48,7 +57,7 @@ impl LlmPlanner {
             Ok(u) => return Err(bad(format!("scheme `{}` or no host", u.scheme()))),
             Err(e) => return Err(bad(e.to_string())),
         }
-        let http = Http::new(RetryPolicy::of(&config), key)?;
+        let http = Http::new(RetryPolicy::of(&config), key)?.on_wait(on_wait);
         let openai = |official| OpenAi {
             http: http.clone(),
             base_url: base_url.clone(),
@@ -77,8 +86,16 @@ impl LlmPlanner {
 
     /// A planner for `config` with the key from the environment variable it names.
     pub fn from_env(config: LlmConfig) -> Result<LlmPlanner, LlmError> {
+        LlmPlanner::from_env_watched(config, None)
+    }
+
+    /// [`LlmPlanner::from_env`], telling `on_wait` of every retry wait and slow answer.
+    pub fn from_env_watched(
+        config: LlmConfig,
+        on_wait: Option<OnWait>,
+    ) -> Result<LlmPlanner, LlmError> {
         let key = key_from_env(&config)?;
-        LlmPlanner::new(config, key)
+        LlmPlanner::watched(config, key, on_wait)
     }
 
     fn prompt(&self, req: &PlanRequest, output_left: u64) -> Prompt {

@@ -44,12 +44,86 @@ impl RetryPolicy {
     }
 }
 
+/// What a planner request is waiting for, told to whoever shows the run (the progress
+/// display), so a person sees why nothing moves without turning on debug logging.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Waiting {
+    /// Attempt `attempt` of at most `attempts` failed for `why`; the next starts after
+    /// `wait` (what the server's `Retry-After` asked for when `retry_after`).
+    Retry {
+        attempt: u32,
+        attempts: u32,
+        why: String,
+        wait: Duration,
+        retry_after: bool,
+    },
+    /// Attempt `attempt` has had no answer for `elapsed`; it gives up at `timeout`.
+    Slow {
+        attempt: u32,
+        elapsed: Duration,
+        timeout: Duration,
+    },
+}
+
+impl std::fmt::Display for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = |d: &Duration| format!("{:.1} s", d.as_secs_f64());
+        match self {
+            Waiting::Retry {
+                attempt,
+                attempts,
+                why,
+                wait,
+                retry_after,
+            } => write!(
+                f,
+                "attempt {attempt} of {attempts} failed ({why}); attempt {} in {}{}",
+                attempt + 1,
+                secs(wait),
+                if *retry_after {
+                    " (as the server's Retry-After asks)"
+                } else {
+                    ""
+                }
+            ),
+            Waiting::Slow {
+                attempt,
+                elapsed,
+                timeout,
+            } => write!(
+                f,
+                "attempt {attempt}: no answer yet after {} (gives up at {})",
+                secs(elapsed),
+                secs(timeout)
+            ),
+        }
+    }
+}
+
+/// Called with each [`Waiting`] of a planner's requests.
+pub type OnWait = std::sync::Arc<dyn Fn(&Waiting) + Send + Sync>;
+
+/// How often a request with no answer yet is reported.
+const SLOW_EVERY: Duration = Duration::from_secs(5);
+
 /// An HTTP client for one provider.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Http {
     client: reqwest::Client,
     policy: RetryPolicy,
     key: Option<ApiKey>,
+    on_wait: Option<OnWait>,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("policy", &self.policy)
+            .field("key", &self.key)
+            .field("on_wait", &self.on_wait.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A non-retryable answer: the status and (redacted, cut) body.
@@ -69,7 +143,20 @@ impl Http {
             client,
             policy,
             key,
+            on_wait: None,
         })
+    }
+
+    /// Reports every retry wait and slow answer to `on_wait`.
+    pub fn on_wait(mut self, on_wait: Option<OnWait>) -> Http {
+        self.on_wait = on_wait;
+        self
+    }
+
+    fn tell(&self, w: Waiting) {
+        if let Some(f) = &self.on_wait {
+            f(&w);
+        }
     }
 
     pub fn key(&self) -> Option<&ApiKey> {
@@ -111,47 +198,45 @@ impl Http {
             if left.is_zero() {
                 return Err(LlmError::WallTime { attempts: attempt });
             }
-            let sent = self
-                .client
-                .post(url)
-                .headers(map.clone())
-                .json(body)
-                .timeout(self.policy.timeout.min(left))
-                .send()
-                .await;
+            let timeout = self.policy.timeout.min(left);
+            let exchange = async {
+                let resp = self
+                    .client
+                    .post(url)
+                    .headers(map.clone())
+                    .json(body)
+                    .timeout(timeout)
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let retry_after = retry_after(resp.headers());
+                Ok::<_, reqwest::Error>((status, retry_after, resp.text().await))
+            };
+            let sent = self.watch_slow(exchange, attempt + 1, timeout).await;
             let (why, retry_after) = match sent {
-                Ok(resp) => {
-                    let status = resp.status();
-                    let retry_after = retry_after(resp.headers());
-                    let text = resp.text().await;
-                    match text {
-                        Ok(text) if status.is_success() => {
-                            return serde_json::from_str(&text).map(Ok).map_err(|e| {
-                                LlmError::Response(format!(
-                                    "the response body is not JSON ({e}): {}",
-                                    self.redact(&cut(&text))
-                                ))
-                            });
-                        }
-                        Ok(text) if status.as_u16() == 429 || status.is_server_error() => {
-                            (format!("{status}: {}", cut(&text)), retry_after)
-                        }
-                        Ok(text) => {
-                            return Ok(Err(Rejected {
-                                status: status.as_u16(),
-                                body: self.redact(&cut(&text)),
-                            }));
-                        }
-                        Err(e) => (format!("{status}, then reading the body: {e}"), None),
+                Ok((status, retry_after, text)) => match text {
+                    Ok(text) if status.is_success() => {
+                        return serde_json::from_str(&text).map(Ok).map_err(|e| {
+                            LlmError::Response(format!(
+                                "the response body is not JSON ({e}): {}",
+                                self.redact(&cut(&text))
+                            ))
+                        });
                     }
+                    Ok(text) if status.as_u16() == 429 || status.is_server_error() => {
+                        (format!("{status}: {}", cut(&text)), retry_after)
+                    }
+                    Ok(text) => {
+                        return Ok(Err(Rejected {
+                            status: status.as_u16(),
+                            body: self.redact(&cut(&text)),
+                        }));
+                    }
+                    Err(e) => (format!("{status}, then reading the body: {e}"), None),
+                },
+                Err(e) if e.is_timeout() => {
+                    (format!("no answer within {} ms", timeout.as_millis()), None)
                 }
-                Err(e) if e.is_timeout() => (
-                    format!(
-                        "no answer within {} ms",
-                        self.policy.timeout.min(left).as_millis()
-                    ),
-                    None,
-                ),
                 Err(e) if e.is_connect() || e.is_request() || e.is_body() => {
                     (format!("connection failed: {e}"), None)
                 }
@@ -173,8 +258,41 @@ impl Http {
                 });
             }
             tracing::debug!(attempt, wait_ms = wait.as_millis() as u64, why = %self.redact(&why), "retrying planner request");
+            self.tell(Waiting::Retry {
+                attempt: attempt + 1,
+                attempts: self.policy.max_retries + 1,
+                why: self.redact(&why),
+                wait,
+                retry_after: retry_after.is_some(),
+            });
             tokio::time::sleep(wait).await;
             attempt += 1;
+        }
+    }
+
+    /// Awaits `exchange`, telling [`Waiting::Slow`] every [`SLOW_EVERY`] it has no answer.
+    async fn watch_slow<T>(
+        &self,
+        exchange: impl std::future::Future<Output = T>,
+        attempt: u32,
+        timeout: Duration,
+    ) -> T {
+        if self.on_wait.is_none() {
+            return exchange.await;
+        }
+        let started = Instant::now();
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + SLOW_EVERY, SLOW_EVERY);
+        tokio::pin!(exchange);
+        loop {
+            tokio::select! {
+                done = &mut exchange => return done,
+                _ = ticks.tick() => self.tell(Waiting::Slow {
+                    attempt,
+                    elapsed: started.elapsed(),
+                    timeout,
+                }),
+            }
         }
     }
 }

@@ -282,3 +282,57 @@ fn the_key_never_appears_in_errors_reports_or_debug_output() {
         Some(format!("Bearer {KEY}").as_str())
     );
 }
+
+#[test]
+fn the_cli_shows_a_retry_wait_without_debug_logging() {
+    let plan = json!({"goal": "g", "give_up": null, "steps": [
+        {"id": "mul", "description": "", "tool": "calc", "operation": "eval",
+         "args": "{\"expression\": \"12 * 4 + 5\"}", "depends_on": [], "expect": null,
+         "idempotent": false, "timeout_ms": null}]});
+    let limited = Canned::status(429, r#"{"error": {"message": "Rate limit reached"}}"#)
+        .header("retry-after", "1");
+    let mock = Server::replying(vec![limited, openai(&plan.to_string(), 100, 10)]);
+    let task = format!(
+        "{}/../examples/tasks/llm-local.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // A child process: the wait goes to its stderr through the log's writer thread.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost-test-cli"))
+        .args(["run", &task, "--tools-dir", &toolhost_tests::tools_dir()])
+        .args(["--base-url", &super::mock::base_url(&mock)])
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stderr.contains(
+            "planner llama3.1:8b: attempt 1 of 4 failed (429 Too Many Requests: {\"error\": {\"message\": \"Rate limit reached\"}}); attempt 2 in 1.0 s (as the server's Retry-After asks)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_slow_answer_is_reported_while_it_is_awaited() {
+    let mock = Server::replying(vec![good().after(5_600)]);
+    let mut c = config(ProviderKind::OpenAi, &mock, "m");
+    c.timeout_ms = 20_000;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let on_wait: toolhost_llm::OnWait = std::sync::Arc::new(move |w: &toolhost_llm::Waiting| {
+        log.lock().unwrap().push(w.to_string());
+    });
+    let mut p =
+        toolhost_llm::LlmPlanner::watched(c, Some(toolhost_llm::ApiKey::new(KEY)), Some(on_wait))
+            .unwrap();
+    let report = run(calc(), RunConfig::default(), "g", &mut p);
+    assert_eq!(report.stop, StopReason::Completed, "{report:#?}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        seen[0].starts_with("attempt 1: no answer yet after 5.")
+            && seen[0].ends_with("(gives up at 20.0 s)"),
+        "{seen:?}"
+    );
+}

@@ -8,7 +8,7 @@ use super::{Failure, exit};
 use crate::task::Task;
 use crate::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
 use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Mode, Plan, Planner};
-use toolhost_llm::{LlmConfig, LlmPlanner, Recorder, cassette};
+use toolhost_llm::{LlmConfig, LlmPlanner, OnWait, Recorder, Waiting, cassette};
 
 /// `--mode`, for the commands that start runs (`run`, `eval`; a resumed run keeps its
 /// journal's mode).
@@ -108,6 +108,16 @@ impl PlannerArgs {
     }
 }
 
+/// Shows a model planner's waits (a retry after a 429 or a 5xx, a slow answer) on stderr,
+/// through the log's writer thread so a stuck stderr never holds up the run:
+/// `planner gpt-4o: attempt 1 of 4 failed (429 Too Many Requests: …); attempt 2 in 3.0 s`.
+fn on_wait(model: &str) -> OnWait {
+    let model = model.to_string();
+    std::sync::Arc::new(move |w: &Waiting| {
+        crate::stderr_log::stderr_log().line(&format!("planner {model}: {w}"));
+    })
+}
+
 /// The planner `task` asks for, answering first with `recalled` (a plan-memory hit) if
 /// given, and recording to `--record` if given.
 pub(crate) fn build(
@@ -118,7 +128,8 @@ pub(crate) fn build(
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let model = |config: &LlmConfig| -> Result<Box<dyn Planner>, Failure> {
         Ok(Box::new(
-            LlmPlanner::from_env(config.clone()).map_err(|e| usage(e.to_string()))?,
+            LlmPlanner::from_env_watched(config.clone(), Some(on_wait(&config.model)))
+                .map_err(|e| usage(e.to_string()))?,
         ))
     };
     let mut planner: Box<dyn Planner> = match &task.planner {
