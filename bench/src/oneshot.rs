@@ -81,25 +81,32 @@ pub fn run(scale: Scale) -> Figure {
     let true_ = spawn_median(|| Command::new("/bin/true"), n);
     let bwrap = bwrap().map(|_| spawn_median(|| bwrap().expect("bwrap"), n));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    // Against the empty sandbox where there is one: the call should cost less.
+    let (base, base_name) = match bwrap {
+        Some(b) => (b, "the empty bwrap sandbox"),
+        None => (
+            true_,
+            "/bin/true (bubblewrap is not installed or cannot sandbox here)",
+        ),
+    };
     Figure {
         name: "one-shot `toolhost tool call` as a whole process, cached",
         detail: format!(
-            "calc.eval from the compiled cache {:.2} ms vs spawning /bin/true {:.2} ms ({:.1}×); {} (goal ≤ 3 ms: {})",
+            "calc.eval from the compiled cache {:.2} ms (goal ≤ 3 ms: {}) vs spawning /bin/true {:.2} ms{}; ratio against {base_name}",
             ms(one_shot),
-            ms(true_),
-            one_shot.as_secs_f64() / true_.as_secs_f64(),
-            match bwrap {
-                Some(b) => format!("an empty bwrap sandbox running /bin/true {:.2} ms", ms(b)),
-                None => "bubblewrap is not installed or cannot sandbox here".to_string(),
-            },
             if ms(one_shot) <= 3.0 {
                 "met"
             } else {
                 "not met"
             },
+            ms(true_),
+            bwrap.map_or(String::new(), |b| format!(
+                ", an empty bwrap sandbox running /bin/true {:.2} ms",
+                ms(b)
+            )),
         ),
-        ratio: ms(one_shot),
-        target: 3.0,
+        ratio: one_shot.as_secs_f64() / base.as_secs_f64(),
+        target: 1.0,
         lower_is_better: true,
         gated: false,
     }
