@@ -18,6 +18,10 @@
 //! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
 //! - `planning`: planner round trips, plan-then-execute vs step-wise.
 //! - `journal`: steps per second through the engine, journaled vs not.
+//! - `oneshot`: a cached one-shot `toolhost tool call` as a whole process vs spawning
+//!   `/bin/true` (and an empty bubblewrap sandbox where installed); reported in ms.
+//! - `scale`: per-step cost of journaled chains of 100, 1,000 and 10,000 steps and of
+//!   1,000 independent steps; the 10,000 vs 100 ratio shows whether the engine is linear.
 //! - `mcp`: `tools/call` round trips through `toolhost mcp` over stdio and HTTP, 1 and 32
 //!   callers, p50 and p99, vs a direct `Gate::call` of the same operation.
 
@@ -27,8 +31,10 @@ mod journal;
 mod mcp;
 mod memory;
 mod metering;
+mod oneshot;
 mod planning;
 mod python;
+mod scale;
 mod setup;
 mod startup;
 
@@ -101,6 +107,14 @@ fn main() {
         isolation::calls(n.parse().expect("--calls takes a number"));
         return;
     }
+    // `--plan chain|independent N [--synced]`: one journaled plan of N steps and nothing
+    // else, for profiling the engine at scale and for bench/langgraph/compare.py.
+    if let Some(i) = args.iter().position(|a| a == "--plan") {
+        let n = args.get(i + 2).and_then(|n| n.parse().ok());
+        let synced = args.iter().any(|a| a == "--synced");
+        scale::one(args.get(i + 1).map(String::as_str), n, synced);
+        return;
+    }
     // `--kernel METERING OP`: one kernel call (fib, sieve, sort) under fuel, fuel+epoch,
     // epoch or none.
     if let Some(i) = args.iter().position(|a| a == "--kernel") {
@@ -117,7 +131,7 @@ fn main() {
         cpu_model()
     );
     // `--only NAME` runs one group: isolation, startup, python, metering, dag, memory,
-    // planning, journal, mcp.
+    // planning, journal, scale, oneshot, mcp.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -145,6 +159,12 @@ fn main() {
     }
     if wanted("journal") {
         figures.push(journal::run(scale));
+    }
+    if wanted("oneshot") {
+        figures.push(oneshot::run(scale));
+    }
+    if wanted("scale") {
+        figures.push(scale::run(scale));
     }
     if wanted("mcp") {
         figures.extend(mcp::run(scale));

@@ -4,6 +4,7 @@
 mod approval;
 mod budgets;
 mod flow;
+mod scale;
 mod stops;
 
 use std::path::Path;

@@ -6,12 +6,14 @@
 //!
 //! Each round of [`Engine::execute`]: skip the steps a failure blocked, launch what is
 //! ready as one batch (`launch`), start the batch after one sync, then take in every step
-//! that has finished by then.
+//! that has finished by then. What is ready and what is blocked comes from `schedule`,
+//! kept up to date as steps finish, so a round costs what its own steps cost.
 
 mod launch;
 mod output;
+mod schedule;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use tokio::task::{JoinError, JoinSet};
@@ -27,6 +29,7 @@ use super::validate::ValidPlan;
 use crate::trace;
 
 use self::launch::{Admission, Batch};
+use self::schedule::Schedule;
 
 /// A launched step's result, with what it reserved.
 struct Done {
@@ -38,14 +41,11 @@ struct Done {
 
 /// One revision's execution under way: what has finished, what runs, what it holds.
 struct Progress<'p> {
-    plan: &'p ValidPlan,
-    steps: BTreeMap<&'p StepId, &'p Step>,
+    /// Which steps are ready, blocked, running or finished.
+    schedule: Schedule<'p>,
     revision: u32,
     /// The step-wise turn's confidence, for approval.
     confidence: Option<f64>,
-    /// Finished steps; `launched` also holds the running ones.
-    status: BTreeMap<StepId, StepStatus>,
-    launched: BTreeSet<StepId>,
     running: JoinSet<Done>,
     /// Fuel the running steps reserved (each its whole limit) and have not handed back.
     reserved: u64,
@@ -64,43 +64,14 @@ impl<'p> Progress<'p> {
         confidence: Option<f64>,
     ) -> Progress<'p> {
         Progress {
-            plan,
-            steps: plan.plan.steps.iter().map(|s| (&s.id, s)).collect(),
+            schedule: Schedule::new(plan, &prior),
             revision: plan.plan.revision,
             confidence,
-            status: prior,
-            launched: BTreeSet::new(),
             running: JoinSet::new(),
             reserved: 0,
             stop: None,
             in_flight: BTreeMap::new(),
         }
-    }
-
-    /// Neither started nor finished.
-    fn waiting(&self, id: &StepId) -> bool {
-        !self.launched.contains(id) && !self.status.contains_key(id)
-    }
-
-    /// The first waiting step, in plan order, whose dependencies all succeeded.
-    fn next_ready(&self) -> Option<&'p StepId> {
-        let plan = self.plan;
-        plan.order.iter().find(|id| {
-            self.waiting(id)
-                && plan.deps[*id]
-                    .iter()
-                    .all(|d| self.status.get(d) == Some(&StepStatus::Succeeded))
-        })
-    }
-
-    /// A dependency of `id` that failed or was skipped, so `id` can never run.
-    fn blocked_by(&self, id: &StepId) -> Option<&'p StepId> {
-        self.plan.deps[id].iter().find(|d| {
-            matches!(
-                self.status.get(*d),
-                Some(StepStatus::Failed | StepStatus::Skipped)
-            )
-        })
     }
 }
 
@@ -152,24 +123,18 @@ impl Engine<'_> {
     /// Records as skipped every waiting step that a failed or skipped dependency blocks:
     /// it can no longer run, and the planner should hear so.
     fn skip_blocked(&mut self, x: &mut Progress<'_>, st: &mut State) {
-        let plan = x.plan;
-        for id in &plan.order {
-            if !x.waiting(id) {
-                continue;
-            }
-            if let Some(bad) = x.blocked_by(id) {
-                let record = StepRecord::not_run(
-                    x.steps[id],
-                    x.revision,
-                    StepStatus::Skipped,
-                    "skipped",
-                    format!("step `{bad}`, which it depends on, did not succeed"),
-                    st.micros(),
-                );
-                self.observer.step_finished(&record);
-                st.records.push(record);
-                x.status.insert(id.clone(), StepStatus::Skipped);
-            }
+        while let Some((step, bad)) = x.schedule.next_blocked() {
+            let record = StepRecord::not_run(
+                step,
+                x.revision,
+                StepStatus::Skipped,
+                "skipped",
+                format!("step `{bad}`, which it depends on, did not succeed"),
+                st.micros(),
+            );
+            self.observer.step_finished(&record);
+            st.records.push(record);
+            x.schedule.finished(&step.id, StepStatus::Skipped);
         }
     }
 
@@ -181,10 +146,9 @@ impl Engine<'_> {
         while x.stop.is_none()
             && x.running.len() + batch.tasks.len() < self.config.max_parallel.max(1)
         {
-            let Some(id) = x.next_ready() else {
+            let Some(step) = x.schedule.next_ready() else {
                 break;
             };
-            let step = x.steps[id];
             let limits = match self.admit(step, x, st) {
                 Admission::Go(limits) => limits,
                 Admission::Wait => break,
@@ -195,7 +159,7 @@ impl Engine<'_> {
             };
             batch.needs_sync |= !step.idempotent;
             let task = self.launch(step, limits, x, st);
-            batch.tasks.push((id.clone(), task));
+            batch.tasks.push((step.id.clone(), task));
             if self.observer.failed().is_some() {
                 break;
             }
@@ -260,7 +224,7 @@ impl Engine<'_> {
         st.tick();
         if record.status == StepStatus::Succeeded
             && let Err(reason) = self
-                .evaluate(x.steps[&id], &mut record, st, x.reserved)
+                .evaluate(x.schedule.step(&id), &mut record, st, x.reserved)
                 .instrument(span.clone())
                 .await
         {
@@ -273,7 +237,7 @@ impl Engine<'_> {
             st.done
                 .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
         }
-        x.status.insert(id.clone(), record.status);
+        x.schedule.finished(&id, record.status);
         trace::record_step(&span, &record);
         self.observer.step_finished(&record);
         st.records.push(record);

@@ -31,7 +31,9 @@
 //!   and [`PlannerCall`] records, below everything that reads them.
 //! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
 //!   one plan revision's DAG, round by round (skip, launch a batch made durable by one
-//!   sync, take in what finished), with `exec::launch` admitting and calling one step;
+//!   sync, take in what finished), with `exec::launch` admitting and calling one step and
+//!   `exec::schedule` keeping what is ready and what is blocked up to date as steps
+//!   finish (work linear in the plan's steps and edges);
 //!   `observe`: the [`Observer`] a run reports to (journal, progress), which tells the
 //!   engine when a record failed.
 //! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its

@@ -3,13 +3,13 @@
 //! that started and did not finish runs again only if it is `idempotent` (or a person says
 //! so), and the planner is brought back to where it was.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use super::budget::{Spent, StopReason};
 use super::cancel::Cancel;
 use super::engine::Engine;
-use super::plan::{Plan, StepId};
+use super::plan::{Plan, Step, StepId};
 use super::planner::Planner;
 use super::record::{StepRecord, StepStatus};
 use super::report::{PlannerCall, RunReport};
@@ -122,8 +122,10 @@ impl Engine<'_> {
         }
         st.records = checkpoint.records;
         let mut undecided = Vec::new();
+        let steps: HashMap<&StepId, &Step> =
+            current.plan.steps.iter().map(|s| (&s.id, s)).collect();
         for id in &current.unfinished {
-            let step = current.plan.steps.iter().find(|s| &s.id == id);
+            let step = steps.get(id).copied();
             if step.is_some_and(|s| s.idempotent) || unfinished.rerun.contains(id) {
                 continue;
             }

@@ -6,7 +6,7 @@
 //! `depends_on` point at other steps of the plan (or at steps that succeeded in an earlier
 //! revision); no cycles; step deadlines within policy.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -444,37 +444,59 @@ impl<'a> Validation<'a> {
     }
 }
 
-/// Kahn's algorithm, stable in plan order; on a cycle, the steps left over.
-fn topological(
+/// Kahn's algorithm in rounds: round 0 holds the steps with no dependencies, round k
+/// those whose dependencies are all in earlier rounds and one in round k − 1; the order
+/// is by round, then plan order. Each step and edge is visited once (a step's round is
+/// one more than its latest dependency's), so this is linear in the plan; on a cycle,
+/// the steps left over, in plan order.
+pub(crate) fn topological(
     ids: &[StepId],
     deps: &BTreeMap<StepId, BTreeSet<StepId>>,
 ) -> Result<Vec<StepId>, Vec<StepId>> {
-    let mut done: BTreeSet<StepId> = BTreeSet::new();
-    let mut order = Vec::new();
-    loop {
-        let ready: Vec<&StepId> = ids
-            .iter()
-            .filter(|id| !done.contains(*id))
-            .filter(|id| {
-                deps.get(*id)
-                    .is_none_or(|d| d.iter().all(|x| done.contains(x)))
-            })
-            .collect();
-        if ready.is_empty() {
-            break;
-        }
-        for id in ready {
-            done.insert(id.clone());
-            order.push(id.clone());
+    // A duplicated id (a problem of its own) is one node, placed at each of its positions.
+    let mut node: HashMap<&StepId, usize> = HashMap::with_capacity(ids.len());
+    for id in ids {
+        let next = node.len();
+        node.entry(id).or_insert(next);
+    }
+    let n = node.len();
+    let mut unmet = vec![0usize; n];
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (id, &i) in &node {
+        for d in deps.get(*id).into_iter().flatten() {
+            if let Some(&j) = node.get(d) {
+                unmet[i] += 1;
+                dependents[j].push(i);
+            }
         }
     }
-    if order.len() == ids.len() {
-        Ok(order)
-    } else {
-        Err(ids
+    let mut round: Vec<Option<usize>> = vec![None; n];
+    let mut queue: Vec<usize> = (0..n).filter(|&i| unmet[i] == 0).collect();
+    for &i in &queue {
+        round[i] = Some(0);
+    }
+    let mut next = 0;
+    while let Some(&i) = queue.get(next) {
+        next += 1;
+        let r = round[i].unwrap_or(0) + 1;
+        for &d in &dependents[i] {
+            round[d] = Some(round[d].map_or(r, |old| old.max(r)));
+            unmet[d] -= 1;
+            if unmet[d] == 0 {
+                queue.push(d);
+            }
+        }
+    }
+    let at = |id: &StepId| round[node[id]];
+    if queue.len() < n {
+        return Err(ids
             .iter()
-            .filter(|id| !done.contains(*id))
+            .filter(|id| unmet[node[*id]] > 0)
             .cloned()
-            .collect())
+            .collect());
     }
+    let mut order: Vec<(usize, &StepId)> = ids.iter().map(|id| (at(id).unwrap_or(0), id)).collect();
+    // Stable: plan order within a round.
+    order.sort_by_key(|&(r, _)| r);
+    Ok(order.into_iter().map(|(_, id)| id.clone()).collect())
 }

@@ -160,7 +160,7 @@ impl Engine<'_> {
         let id = &step.id;
         x.reserved += limits.fuel;
         st.spent.steps += 1;
-        x.launched.insert(id.clone());
+        x.schedule.launched(id);
         self.observer.step_started(step, x.revision);
         let args = reference::substitute(&step.args, &mut |r| {
             let out = st
