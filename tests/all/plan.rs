@@ -297,3 +297,45 @@ fn cli_validates_a_plan_file() {
     assert_eq!(doc["problems"][2]["kind"], "bad_arguments");
     assert_eq!(doc["problems"][1]["step"], "s2");
 }
+
+#[test]
+fn a_mismatched_reference_is_told_by_its_type_not_a_sample_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        json!({"goal": "g", "steps": [
+            {"id": "n", "tool": "calc", "operation": "eval", "args": {"expression": "1 + 1"}},
+            {"id": "c", "tool": "text", "operation": "count", "args": {"text": "a b"}},
+            // A number where a string goes; a record where a string goes.
+            {"id": "s1", "tool": "text", "operation": "count", "args": {"text": {"$ref": "n.output"}}},
+            {"id": "s2", "tool": "calc", "operation": "eval", "args": {"expression": {"$ref": "c.output"}}},
+            // Interpolation makes text of anything: no problem.
+            {"id": "s3", "tool": "calc", "operation": "eval", "args": {"expression": "${n.output} * 2"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = cli([
+        "plan",
+        "validate",
+        plan.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--tool",
+        path("calc"),
+        "--tool",
+        path("text"),
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.contains("2 problems:"), "{}", out.stdout);
+    for want in [
+        "step `s1`: bad arguments: $.text: expected a string, got `n.output`, which is `f64`",
+        "step `s2`: bad arguments: $.expression: expected a string, got `c.output`, which is `record",
+    ] {
+        assert!(out.stdout.contains(want), "{want}\n{}", out.stdout);
+    }
+    assert!(!out.stdout.contains("got 0"), "{}", out.stdout);
+}

@@ -308,13 +308,13 @@ impl<'a> Validation<'a> {
 
     /// Each reference in the arguments points at another step whose result has a value at
     /// its path; a reference to a step of this plan is a dependency. Returns stand-ins for
-    /// the whole-value references (by their text), to type-check the arguments with;
-    /// `None` once a reference cannot be typed.
-    fn references(&mut self, step: &Step) -> Option<BTreeMap<String, Value>> {
+    /// the whole-value references, to type-check the arguments with; `None` once a
+    /// reference cannot be typed.
+    fn references(&mut self, step: &Step) -> Option<StandIns> {
         let here = Some(&step.id);
         let (catalog, prior) = (self.catalog, self.prior);
         let mut typed = true;
-        let mut stand_ins: BTreeMap<String, Value> = BTreeMap::new();
+        let mut stand_ins = StandIns::default();
         for Found {
             reference,
             at,
@@ -393,8 +393,15 @@ impl<'a> Validation<'a> {
                 },
             };
             if !interpolated {
-                let v = ty.map_or(Value::Null, |t| convert::to_json(&t, &sample(&t)));
-                stand_ins.insert(r.text.clone(), v);
+                let v = ty
+                    .as_ref()
+                    .map_or(Value::Null, |t| convert::to_json(t, &sample(t)));
+                stand_ins.values.insert(r.text.clone(), v);
+                stand_ins.at.push(StandIn {
+                    path: format!("${}", at.strip_prefix("args").unwrap_or(&at)),
+                    text: r.text.clone(),
+                    ty: ty.map_or_else(|| "nothing".to_string(), |t| format!("`{}`", t.wit_name())),
+                });
             }
         }
         typed.then_some(stand_ins)
@@ -402,16 +409,28 @@ impl<'a> Validation<'a> {
 
     /// The arguments, with stand-ins for references, convert to the operation's WIT
     /// parameter types.
-    fn arguments(&mut self, step: &Step, op: &Operation, stand_ins: &BTreeMap<String, Value>) {
+    fn arguments(&mut self, step: &Step, op: &Operation, stand_ins: &StandIns) {
         let args = reference::substitute(&step.args, &mut |r| {
             Ok(stand_ins
+                .values
                 .get(&r.text)
                 .cloned()
                 .unwrap_or(Value::String(String::new())))
         });
         if let Ok(args) = args
-            && let Err(e) = convert::args_to_vals(&op.params, &args)
+            && let Err(mut e) = convert::args_to_vals(&op.params, &args)
         {
+            // A mismatch at (or inside) a reference is told by the referenced type, not
+            // by the stand-in value it was checked with.
+            let inside = |s: &&StandIn| {
+                e.path
+                    .strip_prefix(s.path.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            };
+            if let Some(s) = stand_ins.at.iter().find(inside) {
+                let wanted = e.reason.split(", got ").next().unwrap_or(&e.reason);
+                e.reason = format!("{wanted}, got `{}`, which is {}", s.text, s.ty);
+            }
             self.push(
                 ProblemKind::BadArguments,
                 Some(&step.id),
@@ -442,6 +461,24 @@ impl<'a> Validation<'a> {
             }
         }
     }
+}
+
+/// What whole-value references are checked with: a sample of each referenced type.
+#[derive(Default)]
+struct StandIns {
+    /// By reference text.
+    values: BTreeMap<String, Value>,
+    /// Where each sits in the arguments, for messages.
+    at: Vec<StandIn>,
+}
+
+/// A whole-value reference in the arguments.
+struct StandIn {
+    /// `$.x[0]`, as argument conversion errors name places.
+    path: String,
+    text: String,
+    /// The referenced value's type, as a message shows it (`` `u32` ``, `nothing`).
+    ty: String,
 }
 
 /// Kahn's algorithm in rounds: round 0 holds the steps with no dependencies, round k
