@@ -29,3 +29,7 @@ $$;
 CREATE TRIGGER runs_claimable
     AFTER INSERT OR UPDATE OF state, lease_owner ON runs
     FOR EACH ROW EXECUTE FUNCTION toolhost_notify_claimable();
+
+-- The fencing epoch of the lease each record was appended under: epochs never go down
+-- along a journal, so a record of a fenced-off writer after a takeover would show.
+ALTER TABLE journal_records ADD COLUMN epoch bigint;

@@ -27,7 +27,7 @@ fn migrations_apply_once_under_concurrent_starters() {
     }
     assert_eq!(
         t.sql("SELECT count(*), min(version), max(name) FROM schema_migrations"),
-        "2|1|run_queue"
+        "2|1|runs_and_journal"
     );
     assert_eq!(
         t.sql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'"),

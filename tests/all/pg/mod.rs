@@ -5,8 +5,10 @@
 
 mod cli;
 mod cost;
+mod failover;
 mod lease;
 mod migrate;
+mod queue;
 
 use std::time::Duration;
 
