@@ -364,13 +364,13 @@ impl Slot {
             let Some(spec) = spec else {
                 return Err(Failure::new(
                     exit::USAGE,
-                    format!("run {} has neither a journal nor a spec to start from", lease.run),
+                    format!(
+                        "run {} has neither a journal nor a spec to start from",
+                        lease.run
+                    ),
                 ));
             };
-            self.shared
-                .counters
-                .started
-                .fetch_add(1, Ordering::Relaxed);
+            self.shared.counters.started.fetch_add(1, Ordering::Relaxed);
             return self.start(lease, &spec, cancel);
         }
         if let Some(p) = &journal.problem {

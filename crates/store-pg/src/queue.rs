@@ -195,12 +195,7 @@ impl Database {
     /// it is `active` or `stopped`, if nobody holds the lease; the run becomes `active`
     /// and `running`, the epoch goes up by one. A run whose unexpired lease someone holds
     /// is refused as [`PgError::NotClaimable`].
-    pub fn claim_to_resume(
-        &self,
-        run: &str,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Lease, PgError> {
+    pub fn claim_to_resume(&self, run: &str, owner: &str, ttl: Duration) -> Result<Lease, PgError> {
         let (db, r, o) = (self.db.clone(), run.to_string(), owner.to_string());
         let taken = self.block(async move {
             let c = db.client().await?;

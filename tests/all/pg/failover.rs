@@ -29,7 +29,10 @@ fn count(t: &toolhost_tests::postgres::TestDb, status: &str) -> usize {
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < limit, "{what} did not happen in {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "{what} did not happen in {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -122,22 +125,39 @@ fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
         "the paused worker: {}",
         stats[0]
     );
-    let taken_over: u64 = stats.iter().map(|s| s["taken_over"].as_u64().unwrap()).sum();
+    let taken_over: u64 = stats
+        .iter()
+        .map(|s| s["taken_over"].as_u64().unwrap())
+        .sum();
     assert!(taken_over >= 2, "{stats:?}");
-    assert!(t.sql("SELECT sum(takeovers) FROM runs").parse::<u64>().unwrap() >= 2);
+    assert!(
+        t.sql("SELECT sum(takeovers) FROM runs")
+            .parse::<u64>()
+            .unwrap()
+            >= 2
+    );
 
     // Every run ended: completed, or (a step cut off by the kill or the pause, which is not
     // idempotent) waiting for a decision.
-    assert_eq!(count(&t, "completed") + count(&t, "waiting_for_decision"), RUNS);
+    assert_eq!(
+        count(&t, "completed") + count(&t, "waiting_for_decision"),
+        RUNS
+    );
     let waiting = count(&t, "waiting_for_decision");
-    assert!(waiting <= 2 * CONCURRENCY, "{waiting} runs wait for a decision");
+    assert!(
+        waiting <= 2 * CONCURRENCY,
+        "{waiting} runs wait for a decision"
+    );
     for (run, tag) in &runs {
         let status = t.sql(&format!("SELECT status FROM runs WHERE id = '{run}'"));
         let marks: Vec<usize> = (1..=STEPS).map(|s| effects(dir.path(), tag, s)).collect();
         if status == "completed" {
             assert_eq!(marks, vec![1; STEPS], "run {run} ({tag})");
         } else {
-            assert!(marks.iter().all(|&m| m <= 1), "run {run} ({tag}): {marks:?}");
+            assert!(
+                marks.iter().all(|&m| m <= 1),
+                "run {run} ({tag}): {marks:?}"
+            );
         }
         // Each step finished at most once in the journal.
         let finished = t.sql(&format!(

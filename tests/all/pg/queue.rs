@@ -103,7 +103,13 @@ fn in_file(n: usize) -> Outcome {
     let crash = [("TOOLHOST_CRASH_AFTER_RECORD", n.to_string())];
     let killed = toolhost(
         &state,
-        &["run", task.to_str().unwrap(), "--tools-dir", &tools, "--json"],
+        &[
+            "run",
+            task.to_str().unwrap(),
+            "--tools-dir",
+            &tools,
+            "--json",
+        ],
         &crash,
     );
     assert!(!killed.status.success());
@@ -223,9 +229,9 @@ fn all_runs(t: &TestDb) -> Vec<String> {
 
 #[test]
 fn resume_on_postgres_after_a_crash_behaves_as_file_resume() {
-    let Some(t) =
-        toolhost_tests::postgres::database("resume_on_postgres_after_a_crash_behaves_as_file_resume")
-    else {
+    let Some(t) = toolhost_tests::postgres::database(
+        "resume_on_postgres_after_a_crash_behaves_as_file_resume",
+    ) else {
         return;
     };
     // Migrated, so the runs can be listed before the first one is written.
@@ -244,7 +250,10 @@ fn resume_on_postgres_after_a_crash_behaves_as_file_resume() {
         if cut_off {
             waited += 1;
             assert_eq!(pg.code, Some(7), "killed after record {n}: {pg:?}");
-            assert_eq!(status, "waiting_for_decision|stopped|-", "killed after record {n}");
+            assert_eq!(
+                status, "waiting_for_decision|stopped|-",
+                "killed after record {n}"
+            );
             assert!(pg.effects.iter().all(|&e| e <= 1), "{pg:?}");
         } else {
             assert_eq!(pg.code, Some(0), "killed after record {n}: {pg:?}");
@@ -266,13 +275,29 @@ fn resume_on_postgres_after_a_crash_behaves_as_file_resume() {
     }
     let done = t.sql("SELECT id FROM runs WHERE status = 'completed' LIMIT 1");
     let epoch = t.sql(&format!("SELECT epoch FROM runs WHERE id = '{done}'"));
+    // The same task again (the run's own went with its directory).
+    let dir = tempfile::tempdir().unwrap();
+    let task = marks_task(dir.path(), "f", STEPS);
     let again = toolhost(
         Path::new("/nonexistent"),
-        &["resume", &done, "--tools-dir", &tools_dir(), "--database", &t.url],
+        &[
+            "resume",
+            &done,
+            "--task",
+            task.to_str().unwrap(),
+            "--tools-dir",
+            &tools_dir(),
+            "--database",
+            &t.url,
+        ],
         &[],
     );
     assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
-    assert!(text(&again.stderr).contains("already ended `completed`"));
+    assert!(
+        text(&again.stderr).contains("already ended `completed`"),
+        "{}",
+        text(&again.stderr)
+    );
     assert_eq!(
         t.sql(&format!(
             "SELECT status || '|' || state || '|' || coalesce(lease_owner, '-') FROM runs WHERE id = '{done}'"
@@ -383,7 +408,9 @@ fn workers_start_queued_runs_take_over_a_dead_workers_run_and_stop_on_sigterm() 
     assert_eq!(report["stats"]["completed"], 5, "{report}");
     for (run, tag) in &runs {
         assert_eq!(
-            t.sql(&format!("SELECT status || '|' || takeovers FROM runs WHERE id = '{run}'")),
+            t.sql(&format!(
+                "SELECT status || '|' || takeovers FROM runs WHERE id = '{run}'"
+            )),
             format!("completed|{}", if run == &orphan { 1 } else { 0 })
         );
         for s in 1..=STEPS {

@@ -195,8 +195,11 @@ pub(crate) fn resume(
         renewer,
         before,
     };
-    let checked = claim.db.verify(run, head).map_err(failure).and_then(|v| {
-        match &v.problem {
+    let checked = claim
+        .db
+        .verify(run, head)
+        .map_err(failure)
+        .and_then(|v| match &v.problem {
             Some(p) => Err(Failure::new(
                 exit::JOURNAL,
                 format!(
@@ -212,8 +215,7 @@ pub(crate) fn resume(
                 ),
             )),
             None => Ok(v),
-        }
-    });
+        });
     match checked {
         Ok(v) => Ok((claim, v)),
         Err(f) => {

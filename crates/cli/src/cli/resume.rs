@@ -256,11 +256,7 @@ pub(crate) fn needs_decision(resumable: &Resumable, unfinished: &Unfinished) -> 
         return false;
     };
     c.unfinished.iter().any(|id| {
-        let idempotent = c
-            .plan
-            .steps
-            .iter()
-            .any(|s| &s.id == id && s.idempotent);
+        let idempotent = c.plan.steps.iter().any(|s| &s.id == id && s.idempotent);
         !idempotent && !unfinished.rerun.contains(id) && !unfinished.abandon.contains(id)
     })
 }

@@ -48,9 +48,8 @@ pub(crate) fn run(args: Args, out: &mut dyn Write) -> CmdResult {
     Task::load_with(&task, tools_dir.as_deref(), &overrides).map_err(|e| usage(e.to_string()))?;
     toolhost_journal::Redactor::new(std::iter::empty(), &args.redact)
         .map_err(|e| usage(e.to_string()))?;
-    let text = std::fs::read_to_string(&task).map_err(|e| {
-        usage(format!("cannot read `{}`: {e}", task.display()))
-    })?;
+    let text = std::fs::read_to_string(&task)
+        .map_err(|e| usage(format!("cannot read `{}`: {e}", task.display())))?;
     let spec = Spec {
         task_sha256: super::journal::digest(&task)?.sha256,
         task,

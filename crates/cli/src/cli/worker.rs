@@ -61,7 +61,11 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
     let owner = config.owner.clone();
     let worker = Worker::new(db, Arc::new(rt), config);
     on_signal(worker.stopper())?;
-    let _ = writeln!(err, "{owner}: working the queue of {url}", url = toolhost_store_pg::shown_url(&url));
+    let _ = writeln!(
+        err,
+        "{owner}: working the queue of {url}",
+        url = toolhost_store_pg::shown_url(&url)
+    );
     let stats = worker.run().map_err(database::failure)?;
     let _ = writeln!(
         out,
