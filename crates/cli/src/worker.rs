@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::database::status_of;
 use crate::cli::loaded::load;
 use crate::cli::planner::{ModeArg, PlannerArgs};
-use crate::cli::resume::{BudgetArgs, Prepared, mark_resumed, needs_decision, prepare};
+use crate::cli::resume::{BudgetArgs, Prepared, Setup, mark_resumed, needs_decision, prepare};
 use crate::cli::run::{Outputs, Start, View, drive};
 use crate::cli::{Failure, exit};
 use toolhost_engine::{Cancel, RunReport, Unfinished};
@@ -460,11 +460,13 @@ impl Slot {
             &self.rt,
             &first,
             &lease.run,
-            None,
-            self.config.tools_dir.as_deref(),
-            &planner_args.overrides(),
-            &redact,
-            &BudgetArgs::default(),
+            &Setup {
+                task: None,
+                tools_dir: self.config.tools_dir.as_deref(),
+                overrides: &planner_args.overrides(),
+                redact: &redact,
+                budgets: &BudgetArgs::default(),
+            },
         )?;
         let unfinished = Unfinished::default();
         let waiting = needs_decision(&resumable, &unfinished);

@@ -179,27 +179,32 @@ pub(crate) struct Prepared {
     pub resumable: Resumable,
 }
 
-/// Checks journal `first` of run `run_id` against the setup it is carried on with: the
-/// task file (`task`, else the recorded one) with planner `overrides`, tools from
-/// `tools_dir`, redaction `redact`; applies `budgets`. Refuses a finished run, a changed
-/// file or a different number of `--redact` patterns (exit 2). Shared by `toolhost resume`
-/// and the worker's takeover of a run.
+/// What a journaled run is carried on with: the task file (`task`, else the recorded
+/// one) with planner `overrides`, tools from `tools_dir`, redaction `redact`, and
+/// `budgets` applied.
+pub(crate) struct Setup<'a> {
+    pub task: Option<&'a Path>,
+    pub tools_dir: Option<&'a Path>,
+    pub overrides: &'a PlannerOverrides,
+    pub redact: &'a super::journal::RunOptions,
+    pub budgets: &'a BudgetArgs,
+}
+
+/// Checks journal `first` of run `run_id` against the `setup` it is carried on with.
+/// Refuses a finished run, a changed file or a different number of `--redact` patterns
+/// (exit 2). Shared by `toolhost resume` and the worker's takeover of a run.
 pub(crate) fn prepare(
     rt: &Runtime,
     first: &Verified,
     run_id: &str,
-    task: Option<&Path>,
-    tools_dir: Option<&Path>,
-    overrides: &PlannerOverrides,
-    redact: &super::journal::RunOptions,
-    budgets: &BudgetArgs,
+    setup: &Setup<'_>,
 ) -> Result<Prepared, Failure> {
     let usage = |m: String| Failure::new(exit::USAGE, m);
     journal::refuse_session(run_id, &first.records, "resume").map_err(|e| usage(e.to_string()))?;
     let start = first.records[0].data.clone();
     let (_, task_sha) = recorded(&start, "task");
-    let task_file = task_file(&start, task, run_id)?;
-    let mut loaded = load_recorded(rt, &task_file, tools_dir, overrides)?;
+    let task_file = task_file(&start, setup.task, run_id)?;
+    let mut loaded = load_recorded(rt, &task_file, setup.tools_dir, setup.overrides)?;
     let now = super::journal::digest(&task_file)?;
     same("task file", &now.path, &now.sha256, task_sha, run_id)?;
     let now = super::journal::digest(&loaded.task.policy)?;
@@ -224,7 +229,7 @@ pub(crate) fn prepare(
             run_id,
         )?;
     }
-    let redactor = super::journal::redactor(redact, &loaded.policy)?;
+    let redactor = super::journal::redactor(setup.redact, &loaded.policy)?;
     let patterns = start["redaction"]["custom_patterns"].as_u64().unwrap_or(0);
     if patterns != redactor.custom_patterns() as u64 {
         return Err(usage(format!(
@@ -232,7 +237,7 @@ pub(crate) fn prepare(
             redactor.custom_patterns()
         )));
     }
-    budgets.apply(&mut loaded.task.config.budgets);
+    setup.budgets.apply(&mut loaded.task.config.budgets);
     // A finished run is refused here, before its journal is touched (a torn line after its
     // end is tampering, and stays for `journal verify` to show).
     let resumable = journal::checkpoint(
@@ -374,11 +379,13 @@ fn carry_on(
         &rt,
         &first,
         run_id,
-        args.task.as_deref(),
-        args.view.tools_dir.as_deref(),
-        &args.planner.overrides(),
-        &args.journal,
-        &args.budgets,
+        &Setup {
+            task: args.task.as_deref(),
+            tools_dir: args.view.tools_dir.as_deref(),
+            overrides: &args.planner.overrides(),
+            redact: &args.journal,
+            budgets: &args.budgets,
+        },
     )?;
     let unfinished = Unfinished {
         rerun: args.rerun.iter().cloned().collect::<BTreeSet<_>>(),
