@@ -9,6 +9,7 @@ mod failover;
 mod lease;
 mod migrate;
 mod queue;
+mod throughput;
 
 use std::time::Duration;
 
