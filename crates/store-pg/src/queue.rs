@@ -152,7 +152,8 @@ impl Database {
     }
 
     /// Gives `lease`'s run back unfinished (a worker shutting down): the lease released,
-    /// the run `active` for the next claimer, who takes it over from its journal.
+    /// the run `active` for the next claimer, who takes it over from its journal (`running`)
+    /// or starts it (`queued`: nothing of it was journaled yet).
     pub fn hand_back(&self, lease: &Lease) -> Result<(), PgError> {
         self.end(lease, "active", Status::Running, None)
     }
@@ -170,7 +171,10 @@ impl Database {
             let n = c
                 .execute(
                     "UPDATE runs SET lease_owner = NULL, lease_expires = NULL, state = $4,
-                         status = $5, stop_reason = $6, updated_at = now()
+                         status = CASE WHEN $4 = 'active' AND NOT EXISTS
+                                           (SELECT 1 FROM journal_records WHERE run_id = runs.id)
+                                       THEN 'queued' ELSE $5 END,
+                         stop_reason = $6, updated_at = now()
                      WHERE id = $1 AND epoch = $2 AND lease_owner = $3 AND lease_expires > now()",
                     &[
                         &l.run,

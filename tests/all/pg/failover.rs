@@ -37,6 +37,28 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Stops `worker` (SIGSTOP) at a moment it holds at least one run's lease; returns
+/// those runs.
+fn stop_holding(t: &toolhost_tests::postgres::TestDb, worker: &std::process::Child) -> Vec<String> {
+    let owner = format!("toolhost worker, pid {} on %", worker.id());
+    let start = Instant::now();
+    loop {
+        signal(worker, libc::SIGSTOP);
+        let held = t.sql(&format!(
+            "SELECT id FROM runs WHERE lease_owner LIKE '{owner}' AND lease_expires > now()"
+        ));
+        if !held.is_empty() {
+            return held.lines().map(str::to_string).collect();
+        }
+        signal(worker, libc::SIGCONT);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the worker never held a run"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Runs `f` on each item, four at a time.
 fn each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
     let next = Mutex::new(items.iter());
@@ -97,11 +119,12 @@ fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
     wait_for("a third of the runs completed", limit, || {
         count(&t, "completed") >= RUNS / 3
     });
+    let held_by_killed = stop_holding(&t, &killed);
     signal(&killed, libc::SIGKILL);
     wait_for("half of the runs completed", limit, || {
         count(&t, "completed") >= RUNS / 2
     });
-    signal(&paused, libc::SIGSTOP);
+    let held_by_paused = stop_holding(&t, &paused);
     // Past its lease, so its runs are taken over while it sleeps.
     std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
     signal(&paused, libc::SIGCONT);

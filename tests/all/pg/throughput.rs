@@ -34,9 +34,9 @@ fn through(workers: usize, runs: usize) -> f64 {
 
 #[test]
 fn a_dead_replicas_run_moves_on_within_twice_the_lease() {
-    let Some(t) = toolhost_tests::postgres::database(
-        "a_dead_replicas_run_moves_on_within_twice_the_lease",
-    ) else {
+    let Some(t) =
+        toolhost_tests::postgres::database("a_dead_replicas_run_moves_on_within_twice_the_lease")
+    else {
         return;
     };
     const LEASE_MS: u64 = 1000;
@@ -64,7 +64,9 @@ fn a_dead_replicas_run_moves_on_within_twice_the_lease() {
         t.sql(&format!("SELECT status FROM runs WHERE id = '{run}'")),
         "completed"
     );
-    eprintln!("takeover: the run moved on {moved:.2?} after its replica died (lease {LEASE_MS} ms)");
+    eprintln!(
+        "takeover: the run moved on {moved:.2?} after its replica died (lease {LEASE_MS} ms)"
+    );
     assert!(moved < limit, "{moved:?} is not under 2 × the lease");
 }
 
