@@ -148,6 +148,17 @@ fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
         "the paused worker: {}",
         stats[0]
     );
+    // Every run the killed or paused replica held was taken over by another, and is
+    // leased to nobody now.
+    for run in held_by_killed.iter().chain(&held_by_paused) {
+        assert_eq!(
+            t.sql(&format!(
+                "SELECT takeovers >= 1, coalesce(lease_owner, '-') FROM runs WHERE id = '{run}'"
+            )),
+            "t|-",
+            "run {run}"
+        );
+    }
     let taken_over: u64 = stats
         .iter()
         .map(|s| s["taken_over"].as_u64().unwrap())

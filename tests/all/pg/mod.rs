@@ -9,6 +9,7 @@ mod failover;
 mod lease;
 mod migrate;
 mod queue;
+mod replay;
 mod throughput;
 
 use std::time::Duration;
