@@ -159,17 +159,19 @@ fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
             "run {run}"
         );
     }
+    // Each run the two held was claimed again over their unreleased lease (counted in the
+    // run's row); the replicas count those they carried on from a journal (a run taken
+    // over before its first record was written is started afresh).
+    let takeovers: usize = t.sql("SELECT sum(takeovers) FROM runs").parse().unwrap();
+    assert!(
+        takeovers >= held_by_killed.len() + held_by_paused.len(),
+        "{takeovers} takeovers"
+    );
     let taken_over: u64 = stats
         .iter()
         .map(|s| s["taken_over"].as_u64().unwrap())
         .sum();
-    assert!(taken_over >= 2, "{stats:?}");
-    assert!(
-        t.sql("SELECT sum(takeovers) FROM runs")
-            .parse::<u64>()
-            .unwrap()
-            >= 2
-    );
+    assert!(taken_over as usize <= takeovers, "{stats:?}");
 
     // Every run ended: completed, or (a step cut off by the kill or the pause, which is not
     // idempotent) waiting for a decision.
@@ -224,6 +226,6 @@ fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
         assert_eq!(v.status.code(), Some(0), "{run}: {}", text(&v.stderr));
     });
     eprintln!(
-        "failover: {RUNS} runs of {STEPS} steps through 3 workers (concurrency {CONCURRENCY}, lease {LEASE_MS} ms) in {elapsed:.1?}; {taken_over} takeovers, {waiting} waiting for a decision; stats {stats:?}"
+        "failover: {RUNS} runs of {STEPS} steps through 3 workers (concurrency {CONCURRENCY}, lease {LEASE_MS} ms) in {elapsed:.1?}; {takeovers} takeovers ({taken_over} from a journal), {waiting} waiting for a decision; stats {stats:?}"
     );
 }
