@@ -17,6 +17,9 @@
 //! - [`task`]: task files (`toolhost run TASK`): goal, tools, policy, planner, budgets.
 //! - [`telemetry`]: exporting the run's spans over OpenTelemetry OTLP/HTTP when an endpoint
 //!   is configured (`--otlp-endpoint`); off by default.
+//! - [`worker`]: a replica of the run queue in PostgreSQL (`toolhost worker`, and what a
+//!   server embeds): claims queued runs under renewed leases, starts them from their
+//!   submitted spec or takes them over from their journal as `toolhost resume` would.
 //! - [`stderr_log`]: where `tracing` lines go: a bounded queue to one writer thread, so
 //!   that logging never blocks the engine, whatever holds stderr.
 
@@ -24,3 +27,4 @@ pub mod cli;
 pub mod stderr_log;
 pub mod task;
 pub mod telemetry;
+pub mod worker;

@@ -1,8 +1,8 @@
 //! The test hooks of the journal, compiled in only with the `test-hooks` feature (the
 //! test suite's builds), read from the environment once:
 //! - `TOOLHOST_CRASH_AFTER_RECORD=N`: the process kills itself with SIGKILL right after
-//!   journal record N is written — no destructors, no flush, exactly what `kill -9` does,
-//!   at a chosen point of the run (the crash test);
+//!   journal record N is written (to any store: a file or a database) — no destructors,
+//!   no flush, exactly what `kill -9` does, at a chosen point of the run (the crash test);
 //! - `TOOLHOST_JOURNAL_FAIL_AT_RECORD=N`: writing record N fails as on a full disk, half
 //!   the line written and then `ENOSPC` (the journal-failure test).
 

@@ -44,8 +44,9 @@
 //!   (`toolhost report`).
 //! - [`prune()`]: retention by age.
 //! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
-//!   carries on from; [`Journal::reopen`] appends to its journal (dropping a torn last
-//!   line). `crash`: the test hooks (a kill after record N, a full disk at record N).
+//!   carries on from; [`Journal::reopen`] appends to its journal file (dropping a torn last
+//!   line), [`Journal::reopen_in`] to its journal in another store (a database's, under a
+//!   fresh claim of the run's lease). `crash`: the test hooks (a kill after record N, a full disk at record N).
 //! - [`replay`]: the journaled planner answers served back ([`replay::recorded`]) and the
 //!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.

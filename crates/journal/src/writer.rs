@@ -138,6 +138,7 @@ impl Writer {
             Ok(()) => {
                 self.seq += 1;
                 self.prev = sha256_hex(line.as_bytes());
+                super::crash::after_record(record.seq);
             }
             Err(e) => self.fail(&e),
         }
@@ -420,6 +421,45 @@ impl Journal {
             Reopened {
                 records: v.records,
                 torn,
+            },
+        ))
+    }
+
+    /// Opens the journal of run `v` (verified by the caller, who opened `store` as the
+    /// run's one writer: a database's store under a fresh claim of the run's lease, say) to
+    /// carry the run on. The chain must verify whole: a store whose appends are atomic has
+    /// no torn line to cut off, so any problem is damage and nothing is appended after it.
+    pub fn reopen_in(
+        store: Box<dyn Store>,
+        v: Verified,
+        redactor: Redactor,
+    ) -> Result<(Journal, Reopened), JournalError> {
+        if let Some(problem) = v.problem {
+            return Err(JournalError::Broken {
+                path: store.location(),
+                problem,
+            });
+        }
+        let id = super::resume::recorded_id(&v.records).to_string();
+        let path = PathBuf::from(store.location());
+        let writer = Writer {
+            store,
+            seq: v.records.len() as u64,
+            prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
+            redactor,
+            blobs: Encoder::after(&v.records),
+            error: None,
+        };
+        let journal = Journal {
+            inner: Arc::new(Mutex::new(writer)),
+            id,
+            path,
+        };
+        Ok((
+            journal,
+            Reopened {
+                records: v.records,
+                torn: None,
             },
         ))
     }

@@ -57,7 +57,7 @@ pub struct Lease {
     pub ttl: Duration,
 }
 
-fn millis(ttl: Duration) -> f64 {
+pub(crate) fn millis(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
 }
 
@@ -135,7 +135,9 @@ impl Database {
 
     /// Takes the lease of the `active` run whose lease is free and that changed least
     /// recently, skipping runs another claimer is taking at this moment (`FOR UPDATE SKIP
-    /// LOCKED`); `None` when there is none.
+    /// LOCKED`); `None` when there is none. Runs queued for a named executor pool are left
+    /// to that pool's workers. The run's status becomes `running`; taking an expired
+    /// (unreleased) lease over counts in its `takeovers`.
     pub fn claim_next(&self, owner: &str, ttl: Duration) -> Result<Option<Lease>, PgError> {
         let (db, owner) = (self.db.clone(), owner.to_string());
         self.block(async move {
@@ -144,9 +146,10 @@ impl Database {
                 .query_opt(
                     "UPDATE runs SET lease_owner = $1,
                          lease_expires = now() + $2::float8 * interval '1 millisecond',
-                         epoch = runs.epoch + 1, updated_at = now()
+                         epoch = runs.epoch + 1, updated_at = now(), status = 'running',
+                         takeovers = runs.takeovers + (runs.lease_owner IS NOT NULL)::int
                      FROM (SELECT id FROM runs
-                           WHERE state = 'active'
+                           WHERE state = 'active' AND pool IS NULL
                              AND (lease_owner IS NULL OR lease_expires <= now())
                            ORDER BY updated_at LIMIT 1
                            FOR UPDATE SKIP LOCKED) AS free
@@ -170,7 +173,7 @@ impl Database {
     /// not expired); returns the new expiry.
     pub fn renew(&self, lease: &Lease) -> Result<SystemTime, PgError> {
         let (db, l) = (self.db.clone(), lease.clone());
-        self.block(async move { db.renew_now(&l).await })
+        self.block(async move { db.renew_now(&l).await.map(|(expires, _)| expires) })
     }
 
     /// Gives `lease` up, leaving the run in `state`; refused when the lease was lost.
@@ -199,14 +202,31 @@ impl Database {
     /// dropped; after a failed renewal (the lease was lost) it stops, and the writer's
     /// appends are refused.
     pub fn keep(&self, lease: &Lease) -> Renewer {
+        self.keep_watching(lease, |_| {})
+    }
+
+    /// [`keep`](Database::keep)s `lease` renewed and tells `on` what the renewals learn:
+    /// that the run's cancellation was asked for (at each renewal while it is), or that the
+    /// lease was lost (once; renewing stops there). A worker stops working on the run at
+    /// once when told either.
+    pub fn keep_watching(
+        &self,
+        lease: &Lease,
+        on: impl Fn(LeaseEvent) + Send + 'static,
+    ) -> Renewer {
         let (db, l) = (self.db.clone(), lease.clone());
         let every = (l.ttl / 3).max(Duration::from_millis(10));
         let task = self.bridge.spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                if let Err(e) = db.renew_now(&l).await {
-                    tracing::error!(run = %l.run, error = %e, "lease lost; the run's appends will be refused");
-                    return;
+                match db.renew_now(&l).await {
+                    Ok((_, false)) => {}
+                    Ok((_, true)) => on(LeaseEvent::CancelRequested),
+                    Err(e) => {
+                        tracing::error!(run = %l.run, error = %e, "lease lost; the run's appends will be refused");
+                        on(LeaseEvent::Lost(e));
+                        return;
+                    }
                 }
             }
         });
@@ -215,19 +235,20 @@ impl Database {
 }
 
 impl Shared {
-    pub(crate) async fn renew_now(&self, l: &Lease) -> Result<SystemTime, PgError> {
+    /// Renews `l`; returns the new expiry and whether cancelling the run was asked for.
+    pub(crate) async fn renew_now(&self, l: &Lease) -> Result<(SystemTime, bool), PgError> {
         let c = self.client().await?;
         let row = c
             .query_opt(
                 "UPDATE runs SET lease_expires = now() + $4::float8 * interval '1 millisecond'
                  WHERE id = $1 AND epoch = $2 AND lease_owner = $3 AND lease_expires > now()
-                 RETURNING lease_expires",
+                 RETURNING lease_expires, cancel_requested",
                 &[&l.run, &l.epoch, &l.owner, &millis(l.ttl)],
             )
             .await
             .map_err(|e| self.query_err(&e))?;
         match row {
-            Some(row) => Ok(row.get(0)),
+            Some(row) => Ok((row.get(0), row.get(1))),
             None => Err(self.fenced(&c, l).await.into()),
         }
     }
@@ -277,6 +298,17 @@ fn lease(run: String, owner: String, ttl: Duration, row: &Row) -> Lease {
         expires: row.get(1),
         ttl,
     }
+}
+
+/// What a [`Renewer`] learns from a renewal.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LeaseEvent {
+    /// Someone asked for the run to be cancelled.
+    CancelRequested,
+    /// The lease is no longer held (taken over, expired, released); nothing more of the
+    /// holder's is written.
+    Lost(PgError),
 }
 
 /// Keeps a lease renewed while it lives (see [`Database::keep`]).

@@ -8,9 +8,9 @@
 //!
 //! # Layout
 //!
-//! Data flows: [`Database::connect`] (URL → pool → migrations) → a [`Lease`] on a run
-//! ([`Database::create_run`], [`Database::claim`], [`Database::claim_next`], kept by a
-//! [`Renewer`]) → [`PgStore`], the journal's [`Store`](toolhost_journal::store::Store), one
+//! Data flows: [`Database::connect`] (URL → pool → migrations) → a run created in place
+//! ([`Database::create_run`]) or queued ([`Database::submit`]) → a [`Lease`] on it
+//! ([`Database::claim`], [`Database::claim_next`], kept by a [`Renewer`]) → [`PgStore`], the journal's [`Store`](toolhost_journal::store::Store), one
 //! fenced `INSERT` per record → [`Database::journal`], the lines read back for the
 //! journal's readers.
 //!
@@ -25,6 +25,11 @@
 //!   [`Fenced`], what a writer that lost its lease is told.
 //! - [`store`]: [`PgStore`], appends checked against the lease (epoch, owner, expiry) and
 //!   the free `seq`.
+//! - [`queue`]: the run queue (migration 0002): [`Database::submit`] a run's spec,
+//!   its public [`Status`], [`Database::finish`] / [`Database::hand_back`] by the worker
+//!   that held it, [`Database::claim_to_resume`] for `toolhost resume`.
+//! - `listen`: [`Listener`], `LISTEN` on the channel the `runs_claimable` trigger
+//!   notifies, read from the connection's message stream, so idle workers wake for work.
 //! - `read`: a run's lines, in `seq` order, as the bytes of a journal file.
 //!
 //! Every method blocks the calling thread for its round trips (as the file journal's
@@ -32,7 +37,9 @@
 
 mod bridge;
 pub mod lease;
+mod listen;
 mod migrate;
+pub mod queue;
 mod read;
 pub mod store;
 mod url;
@@ -44,7 +51,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use self::bridge::Bridge;
-pub use self::lease::{Fenced, Lease, Renewer, RunState};
+pub use self::lease::{Fenced, Lease, LeaseEvent, Renewer, RunState};
+pub use self::listen::Listener;
+pub use self::queue::{RunInfo, Status};
 pub use self::store::PgStore;
 pub use self::url::shown as shown_url;
 
@@ -106,6 +115,8 @@ pub(crate) struct Shared {
     pool: Pool,
     /// The URL without its password, for messages.
     shown: Arc<str>,
+    /// The connection settings, for connections outside the pool (a [`Listener`]'s).
+    config: Arc<tokio_postgres::Config>,
 }
 
 impl std::fmt::Debug for Database {
@@ -135,7 +146,7 @@ impl Database {
             reason: format!("cannot start the database thread: {e}"),
         })?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -155,6 +166,7 @@ impl Database {
             db: Shared {
                 pool,
                 shown: shown.into(),
+                config: Arc::new(config),
             },
             bridge: Arc::new(bridge),
         };

@@ -11,11 +11,18 @@ use super::PgError;
 use super::url::{db_reason, pool_reason};
 
 /// `(version, name, SQL)`, in order. Versions only grow; an applied file never changes.
-const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "runs_and_journal",
-    include_str!("../migrations/0001_runs_and_journal.sql"),
-)];
+const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "runs_and_journal",
+        include_str!("../migrations/0001_runs_and_journal.sql"),
+    ),
+    (
+        2,
+        "run_queue",
+        include_str!("../migrations/0002_run_queue.sql"),
+    ),
+];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.
 const LOCK_KEY: i64 = 0x746f_6f6c_686f_7374;

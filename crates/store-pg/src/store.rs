@@ -88,8 +88,8 @@ impl Shared {
         })?;
         let n = c
             .execute(
-                "INSERT INTO journal_records (run_id, seq, line)
-                 SELECT id, $2, $3 FROM runs
+                "INSERT INTO journal_records (run_id, seq, line, epoch)
+                 SELECT id, $2, $3, epoch FROM runs
                  WHERE id = $1 AND epoch = $4 AND lease_owner = $5 AND lease_expires > now()
                  FOR SHARE",
                 &[&l.run, &seq_param, &line, &l.epoch, &l.owner],

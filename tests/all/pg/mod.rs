@@ -5,8 +5,12 @@
 
 mod cli;
 mod cost;
+mod failover;
 mod lease;
 mod migrate;
+mod queue;
+mod replay;
+mod throughput;
 
 use std::time::Duration;
 

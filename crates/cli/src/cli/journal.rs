@@ -69,6 +69,10 @@ pub(crate) struct PruneArgs {
     /// List what would be deleted, delete nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Prune the runs of this PostgreSQL database instead (stopped runs whose lease
+    /// nobody holds).
+    #[command(flatten)]
+    database: DatabaseArg,
 }
 
 pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
@@ -144,16 +148,24 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
             })
         }
         JournalCommand::Prune(args) => {
-            let state = state_dir(state)?;
-            let pruned = journal::prune(&state, args.older_than, SystemTime::now(), args.dry_run)
-                .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+            let pruned: Vec<String> = match args.database.url() {
+                Some(url) => database::prune(&url, args.older_than.duration, args.dry_run)?,
+                None => {
+                    let state = state_dir(state)?;
+                    journal::prune(&state, args.older_than, SystemTime::now(), args.dry_run)
+                        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?
+                        .iter()
+                        .map(|p| journal::run_id(p))
+                        .collect()
+                }
+            };
             let verb = if args.dry_run {
                 "would delete"
             } else {
                 "deleted"
             };
             for p in &pruned {
-                let _ = writeln!(out, "{verb} {}", journal::run_id(p));
+                let _ = writeln!(out, "{verb} {p}");
             }
             let _ = writeln!(
                 out,

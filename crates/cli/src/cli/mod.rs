@@ -3,23 +3,25 @@
 
 mod approve;
 mod call;
-mod database;
+pub(crate) mod database;
 mod eval;
 mod grants;
 mod inspect;
-mod journal;
-mod loaded;
+pub(crate) mod journal;
+pub(crate) mod loaded;
 mod mcp;
 mod new;
 mod pack;
 mod plan;
-mod planner;
+pub(crate) mod planner;
 mod policy;
 mod progress;
 mod replay;
 mod report;
-mod resume;
-mod run;
+pub(crate) mod resume;
+pub(crate) mod run;
+mod submit;
+mod worker;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -111,6 +113,11 @@ enum Command {
     /// Replay a run with its recorded planner answers and fresh tool calls; report
     /// divergences.
     Replay(replay::Args),
+    /// Queue a run in a PostgreSQL database for `toolhost worker`s; prints its id.
+    Submit(submit::Args),
+    /// Work the run queue of a PostgreSQL database: start queued runs, take over the runs
+    /// of workers that died, until SIGTERM.
+    Worker(worker::Args),
     /// Verify, show and prune run journals.
     #[command(subcommand)]
     Journal(journal::JournalCommand),
@@ -184,6 +191,11 @@ pub fn run(
                 args.journal.state_dir = cli.state_dir;
                 resume::run(rt, args, out, err)
             }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Submit(args) => submit::run(args, out),
+        Command::Worker(args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => worker::run(rt, args, out, err),
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
         Command::Replay(mut args) => match runtime(cli.cache_dir, cli.no_cache) {

@@ -10,9 +10,10 @@ use crate::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
 use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Mode, Plan, Planner};
 use toolhost_llm::{LlmConfig, LlmPlanner, OnWait, Recorder, Waiting, cassette};
 
-/// `--mode`, for the commands that start runs (`run`, `eval`; a resumed run keeps its
-/// journal's mode).
-#[derive(Debug, Clone, clap::Args)]
+/// `--mode`, for the commands that start runs (`run`, `eval`, `submit`; a resumed run
+/// keeps its journal's mode).
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct ModeArg {
     /// Run in this mode instead of the task's: plan-then-execute, step-wise, or react (the
     /// ReAct baseline: one planner call per action, the whole transcript each time).
@@ -30,8 +31,10 @@ impl ModeArg {
     }
 }
 
-/// Planner settings that replace the task file's `[planner]` values.
-#[derive(Debug, Clone, clap::Args)]
+/// Planner settings that replace the task file's `[planner]` values; a submitted run's
+/// spec holds them (resolved, see [`PlannerArgs::resolved`]) for the worker that starts it.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct PlannerArgs {
     /// The planner: scripted, openai, anthropic, openai-compatible, replay, or ensemble.
     #[arg(long = "planner", value_name = "KIND")]
@@ -75,6 +78,13 @@ pub(crate) struct PlannerArgs {
 }
 
 impl PlannerArgs {
+    /// These flags with what they leave to this process's environment filled in
+    /// (`TOOLHOST_BASE_URL`), so another process reads them alike.
+    pub(crate) fn resolved(mut self) -> PlannerArgs {
+        self.base_url = self.overrides().base_url;
+        self
+    }
+
     pub(crate) fn overrides(&self) -> PlannerOverrides {
         PlannerOverrides {
             kind: self.kind,

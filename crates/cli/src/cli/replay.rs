@@ -10,7 +10,7 @@ use serde_json::json;
 use super::loaded::load_recorded;
 use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
-use toolhost_engine::{Fault, FaultKind, Faults, Target};
+use toolhost_engine::{Cancel, Fault, FaultKind, Faults, Target};
 use toolhost_journal::{Kind, Record, replay};
 use toolhost_runtime::Runtime;
 
@@ -37,6 +37,10 @@ pub(crate) struct Args {
     view: View,
     #[command(flatten)]
     pub(crate) journal: super::journal::RunOptions,
+    /// With `--database` (or `TOOLHOST_DATABASE_URL`), the recorded run is read from
+    /// PostgreSQL and the replay is journaled there.
+    #[command(flatten)]
+    database: super::database::DatabaseArg,
 }
 
 pub(crate) fn run(
@@ -56,8 +60,18 @@ pub(crate) fn run(
     {
         faults.push(Fault::parse(given, kind).map_err(|e| usage(e.to_string()))?);
     }
-    let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
-    let recorded = super::journal::recorded(&path, &run_id, None, false, "replayed")?;
+    let url = args.database.url();
+    let (recorded, run_id) = match &url {
+        Some(url) => (
+            super::database::recorded(url, &args.run, "replayed")?,
+            args.run.clone(),
+        ),
+        None => {
+            let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
+            let v = super::journal::recorded(&path, &run_id, None, false, "replayed")?;
+            (v, run_id)
+        }
+    };
     toolhost_journal::refuse_session(&run_id, &recorded.records, "replay")
         .map_err(|e| usage(e.to_string()))?;
     no_such_step(&faults, &recorded.records, &run_id)?;
@@ -77,7 +91,18 @@ pub(crate) fn run(
         .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
     let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
     let telemetry = telemetry(&args.view)?;
-    let journal = super::journal::open(&args.journal, &task_file, &loaded, Some(&run_id))?;
+    let (journal, claim) = match &url {
+        Some(url) => {
+            let (start, redactor) =
+                super::journal::run_start(&args.journal, &task_file, &loaded, Some(&run_id))?;
+            let (j, c) = super::database::open(url, &start, redactor)?;
+            (j, Some(c))
+        }
+        None => (
+            super::journal::open(&args.journal, &task_file, &loaded, Some(&run_id))?,
+            None,
+        ),
+    };
     if !args.view.json {
         let _ = writeln!(
             out,
@@ -97,11 +122,17 @@ pub(crate) fn run(
         Start::Fresh,
         &args.view,
         telemetry,
+        Cancel::new(),
         Outputs {
             out: &mut *out,
             err: &mut *err,
         },
-    )?;
+    );
+    // The replay is over: nobody writes it any more.
+    if let Some(c) = claim {
+        c.release(r.as_ref().ok(), err);
+    }
+    let r = r?;
     // A fault on a step the recording ran that the replay never reached (an earlier fault
     // took it elsewhere): say so rather than report a clean replay as if it had been
     // injected.

@@ -8,11 +8,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::loaded::load_recorded;
+use super::database;
+use super::loaded::{Loaded, load_recorded};
 use super::run::{Outputs, Start, View, drive, report, telemetry};
 use super::{CmdResult, Failure, exit};
-use toolhost_engine::{Budgets, StepId, Unfinished};
-use toolhost_journal::{self as journal, Journal};
+use crate::task::PlannerOverrides;
+use toolhost_engine::{Budgets, Cancel, RunReport, StepId, Unfinished};
+use toolhost_journal::writer::Reopened;
+use toolhost_journal::{self as journal, Journal, Redactor, Resumable, RunLock, Verified};
 use toolhost_runtime::Runtime;
 
 /// Carry a stopped run on from its journal: finished steps are not run again; a step
@@ -48,12 +51,14 @@ pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) journal: super::journal::RunOptions,
     #[command(flatten)]
+    database: database::DatabaseArg,
+    #[command(flatten)]
     planner: super::planner::PlannerArgs,
 }
 
 /// Budgets raised (or lowered) for the rest of the run.
-#[derive(Debug, clap::Args)]
-struct BudgetArgs {
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct BudgetArgs {
     /// Steps the whole run may take, counting those already done (replaces the task's).
     #[arg(long, value_name = "N")]
     max_steps: Option<u32>,
@@ -173,40 +178,50 @@ pub(crate) fn same(
     ))
 }
 
-pub(crate) fn run(
-    rt: Runtime,
-    mut args: Args,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> CmdResult {
-    args.view.check()?;
+/// A journal read back and checked against the setup it runs with: the task, policy and
+/// tools loaded (each with the digest the run started with), the redactor (with as many
+/// custom patterns as the run had), and the checkpoint to carry on from.
+pub(crate) struct Prepared {
+    pub loaded: Loaded,
+    pub redactor: Redactor,
+    pub resumable: Resumable,
+}
+
+/// What a journaled run is carried on with: the task file (`task`, else the recorded
+/// one) with planner `overrides`, tools from `tools_dir`, redaction `redact`, and
+/// `budgets` applied.
+pub(crate) struct Setup<'a> {
+    pub task: Option<&'a Path>,
+    pub tools_dir: Option<&'a Path>,
+    pub overrides: &'a PlannerOverrides,
+    pub redact: &'a super::journal::RunOptions,
+    pub budgets: &'a BudgetArgs,
+}
+
+/// Checks journal `first` of run `run_id` against the `setup` it is carried on with.
+/// Refuses a finished run, a changed file or a different number of `--redact` patterns
+/// (exit 2). Shared by `toolhost resume` and the worker's takeover of a run.
+pub(crate) fn prepare(
+    rt: &Runtime,
+    first: &Verified,
+    run_id: &str,
+    setup: &Setup<'_>,
+) -> Result<Prepared, Failure> {
     let usage = |m: String| Failure::new(exit::USAGE, m);
-    let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
-    // One writer per run: taken before the journal is read, held until this process ends
-    // (the kernel drops it on a crash).
-    let lock = super::journal::claim(&path, "resume")?;
-    // A torn last line is what a crash leaves, and is cut off below; anything else is
-    // tampering or damage, and nothing is carried on from it.
-    let first = super::journal::recorded(&path, &run_id, args.head.as_deref(), true, "carried on")?;
-    journal::refuse_session(&run_id, &first.records, "resume").map_err(|e| usage(e.to_string()))?;
+    journal::refuse_session(run_id, &first.records, "resume").map_err(|e| usage(e.to_string()))?;
     let start = first.records[0].data.clone();
     let (_, task_sha) = recorded(&start, "task");
-    let task_file = task_file(&start, args.task.as_deref(), &run_id)?;
-    let mut loaded = load_recorded(
-        &rt,
-        &task_file,
-        args.view.tools_dir.as_deref(),
-        &args.planner.overrides(),
-    )?;
+    let task_file = task_file(&start, setup.task, run_id)?;
+    let mut loaded = load_recorded(rt, &task_file, setup.tools_dir, setup.overrides)?;
     let now = super::journal::digest(&task_file)?;
-    same("task file", &now.path, &now.sha256, task_sha, &run_id)?;
+    same("task file", &now.path, &now.sha256, task_sha, run_id)?;
     let now = super::journal::digest(&loaded.task.policy)?;
     same(
         "policy",
         &now.path,
         &now.sha256,
         recorded(&start, "policy").1,
-        &run_id,
+        run_id,
     )?;
     let tools = start["tools"].as_object().cloned().unwrap_or_default();
     for (name, entry) in &loaded.tools {
@@ -219,10 +234,10 @@ pub(crate) fn run(
             &loaded.task.tools[name.as_str()].display().to_string(),
             &entry.tool.digest,
             then,
-            &run_id,
+            run_id,
         )?;
     }
-    let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
+    let redactor = super::journal::redactor(setup.redact, &loaded.policy)?;
     let patterns = start["redaction"]["custom_patterns"].as_u64().unwrap_or(0);
     if patterns != redactor.custom_patterns() as u64 {
         return Err(usage(format!(
@@ -230,7 +245,7 @@ pub(crate) fn run(
             redactor.custom_patterns()
         )));
     }
-    args.budgets.apply(&mut loaded.task.config.budgets);
+    setup.budgets.apply(&mut loaded.task.config.budgets);
     // A finished run is refused here, before its journal is touched (a torn line after its
     // end is tampering, and stays for `journal verify` to show).
     let resumable = journal::checkpoint(
@@ -239,6 +254,147 @@ pub(crate) fn run(
         &loaded.task.config.prices,
     )
     .map_err(|e| usage(format!("cannot resume run {run_id}: {e}")))?;
+    Ok(Prepared {
+        loaded,
+        redactor,
+        resumable,
+    })
+}
+
+/// Whether carrying `resumable` on with the decisions `unfinished` stops at once for a
+/// person: a step that is not idempotent started, did not finish, and nobody said whether
+/// to run it again or record it failed.
+pub(crate) fn needs_decision(resumable: &Resumable, unfinished: &Unfinished) -> bool {
+    let Some(c) = &resumable.checkpoint.current else {
+        return false;
+    };
+    c.unfinished.iter().any(|id| {
+        let idempotent = c.plan.steps.iter().any(|s| &s.id == id && s.idempotent);
+        !idempotent && !unfinished.rerun.contains(id) && !unfinished.abandon.contains(id)
+    })
+}
+
+/// Writes the `resumed` record of `journal` (reopened from `reopened`): where it carries
+/// on, what stopped it last, the decisions on unfinished steps and the budgets. A journal
+/// that cannot be written is refused: nothing is carried on.
+pub(crate) fn mark_resumed(
+    journal: &Journal,
+    reopened: &Reopened,
+    resumable: &Resumable,
+    budgets: &Budgets,
+    unfinished: &Unfinished,
+) -> Result<(), Failure> {
+    journal.resumed(&json!({
+        "after_record": reopened.records.len(),
+        "torn": reopened.torn,
+        "last_stop": resumable.last_stop,
+        "unfinished": resumable.checkpoint.current.as_ref().map(|c| &c.unfinished),
+        "rerun": unfinished.rerun,
+        "abandon": unfinished.abandon,
+        "budgets": budgets,
+    }));
+    match journal.error() {
+        Some(e) => Err(Failure::new(
+            exit::JOURNAL,
+            format!("{e}: nothing of run {} was carried on", journal.id()),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Where the carried-on run is journaled: its file, under the lock this process holds, or
+/// the database, under a lease claimed for this resume.
+enum Source {
+    File(PathBuf, RunLock),
+    Database(database::Resuming),
+}
+
+pub(crate) fn run(
+    rt: Runtime,
+    mut args: Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CmdResult {
+    args.view.check()?;
+    let (source, first, run_id) = match args.database.url() {
+        Some(url) => {
+            // One writer per run: the lease is claimed before the journal is read.
+            let (claim, first) = database::resume(&url, &args.run, args.head.as_deref())?;
+            (Source::Database(claim), first, args.run.clone())
+        }
+        None => {
+            let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
+            // One writer per run: taken before the journal is read, held until this
+            // process ends (the kernel drops it on a crash).
+            let lock = super::journal::claim(&path, "resume")?;
+            // A torn last line is what a crash leaves, and is cut off below; anything else
+            // is tampering or damage, and nothing is carried on from it.
+            let first =
+                super::journal::recorded(&path, &run_id, args.head.as_deref(), true, "carried on")?;
+            (Source::File(path, lock), first, run_id)
+        }
+    };
+    let json = args.view.json;
+    match source {
+        Source::File(path, lock) => {
+            let reopen = |first, redactor| {
+                Journal::reopen(lock, first, redactor)
+                    .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+            };
+            let (r, journal, _) = carry_on(rt, args, first, &run_id, reopen, &path, out, err)?;
+            report(&r, &journal, json, serde_json::Map::new(), out)
+        }
+        Source::Database(claim) => {
+            let store = claim.store();
+            let reopen = |first, redactor| {
+                Journal::reopen_in(Box::new(store), first, redactor)
+                    .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+            };
+            let shown = PathBuf::from(claim.location());
+            match carry_on(rt, args, first, &run_id, reopen, &shown, out, err) {
+                Ok((r, journal, waiting)) => {
+                    claim.finish(&r, waiting, err);
+                    report(&r, &journal, json, serde_json::Map::new(), out)
+                }
+                Err(f) => {
+                    claim.give_back(err);
+                    Err(f)
+                }
+            }
+        }
+    }
+}
+
+/// Carries run `run_id` on from its journal `first` with the setup `args` gives, the
+/// journal reopened by `reopen` (shown as `shown`); returns the run's report and journal,
+/// and whether it stopped at once for a decision on a step (see [`needs_decision`]).
+#[allow(clippy::too_many_arguments)]
+fn carry_on(
+    rt: Runtime,
+    args: Args,
+    first: Verified,
+    run_id: &str,
+    reopen: impl FnOnce(Verified, Redactor) -> Result<(Journal, Reopened), Failure>,
+    shown: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(RunReport, Journal, bool), Failure> {
+    let Prepared {
+        loaded,
+        redactor,
+        resumable,
+    } = prepare(
+        &rt,
+        &first,
+        run_id,
+        &Setup {
+            task: args.task.as_deref(),
+            tools_dir: args.view.tools_dir.as_deref(),
+            overrides: &args.planner.overrides(),
+            redact: &args.journal,
+            budgets: &args.budgets,
+        },
+    )?;
     let unfinished = Unfinished {
         rerun: args.rerun.iter().cloned().collect::<BTreeSet<_>>(),
         abandon: args.abandon.iter().cloned().collect::<BTreeSet<_>>(),
@@ -267,52 +423,44 @@ pub(crate) fn run(
             );
         }
     }
+    let waiting = needs_decision(&resumable, &unfinished);
     // The configuration is checked before the journal is written to.
     let mut planner = super::planner::build(&loaded.task, &args.planner, None)?;
     let telemetry = telemetry(&args.view)?;
-    let (journal, reopened) = Journal::reopen(lock, first, redactor)
-        .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
-    let after = reopened.records.len();
-    journal.resumed(&json!({
-        "after_record": after,
-        "torn": reopened.torn,
-        "last_stop": resumable.last_stop,
-        "unfinished": resumable.checkpoint.current.as_ref().map(|c| &c.unfinished),
-        "rerun": unfinished.rerun,
-        "abandon": unfinished.abandon,
-        "budgets": loaded.task.config.budgets,
-    }));
-    if let Some(e) = journal.error() {
-        return Err(Failure::new(
-            exit::JOURNAL,
-            format!("{e}: nothing of run {run_id} was carried on"),
-        ));
-    }
+    let (journal, reopened) = reopen(first, redactor)?;
+    mark_resumed(
+        &journal,
+        &reopened,
+        &resumable,
+        &loaded.task.config.budgets,
+        &unfinished,
+    )?;
     if !args.view.json {
         let _ = writeln!(
             out,
-            "resume {run_id} after record {after}{}  journal {}",
+            "resume {run_id} after record {}{}  journal {}",
+            reopened.records.len(),
             reopened
                 .torn
                 .as_ref()
                 .map(|t| format!(" (torn line {} dropped: {})", t.line, t.why))
                 .unwrap_or_default(),
-            path.display()
+            shown.display()
         );
     }
-    let view = args.view;
     let r = drive(
         rt,
         loaded,
         &journal,
         planner.as_mut(),
         Start::Resume(Box::new(resumable.checkpoint), unfinished),
-        &view,
+        &args.view,
         telemetry,
+        Cancel::new(),
         Outputs {
             out: &mut *out,
             err,
         },
     )?;
-    report(&r, &journal, view.json, serde_json::Map::new(), out)
+    Ok((r, journal, waiting))
 }

@@ -99,7 +99,8 @@ pub(crate) fn telemetry(view: &View) -> Result<Option<Telemetry>, Failure> {
 }
 
 /// Runs `loaded` with `planner` from `start` to a stop, journaling to `journal`, printing
-/// progress lines unless `view.json`, and exporting its trace to `telemetry`.
+/// progress lines unless `view.json`, and exporting its trace to `telemetry`; `cancel`
+/// (or Ctrl-C) ends it `cancelled`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive(
     rt: impl Into<Arc<Runtime>>,
@@ -109,6 +110,7 @@ pub(crate) fn drive(
     start: Start,
     view: &View,
     telemetry: Option<Telemetry>,
+    cancel: Cancel,
     io: Outputs<'_>,
 ) -> Result<RunReport, Failure> {
     let Outputs { out, err } = io;
@@ -153,8 +155,7 @@ pub(crate) fn drive(
         .approver(&mut approvals)
         .observer(&mut tee)
         .build();
-    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
-    let cancel = Cancel::new();
+    // Ctrl-C (like `cancel`) ends the run `cancelled`, with the steps it cut off on record.
     let on_interrupt = cancel.clone();
     tokio.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -279,6 +280,7 @@ pub(crate) fn run(
         Start::Fresh,
         &args.view,
         telemetry,
+        Cancel::new(),
         Outputs {
             out: &mut *out,
             err: &mut *err,
@@ -286,7 +288,7 @@ pub(crate) fn run(
     );
     // The run is over (or could not go on): nobody writes it any more.
     if let Some(c) = claim {
-        c.release(err);
+        c.release(r.as_ref().ok(), err);
     }
     let r = r?;
     if let Some(m) = &memory {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use toolhost_engine::plan::Plan;
 use toolhost_engine::planner::{Mode, Turn, Usage};
@@ -11,7 +11,7 @@ use toolhost_engine::scripted::ScriptedReplan;
 use toolhost_llm::{LlmConfig, ProviderKind, Structured};
 
 /// Which planner drives the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlannerKind {
     /// Answers from a script: offline, deterministic.

@@ -12,7 +12,7 @@ use super::super::planner::{self, PlannerArgs};
 use super::super::run::{Outputs, Start, View, drive};
 use super::super::{Failure, exit, load_tool};
 use crate::task::{PlannerOverrides, Task};
-use toolhost_engine::Faults;
+use toolhost_engine::{Cancel, Faults};
 use toolhost_eval::{GoldenTask, Ran, Runner, Suite};
 use toolhost_runtime::{Runtime, Tool};
 
@@ -105,6 +105,7 @@ impl Runner for CliRunner<'_> {
             Start::Fresh,
             &view,
             None,
+            Cancel::new(),
             Outputs {
                 out: &mut out,
                 err: &mut err,

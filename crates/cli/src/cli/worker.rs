@@ -1,0 +1,106 @@
+//! `toolhost worker --database URL`: a replica of the run queue (see [`crate::worker`]).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::database::{self, DatabaseArg};
+use super::{CmdResult, Failure, exit};
+use crate::worker::{Worker, WorkerConfig};
+use toolhost_runtime::Runtime;
+
+/// Work the run queue of a PostgreSQL database: claim queued runs and run them, and take
+/// over the runs of workers that died or lost their lease (carried on as `toolhost resume`
+/// would: no finished step runs again, and a step that is not idempotent and was cut off
+/// leaves the run `waiting_for_decision`).
+///
+/// Idle, it waits for the queue's notification (LISTEN) or the poll interval. On SIGTERM
+/// or Ctrl-C it stops claiming, lets the runs in flight finish within the grace period,
+/// hands back the leases of the others, prints what it did (JSON) and exits 0.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    database: DatabaseArg,
+    /// Where tool names in tasks are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
+    #[arg(long, value_name = "DIR")]
+    tools_dir: Option<PathBuf>,
+    /// Runs carried on at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    concurrency: u16,
+    /// How long a run's lease lasts without renewal (renewed every third of it); a
+    /// worker that dies leaves its runs to others after this.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    lease_ms: u64,
+    /// How often an idle worker looks for claimable runs without a notification (an
+    /// expired lease sends none).
+    #[arg(long, value_name = "MS", default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(10..))]
+    poll_ms: u64,
+    /// At shutdown, how long runs in flight may take to finish before their leases are
+    /// handed back.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    grace_ms: u64,
+}
+
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
+    let Some(url) = args.database.url() else {
+        return Err(Failure::new(
+            exit::USAGE,
+            "no database: pass --database URL or set TOOLHOST_DATABASE_URL",
+        ));
+    };
+    let db = database::connect(&url)?;
+    let config = WorkerConfig {
+        tools_dir: super::loaded::tools_dir(args.tools_dir.as_deref()),
+        concurrency: usize::from(args.concurrency),
+        lease: Duration::from_millis(args.lease_ms),
+        poll: Duration::from_millis(args.poll_ms),
+        grace: Duration::from_millis(args.grace_ms),
+        ..WorkerConfig::default()
+    };
+    let owner = config.owner.clone();
+    let worker = Worker::new(db, Arc::new(rt), config);
+    on_signal(worker.stopper())?;
+    let _ = writeln!(
+        err,
+        "{owner}: working the queue of {url}",
+        url = toolhost_store_pg::shown_url(&url)
+    );
+    let stats = worker.run().map_err(database::failure)?;
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::json!({"worker": owner, "stats": stats})
+    );
+    Ok(exit::OK)
+}
+
+/// Stops `stopper`'s worker on SIGTERM or Ctrl-C, from a thread of its own.
+fn on_signal(stopper: crate::worker::Stopper) -> Result<(), Failure> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the signal thread: {e}")))?;
+    #[cfg(unix)]
+    let mut term = rt
+        .block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        })
+        .map_err(|e| Failure::new(exit::LOAD, format!("cannot handle SIGTERM: {e}")))?;
+    std::thread::Builder::new()
+        .name("toolhost-signals".into())
+        .spawn(move || {
+            rt.block_on(async {
+                #[cfg(unix)]
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                #[cfg(not(unix))]
+                let _ = tokio::signal::ctrl_c().await;
+            });
+            stopper.stop();
+        })
+        .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the signal thread: {e}")))?;
+    Ok(())
+}

@@ -1,0 +1,249 @@
+//! A worker of the run queue in PostgreSQL: a replica that claims queued runs and runs
+//! them, and takes over the runs of replicas that died or were fenced off. `toolhost
+//! worker` is this loop; an embedding server starts a [`Worker`] the same way.
+//!
+//! Each of the worker's `concurrency` slots loops: claim the next claimable run
+//! ([`Database::claim_next`], `FOR UPDATE SKIP LOCKED`) under a lease it renews, else wait
+//! for the queue's notification ([`Database::listen`]) or the poll interval (an expired
+//! lease frees a run without one). A claimed run with no journal is started from its
+//! submitted [`Spec`]; one with a journal is taken over and carried on exactly as
+//! `toolhost resume` does: no finished step runs again, and a step that started, did not
+//! finish and is not idempotent is not run again either — the run stops
+//! `waiting_for_decision`. A slot whose lease is lost stops working on that run at once
+//! (its appends are refused by the fence in any case).
+//!
+//! [`Stopper::stop`] ends claiming; [`Worker::run`] then waits up to the grace period for
+//! the runs in flight and hands back the leases of those still going, for another worker
+//! to take over.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use self::slot::Slot;
+use crate::cli::planner::{ModeArg, PlannerArgs};
+use toolhost_runtime::Runtime;
+use toolhost_store_pg::{Database, Lease, Status};
+
+mod slot;
+
+/// What a submitted run is started from (the `spec` of its row): the task file, by path
+/// and digest (a worker refuses a file that changed since), and the flags it was submitted
+/// with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Absolute.
+    pub(crate) task: PathBuf,
+    pub(crate) task_sha256: String,
+    /// The task file's text when submitted, for people and API clients to read.
+    pub(crate) task_text: String,
+    #[serde(default)]
+    pub(crate) planner: PlannerArgs,
+    #[serde(default)]
+    pub(crate) mode: ModeArg,
+    /// `--redact` patterns.
+    #[serde(default)]
+    pub(crate) redact: Vec<String>,
+}
+
+/// How a [`Worker`] works. `Default`:
+/// - tools found in `TOOLHOST_TOOLS_DIR` (none given),
+/// - one run at a time,
+/// - a 30 s lease, renewed every third of it,
+/// - a 2 s poll when no notification comes,
+/// - a 30 s grace period at shutdown,
+/// - an owner name of `toolhost worker, pid P on HOST`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WorkerConfig {
+    pub tools_dir: Option<PathBuf>,
+    pub concurrency: usize,
+    pub lease: Duration,
+    pub poll: Duration,
+    pub grace: Duration,
+    pub owner: String,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> WorkerConfig {
+        WorkerConfig {
+            tools_dir: None,
+            concurrency: 1,
+            lease: crate::cli::database::LEASE,
+            poll: Duration::from_secs(2),
+            grace: Duration::from_secs(30),
+            owner: format!(
+                "toolhost worker, pid {} on {}",
+                std::process::id(),
+                toolhost_journal::lock::hostname()
+            ),
+        }
+    }
+}
+
+/// What a worker did, counted as it goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Runs started from their spec.
+    pub started: u64,
+    /// Runs taken over from their journal (a replica died, was fenced, or handed it back).
+    pub taken_over: u64,
+    pub completed: u64,
+    pub waiting_for_decision: u64,
+    /// Stopped for any other reason, or could not be started.
+    pub failed: u64,
+    pub cancelled: u64,
+    /// Runs whose lease this worker lost while it ran them.
+    pub lost: u64,
+    /// Runs handed back at shutdown, unfinished.
+    pub handed_back: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    started: AtomicU64,
+    taken_over: AtomicU64,
+    completed: AtomicU64,
+    waiting_for_decision: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    lost: AtomicU64,
+    handed_back: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> WorkerStats {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        WorkerStats {
+            started: n(&self.started),
+            taken_over: n(&self.taken_over),
+            completed: n(&self.completed),
+            waiting_for_decision: n(&self.waiting_for_decision),
+            failed: n(&self.failed),
+            cancelled: n(&self.cancelled),
+            lost: n(&self.lost),
+            handed_back: n(&self.handed_back),
+        }
+    }
+
+    fn ended(&self, status: Status) {
+        let c = match status {
+            Status::Completed => &self.completed,
+            Status::WaitingForDecision => &self.waiting_for_decision,
+            Status::Cancelled => &self.cancelled,
+            _ => &self.failed,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// State the slots share with [`Worker::run`] and the [`Stopper`].
+struct Shared {
+    stopping: AtomicBool,
+    /// Runs in flight: their leases, to hand back if the grace period ends first.
+    active: Mutex<BTreeMap<String, Lease>>,
+    /// Signalled when a run ends or stopping begins.
+    changed: Condvar,
+    counters: Counters,
+}
+
+/// Ends a [`Worker`]'s claiming (from a signal handler's thread, say). Cheap to clone.
+#[derive(Clone)]
+pub struct Stopper(Arc<Shared>);
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.0.stopping.store(true, Ordering::SeqCst);
+        self.0.changed.notify_all();
+    }
+}
+
+/// A replica working the run queue of one database (see the module doc).
+pub struct Worker {
+    db: Database,
+    rt: Arc<Runtime>,
+    config: WorkerConfig,
+    shared: Arc<Shared>,
+}
+
+impl Worker {
+    pub fn new(db: Database, rt: Arc<Runtime>, config: WorkerConfig) -> Worker {
+        Worker {
+            db,
+            rt,
+            config,
+            shared: Arc::new(Shared {
+                stopping: AtomicBool::new(false),
+                active: Mutex::new(BTreeMap::new()),
+                changed: Condvar::new(),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.shared.clone())
+    }
+
+    /// What the worker did so far.
+    pub fn stats(&self) -> WorkerStats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Works the queue until [`Stopper::stop`], then waits up to the grace period for the
+    /// runs in flight and hands back the leases of those still going; returns what it did.
+    /// Fails only when a slot cannot listen for the queue's notifications at the start.
+    pub fn run(&self) -> Result<WorkerStats, toolhost_store_pg::PgError> {
+        for _ in 0..self.config.concurrency.max(1) {
+            let listener = self.db.listen()?;
+            let slot = Slot {
+                db: self.db.clone(),
+                rt: self.rt.clone(),
+                config: self.config.clone(),
+                shared: self.shared.clone(),
+            };
+            // Not joined: a run still going when the grace period ends is handed back,
+            // and the process exits under it.
+            std::thread::Builder::new()
+                .name("toolhost-worker".into())
+                .spawn(move || slot.work(&listener))
+                .map_err(|_| toolhost_store_pg::PgError::Stopped)?;
+        }
+        let shared = &self.shared;
+        let mut active = shared.active.lock().unwrap_or_else(|p| p.into_inner());
+        while !shared.stopping.load(Ordering::SeqCst) {
+            active = shared
+                .changed
+                .wait(active)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        let deadline = Instant::now() + self.config.grace;
+        while !active.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            active = shared
+                .changed
+                .wait_timeout(active, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        for (run, lease) in std::mem::take(&mut *active) {
+            match self.db.hand_back(&lease) {
+                Ok(()) => {
+                    tracing::info!(%run, "handed back at shutdown");
+                    shared.counters.handed_back.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => tracing::warn!(%run, error = %e, "could not hand the run back"),
+            }
+        }
+        Ok(shared.counters.snapshot())
+    }
+}

@@ -1,0 +1,295 @@
+//! One slot of a [`Worker`](super::Worker): claims a run, then starts it from its spec or
+//! takes it over from its journal, and records how it ended.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{Shared, Spec, WorkerConfig};
+use crate::cli::database::status_of;
+use crate::cli::loaded::load;
+use crate::cli::planner::PlannerArgs;
+use crate::cli::resume::{BudgetArgs, Prepared, Setup, mark_resumed, needs_decision, prepare};
+use crate::cli::run::{Outputs, Start, View, drive};
+use crate::cli::{Failure, exit};
+use toolhost_engine::{Cancel, RunReport, Unfinished};
+use toolhost_journal::{Journal, Kind};
+use toolhost_runtime::Runtime;
+use toolhost_store_pg::{Database, Lease, LeaseEvent, PgStore, Status};
+
+/// One of a worker's slots: claims and runs one run at a time.
+pub(super) struct Slot {
+    pub(super) db: Database,
+    pub(super) rt: Arc<Runtime>,
+    pub(super) config: WorkerConfig,
+    pub(super) shared: Arc<Shared>,
+}
+
+/// How a claimed run ended for this slot.
+enum Ended {
+    /// Stopped: its status and stop reason.
+    Stopped(Status, String),
+    /// The lease was lost while it ran: nothing more is this slot's to record.
+    Lost,
+}
+
+impl Slot {
+    fn stopping(&self) -> bool {
+        self.shared.stopping.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn work(&self, listener: &toolhost_store_pg::Listener) {
+        while !self.stopping() {
+            match self.db.claim_next(&self.config.owner, self.config.lease) {
+                Ok(Some(lease)) => self.carry(lease),
+                Ok(None) => {
+                    listener.wait(self.config.poll);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot claim a run; trying again");
+                    std::thread::sleep(self.config.poll);
+                }
+            }
+        }
+    }
+
+    /// Runs the claimed run `lease` to its end (or until its lease is lost) and records
+    /// how it ended.
+    fn carry(&self, lease: Lease) {
+        let run = lease.run.clone();
+        {
+            let mut active = self.shared.active.lock().unwrap_or_else(|p| p.into_inner());
+            active.insert(run.clone(), lease.clone());
+        }
+        let cancel = Cancel::new();
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = {
+            let (cancel, lost) = (cancel.clone(), lost.clone());
+            self.db.keep_watching(&lease, move |event| match event {
+                LeaseEvent::CancelRequested => cancel.cancel(),
+                LeaseEvent::Lost(_) => {
+                    lost.store(true, Ordering::SeqCst);
+                    // Stop at once: nothing of this run is ours to write any more.
+                    cancel.cancel();
+                }
+                _ => {}
+            })
+        };
+        let ended = match self.execute(&lease, cancel) {
+            _ if lost.load(Ordering::SeqCst) => Ended::Lost,
+            Ok(ended) => ended,
+            Err(f) => Ended::Stopped(Status::Failed, f.message().to_string()),
+        };
+        drop(renewer);
+        let still_ours = {
+            let mut active = self.shared.active.lock().unwrap_or_else(|p| p.into_inner());
+            // Gone when the grace period ended and the lease was handed back.
+            active.remove(&run).is_some()
+        };
+        let counters = &self.shared.counters;
+        match ended {
+            Ended::Lost => {
+                tracing::warn!(%run, epoch = lease.epoch, "lease lost; left to its new holder");
+                counters.lost.fetch_add(1, Ordering::Relaxed);
+            }
+            Ended::Stopped(status, reason) if still_ours => {
+                match self.db.finish(&lease, status, &reason) {
+                    Ok(()) => {
+                        tracing::info!(%run, %status, %reason, "run ended");
+                        counters.ended(status);
+                    }
+                    Err(e) => {
+                        tracing::warn!(%run, error = %e, "the run's end could not be recorded");
+                        counters.lost.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            Ended::Stopped(..) => {}
+        }
+        self.shared.changed.notify_all();
+    }
+
+    /// Starts or takes over `lease`'s run, as its journal says.
+    fn execute(&self, lease: &Lease, cancel: Cancel) -> Result<Ended, Failure> {
+        let pg = |e: toolhost_store_pg::PgError| Failure::new(exit::JOURNAL, e.to_string());
+        let info = self.db.run_info(&lease.run).map_err(pg)?;
+        let journal = self.db.verify(&lease.run, None).map_err(pg)?;
+        let spec = info
+            .spec
+            .as_deref()
+            .map(serde_json::from_str::<Spec>)
+            .transpose()
+            .map_err(|e| {
+                Failure::new(
+                    exit::USAGE,
+                    format!("run {} has a spec this worker cannot read: {e}", lease.run),
+                )
+            })?;
+        if journal.records.is_empty() {
+            let Some(spec) = spec else {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    format!(
+                        "run {} has neither a journal nor a spec to start from",
+                        lease.run
+                    ),
+                ));
+            };
+            self.shared.counters.started.fetch_add(1, Ordering::Relaxed);
+            return self.start(lease, &spec, cancel);
+        }
+        if let Some(p) = &journal.problem {
+            return Err(Failure::new(
+                exit::JOURNAL,
+                format!(
+                    "the journal of run {} is broken, so it cannot be carried on: {p}",
+                    lease.run
+                ),
+            ));
+        }
+        // A run whose end was journaled but not recorded in its row (its worker died
+        // between the two) is only recorded.
+        if let Some(end) = journal.records.last().filter(|r| r.kind == Kind::Stopped) {
+            let reason = end.data["reason"].as_str().unwrap_or_default();
+            if reason == "completed" || reason == "planner_stopped" {
+                return Ok(Ended::Stopped(Status::Completed, reason.to_string()));
+            }
+        }
+        self.shared
+            .counters
+            .taken_over
+            .fetch_add(1, Ordering::Relaxed);
+        self.take_over(lease, spec.as_ref(), journal, cancel)
+    }
+
+    /// Starts run `lease` from `spec`.
+    fn start(&self, lease: &Lease, spec: &Spec, cancel: Cancel) -> Result<Ended, Failure> {
+        let overrides = spec.mode.apply(spec.planner.overrides());
+        let loaded = load(
+            &self.rt,
+            &spec.task,
+            self.config.tools_dir.as_deref(),
+            &overrides,
+        )?;
+        let now = crate::cli::journal::digest(&spec.task)?;
+        crate::cli::resume::same(
+            "task file",
+            &now.path,
+            &now.sha256,
+            &spec.task_sha256,
+            &lease.run,
+        )?;
+        let mut planner = crate::cli::planner::build(&loaded.task, &spec.planner, None)?;
+        let opts = crate::cli::journal::RunOptions {
+            redact: spec.redact.clone(),
+            state_dir: None,
+        };
+        let (start, redactor) = crate::cli::journal::run_start(&opts, &spec.task, &loaded, None)?;
+        let store = PgStore::new(&self.db, lease.clone());
+        let journal = Journal::create_in(Box::new(store), &lease.run, &start, redactor)
+            .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
+        let report = self.drive(loaded, &journal, planner.as_mut(), Start::Fresh, cancel)?;
+        Ok(ended(&report, false))
+    }
+
+    /// Carries run `lease` on from its journal `first`, as `toolhost resume` does without
+    /// decisions on unfinished steps.
+    fn take_over(
+        &self,
+        lease: &Lease,
+        spec: Option<&Spec>,
+        first: toolhost_journal::Verified,
+        cancel: Cancel,
+    ) -> Result<Ended, Failure> {
+        let (planner_args, redact) = match spec {
+            Some(s) => (
+                s.planner.clone(),
+                crate::cli::journal::RunOptions {
+                    redact: s.redact.clone(),
+                    state_dir: None,
+                },
+            ),
+            None => (
+                PlannerArgs::default(),
+                crate::cli::journal::RunOptions {
+                    redact: Vec::new(),
+                    state_dir: None,
+                },
+            ),
+        };
+        let Prepared {
+            loaded,
+            redactor,
+            resumable,
+        } = prepare(
+            &self.rt,
+            &first,
+            &lease.run,
+            &Setup {
+                task: None,
+                tools_dir: self.config.tools_dir.as_deref(),
+                overrides: &planner_args.overrides(),
+                redact: &redact,
+                budgets: &BudgetArgs::default(),
+            },
+        )?;
+        let unfinished = Unfinished::default();
+        let waiting = needs_decision(&resumable, &unfinished);
+        let mut planner = crate::cli::planner::build(&loaded.task, &planner_args, None)?;
+        let store = PgStore::new(&self.db, lease.clone());
+        let (journal, reopened) = Journal::reopen_in(Box::new(store), first, redactor)
+            .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
+        mark_resumed(
+            &journal,
+            &reopened,
+            &resumable,
+            &loaded.task.config.budgets,
+            &unfinished,
+        )?;
+        let report = self.drive(
+            loaded,
+            &journal,
+            planner.as_mut(),
+            Start::Resume(Box::new(resumable.checkpoint), unfinished),
+            cancel,
+        )?;
+        Ok(ended(&report, waiting))
+    }
+
+    fn drive(
+        &self,
+        loaded: crate::cli::loaded::Loaded,
+        journal: &Journal,
+        planner: &mut dyn toolhost_engine::Planner,
+        start: Start,
+        cancel: Cancel,
+    ) -> Result<RunReport, Failure> {
+        let view = View {
+            tools_dir: None,
+            approve: false,
+            json: true,
+            otlp_endpoint: None,
+            otlp: None,
+        };
+        let (mut out, mut err) = (std::io::sink(), std::io::sink());
+        drive(
+            self.rt.clone(),
+            loaded,
+            journal,
+            planner,
+            start,
+            &view,
+            None,
+            cancel,
+            Outputs {
+                out: &mut out,
+                err: &mut err,
+            },
+        )
+    }
+}
+
+/// How a run that stopped as `report` says ended (`waiting`: see [`status_of`]).
+fn ended(report: &RunReport, waiting: bool) -> Ended {
+    let (status, reason) = status_of(report, waiting);
+    Ended::Stopped(status, reason)
+}

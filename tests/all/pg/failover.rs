@@ -1,0 +1,231 @@
+//! The failover test: 3 `toolhost worker` replicas of one real PostgreSQL work 200
+//! submitted runs whose every step leaves a countable mark; one replica is killed
+//! (SIGKILL) mid-way, another paused (SIGSTOP) past its lease and then resumed. Every
+//! run ends, no step's effect happened twice, a step cut off by the kill or the pause
+//! waits for a person's decision rather than run again, no record of a fenced-off
+//! replica landed (epochs never go down along a journal), and every chain verifies.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::queue::{effects, marks_task, settled, signal, submit, text, toolhost, worker};
+
+const RUNS: usize = 200;
+const STEPS: usize = 2;
+const LEASE_MS: u64 = 1500;
+const CONCURRENCY: usize = 2;
+
+fn count(t: &toolhost_tests::postgres::TestDb, status: &str) -> usize {
+    t.sql(&format!(
+        "SELECT count(*) FROM runs WHERE status = '{status}'"
+    ))
+    .parse()
+    .unwrap()
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < limit,
+            "{what} did not happen in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops `worker` (SIGSTOP) at a moment it holds at least one run's lease; returns
+/// those runs.
+fn stop_holding(t: &toolhost_tests::postgres::TestDb, worker: &std::process::Child) -> Vec<String> {
+    let owner = format!("toolhost worker, pid {} on %", worker.id());
+    let start = Instant::now();
+    loop {
+        signal(worker, libc::SIGSTOP);
+        let held = t.sql(&format!(
+            "SELECT id FROM runs WHERE lease_owner LIKE '{owner}' AND lease_expires > now()"
+        ));
+        if !held.is_empty() {
+            return held.lines().map(str::to_string).collect();
+        }
+        signal(worker, libc::SIGCONT);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the worker never held a run"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs `f` on each item, four at a time.
+fn each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+    let next = Mutex::new(items.iter());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                loop {
+                    let item = next.lock().unwrap().next();
+                    match item {
+                        Some(i) => f(i),
+                        None => return,
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
+    let Some(t) = toolhost_tests::postgres::database(
+        "three_workers_survive_a_kill_and_a_pause_with_every_effect_once",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tags: Vec<String> = (0..RUNS).map(|i| format!("r{i:03}")).collect();
+    let tasks: Vec<_> = tags
+        .iter()
+        .map(|tag| marks_task(dir.path(), tag, STEPS))
+        .collect();
+    let flags = [
+        "--concurrency",
+        &CONCURRENCY.to_string(),
+        "--lease-ms",
+        &LEASE_MS.to_string(),
+        "--poll-ms",
+        "200",
+        "--grace-ms",
+        "5000",
+    ]
+    .map(str::to_string);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let killed = worker(&t, &flags, &[]);
+    let paused = worker(&t, &flags, &[]);
+    let steady = worker(&t, &flags, &[]);
+    let started = Instant::now();
+    let runs = Mutex::new(Vec::new());
+    each(&tasks, |task| {
+        let run = submit(&t, task);
+        let tag = task.file_stem().unwrap().to_string_lossy().into_owned();
+        runs.lock().unwrap().push((run, tag));
+    });
+    let runs = runs.into_inner().unwrap();
+    assert_eq!(runs.len(), RUNS);
+
+    let limit = Duration::from_secs(240);
+    wait_for("a third of the runs completed", limit, || {
+        count(&t, "completed") >= RUNS / 3
+    });
+    let held_by_killed = stop_holding(&t, &killed);
+    signal(&killed, libc::SIGKILL);
+    wait_for("half of the runs completed", limit, || {
+        count(&t, "completed") >= RUNS / 2
+    });
+    let held_by_paused = stop_holding(&t, &paused);
+    // Past its lease, so its runs are taken over while it sleeps.
+    std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
+    signal(&paused, libc::SIGCONT);
+    settled(&t, limit);
+    let elapsed = started.elapsed();
+
+    let mut killed = killed;
+    assert!(killed.wait().unwrap().code().is_none(), "it was killed");
+    let mut stats = Vec::new();
+    for w in [paused, steady] {
+        signal(&w, libc::SIGTERM);
+        let out = w.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+        stats.push(report["stats"].clone());
+    }
+    // The paused worker found its leases lost on waking and wrote nothing more.
+    assert!(
+        stats[0]["lost"].as_u64().unwrap() >= 1,
+        "the paused worker: {}",
+        stats[0]
+    );
+    // Every run the killed or paused replica held was taken over by another, and is
+    // leased to nobody now.
+    for run in held_by_killed.iter().chain(&held_by_paused) {
+        assert_eq!(
+            t.sql(&format!(
+                "SELECT takeovers >= 1, coalesce(lease_owner, '-') FROM runs WHERE id = '{run}'"
+            )),
+            "t|-",
+            "run {run}"
+        );
+    }
+    // Each run the two held was claimed again over their unreleased lease (counted in the
+    // run's row); the replicas count those they carried on from a journal (a run taken
+    // over before its first record was written is started afresh).
+    let takeovers: usize = t.sql("SELECT sum(takeovers) FROM runs").parse().unwrap();
+    assert!(
+        takeovers >= held_by_killed.len() + held_by_paused.len(),
+        "{takeovers} takeovers"
+    );
+    let taken_over: u64 = stats
+        .iter()
+        .map(|s| s["taken_over"].as_u64().unwrap())
+        .sum();
+    assert!(taken_over as usize <= takeovers, "{stats:?}");
+
+    // Every run ended: completed, or (a step cut off by the kill or the pause, which is not
+    // idempotent) waiting for a decision.
+    assert_eq!(
+        count(&t, "completed") + count(&t, "waiting_for_decision"),
+        RUNS
+    );
+    let waiting = count(&t, "waiting_for_decision");
+    assert!(
+        waiting <= 2 * CONCURRENCY,
+        "{waiting} runs wait for a decision"
+    );
+    for (run, tag) in &runs {
+        let status = t.sql(&format!("SELECT status FROM runs WHERE id = '{run}'"));
+        let marks: Vec<usize> = (1..=STEPS).map(|s| effects(dir.path(), tag, s)).collect();
+        if status == "completed" {
+            assert_eq!(marks, vec![1; STEPS], "run {run} ({tag})");
+        } else {
+            assert!(
+                marks.iter().all(|&m| m <= 1),
+                "run {run} ({tag}): {marks:?}"
+            );
+        }
+        // Each step finished at most once in the journal.
+        let finished = t.sql(&format!(
+            "SELECT count(*) - count(DISTINCT convert_from(line, 'UTF8')::jsonb #>> '{{data,id}}')
+             FROM journal_records WHERE run_id = '{run}'
+               AND convert_from(line, 'UTF8')::jsonb ->> 'kind' = 'step_finished'"
+        ));
+        assert_eq!(finished, "0", "run {run}: a step finished twice");
+    }
+    // No record of a fenced-off replica landed: along every journal the epoch of the lease
+    // a record was written under never goes down.
+    assert_eq!(
+        t.sql(
+            "SELECT count(*) FROM journal_records a JOIN journal_records b
+               ON a.run_id = b.run_id AND a.seq < b.seq AND a.epoch > b.epoch"
+        ),
+        "0"
+    );
+    assert_eq!(
+        t.sql("SELECT count(*) FROM journal_records WHERE epoch IS NULL"),
+        "0"
+    );
+    let ids: Vec<&String> = runs.iter().map(|(r, _)| r).collect();
+    each(&ids, |run| {
+        let v = toolhost(
+            Path::new("/nonexistent"),
+            &["journal", "verify", run, "--database", &t.url],
+            &[],
+        );
+        assert_eq!(v.status.code(), Some(0), "{run}: {}", text(&v.stderr));
+    });
+    eprintln!(
+        "failover: {RUNS} runs of {STEPS} steps through 3 workers (concurrency {CONCURRENCY}, lease {LEASE_MS} ms) in {elapsed:.1?}; {takeovers} takeovers ({taken_over} from a journal), {waiting} waiting for a decision; stats {stats:?}"
+    );
+}
