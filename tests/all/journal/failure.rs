@@ -123,7 +123,7 @@ fn a_configuration_error_leaves_no_journal() {
                 "--base-url",
                 "localhost:11434/v1",
             ],
-            "base_url `localhost:11434/v1` is not an http(s) URL",
+            "base URL `localhost:11434/v1` is not an http:// or https:// URL",
         ),
     ];
     let seed = example("seed.toml");
