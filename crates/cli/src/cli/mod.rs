@@ -20,6 +20,7 @@ mod replay;
 mod report;
 mod resume;
 mod run;
+mod serve;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -119,6 +120,7 @@ enum Command {
     Eval(eval::Args),
     /// Serve the tools a policy allows to MCP clients (stdio, or streamable HTTP).
     Mcp(mcp::Args),
+    Serve(serve::Args),
     /// Scaffold a new tool project (Rust, Python or JavaScript).
     #[command(subcommand)]
     New(new::NewCommand),
@@ -204,6 +206,13 @@ pub fn run(
             Ok(rt) => {
                 args.state_dir = cli.state_dir;
                 mcp::run(rt, args, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Serve(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.state_dir = cli.state_dir;
+                serve::run(rt, args, out)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },

@@ -30,8 +30,9 @@ impl ModeArg {
     }
 }
 
-/// Planner settings that replace the task file's `[planner]` values.
-#[derive(Debug, Clone, clap::Args)]
+/// Planner settings that replace the task file's `[planner]` values; the default replaces
+/// none.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct PlannerArgs {
     /// The planner: scripted, openai, anthropic, openai-compatible, replay, or ensemble.
     #[arg(long = "planner", value_name = "KIND")]

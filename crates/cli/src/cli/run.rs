@@ -111,6 +111,43 @@ pub(crate) fn drive(
     telemetry: Option<Telemetry>,
     io: Outputs<'_>,
 ) -> Result<RunReport, Failure> {
+    drive_with(
+        rt,
+        loaded,
+        journal,
+        planner,
+        start,
+        view,
+        telemetry,
+        io,
+        Control::default(),
+    )
+}
+
+/// Who decides and who stops a run that [`drive_with`] drives. The default is
+/// `toolhost run`'s: the terminal with `--approve` (else the policy's `approval`), and
+/// Ctrl-C cancels.
+#[derive(Default)]
+pub(crate) struct Control<'c> {
+    /// Decides plans and steps instead of the terminal or the policy.
+    pub approver: Option<&'c mut dyn Approver>,
+    /// Cancels the run instead of Ctrl-C (which is then left to the caller).
+    pub cancel: Option<Cancel>,
+}
+
+/// [`drive`] with the approver and cancellation of `control` (`toolhost serve`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive_with(
+    rt: impl Into<Arc<Runtime>>,
+    loaded: Loaded,
+    journal: &Journal,
+    planner: &mut dyn Planner,
+    start: Start,
+    view: &View,
+    telemetry: Option<Telemetry>,
+    io: Outputs<'_>,
+    control: Control<'_>,
+) -> Result<RunReport, Failure> {
     let Outputs { out, err } = io;
     let Loaded {
         task,
@@ -119,7 +156,9 @@ pub(crate) fn drive(
     } = loaded;
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
-    let approver: &mut dyn Approver = if view.approve {
+    let approver: &mut dyn Approver = if let Some(a) = control.approver {
+        a
+    } else if view.approve {
         terminal = TerminalApprover {
             input: std::io::stdin().lock(),
             output: std::io::stderr(),
@@ -153,14 +192,20 @@ pub(crate) fn drive(
         .approver(&mut approvals)
         .observer(&mut tee)
         .build();
-    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
-    let cancel = Cancel::new();
-    let on_interrupt = cancel.clone();
-    tokio.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
+    let cancel = match control.cancel {
+        Some(c) => c,
+        None => {
+            // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
+            let cancel = Cancel::new();
+            let on_interrupt = cancel.clone();
+            tokio.spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_interrupt.cancel();
+                }
+            });
+            cancel
         }
-    });
+    };
     let run = || match start {
         Start::Fresh => tokio.block_on(engine.run_until(&task.goal, planner, &cancel)),
         Start::Resume(checkpoint, unfinished) => {
