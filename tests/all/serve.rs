@@ -26,10 +26,16 @@ impl Fixture {
         let tools = dir.path().join("tools");
         std::fs::create_dir_all(&tasks).unwrap();
         std::fs::create_dir_all(&tools).unwrap();
-        let examples = root().join("examples/tasks");
-        for f in ["seed.toml", "policy.toml"] {
-            std::fs::copy(examples.join(f), tasks.join(f)).unwrap();
-        }
+        std::fs::copy(
+            root().join("examples/tasks/seed.toml"),
+            tasks.join("seed.toml"),
+        )
+        .unwrap();
+        std::fs::write(
+            tasks.join("policy.toml"),
+            "version = 1\napproval = \"deny\"\n[tools.calc]\n",
+        )
+        .unwrap();
         std::fs::copy(path("calc"), tools.join("calc.wasm")).unwrap();
         Fixture { dir }
     }
@@ -186,12 +192,13 @@ impl Api {
         let (mut eid, mut kind, mut data) = (None, String::new(), String::new());
         for line in BufReader::new(body).lines() {
             let line = line.unwrap();
-            if let Some(v) = line.strip_prefix("id: ") {
+            let field = |name: &str| line.strip_prefix(name).map(|v| v.trim_start().to_string());
+            if let Some(v) = field("id:") {
                 eid = Some(v.parse::<u64>().unwrap());
-            } else if let Some(v) = line.strip_prefix("event: ") {
-                kind = v.to_string();
-            } else if let Some(v) = line.strip_prefix("data: ") {
-                data.push_str(v);
+            } else if let Some(v) = field("event:") {
+                kind = v;
+            } else if let Some(v) = field("data:") {
+                data.push_str(&v);
             } else if line.is_empty() && !data.is_empty() {
                 let d: Value = serde_json::from_str(&data).unwrap();
                 events.push((eid.take().unwrap(), std::mem::take(&mut kind), d));
@@ -396,7 +403,8 @@ fn bad_tasks_are_refused_with_their_problems() {
     assert!(problems.iter().any(|p| p.contains("planner.base_url")));
     let (status, e) = server.post(
         "/v1/runs",
-        json!({"task": {"json": {"goal": "g", "tools": ["nosuch"]}}}),
+        json!({"task": {"json": {"goal": "g", "tools": ["nosuch"], "planner": {"plan": {"goal": "g",
+            "steps": [{"id": "s1", "tool": "nosuch", "operation": "x", "args": {}}]}}}}}),
     );
     assert_eq!(status, 422, "{e}");
     assert!(e["problems"][0].as_str().unwrap().contains("nosuch"), "{e}");
@@ -541,7 +549,7 @@ fn the_openapi_document_lists_every_route() {
     for (p, method) in routes {
         assert!(doc["paths"][p][method].is_object(), "{method} {p} missing");
     }
-    assert_eq!(doc["paths"].as_object().unwrap().len(), 10);
+    assert_eq!(doc["paths"].as_object().unwrap().len(), 11);
     // Every schema a path refers to is defined.
     let text = doc.to_string();
     for r in text.split("\"#/components/schemas/").skip(1) {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::auth::{Role, TokenSpec};
+use crate::auth::TokenSpec;
 
 /// The default address: loopback, so a server started without a thought is not reachable
 /// from elsewhere.
@@ -136,7 +136,10 @@ impl ServeConfig {
         }
         let mut names = std::collections::BTreeSet::new();
         for t in &self.tokens {
-            t.check()?;
+            t.check().map_err(|reason| ConfigError::Token {
+                name: t.name.clone(),
+                reason,
+            })?;
             if !names.insert(t.name.as_str()) {
                 return Err(ConfigError::DuplicateToken(t.name.clone()));
             }
@@ -145,11 +148,6 @@ impl ServeConfig {
             return Err(ConfigError::OpenBind { addr: self.listen });
         }
         Ok(())
-    }
-
-    /// Whether any token has `role`.
-    pub fn has_role(&self, role: Role) -> bool {
-        self.tokens.iter().any(|t| t.roles.contains(&role))
     }
 }
 
