@@ -557,3 +557,37 @@ fn the_openapi_document_lists_every_route() {
         assert!(doc["components"]["schemas"][name].is_object(), "{name}");
     }
 }
+
+#[test]
+fn sigterm_drains_then_cancels_after_the_grace_period_and_exits_0() {
+    let f = Fixture::new();
+    let mut server = f.start(&["--shutdown-grace-ms", "300"]);
+    let (_, run) = server.post("/v1/runs", inline_plan("1 + 2"));
+    let id = run["id"].as_str().unwrap().to_string();
+    server.wait(&id, |r| r["state"] == "waiting_for_approval");
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < TIMEOUT, "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    // The run parked past the grace period was stopped, with its stop on record.
+    let journal = f.state().join("runs").join(format!("{id}.jsonl"));
+    let last: Value = serde_json::from_str(
+        std::fs::read_to_string(journal)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["kind"], "stopped", "{last}");
+}
