@@ -136,6 +136,19 @@ fn each_layer_depends_only_on_layers_below() {
         "toolhost-eval",
         &["toolhost", "toolhost-tools", "clap", "reqwest"],
     );
+    // The service knows runs, journals and HTTP; how a task is loaded and planned comes
+    // from the command line through its `Launcher`.
+    assert_none_of(
+        "toolhost-serve",
+        &[
+            "toolhost",
+            "toolhost-llm",
+            "toolhost-eval",
+            "toolhost-tools",
+            "clap",
+            "reqwest",
+        ],
+    );
     assert_none_of("toolhost", &["toolhost-tools", "toolhost-lang-tools"]);
 }
 

@@ -25,6 +25,7 @@ mod report;
 mod run;
 mod sandbox;
 mod schema;
+mod serve;
 mod tools;
 mod traces;
 mod values;

@@ -20,6 +20,7 @@ mod replay;
 mod report;
 pub(crate) mod resume;
 pub(crate) mod run;
+mod serve;
 mod submit;
 mod worker;
 
@@ -126,6 +127,7 @@ enum Command {
     Eval(eval::Args),
     /// Serve the tools a policy allows to MCP clients (stdio, or streamable HTTP).
     Mcp(mcp::Args),
+    Serve(serve::Args),
     /// Scaffold a new tool project (Rust, Python or JavaScript).
     #[command(subcommand)]
     New(new::NewCommand),
@@ -216,6 +218,13 @@ pub fn run(
             Ok(rt) => {
                 args.state_dir = cli.state_dir;
                 mcp::run(rt, args, err)
+            }
+            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
+        },
+        Command::Serve(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+            Ok(rt) => {
+                args.state_dir = cli.state_dir;
+                serve::run(rt, args, out)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },

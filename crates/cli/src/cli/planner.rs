@@ -31,8 +31,9 @@ impl ModeArg {
     }
 }
 
-/// Planner settings that replace the task file's `[planner]` values; a submitted run's
-/// spec holds them (resolved, see [`PlannerArgs::resolved`]) for the worker that starts it.
+/// Planner settings that replace the task file's `[planner]` values (the default replaces
+/// none); a submitted run's spec holds them (resolved, see [`PlannerArgs::resolved`]) for
+/// the worker that starts it.
 #[derive(Debug, Clone, Default, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PlannerArgs {

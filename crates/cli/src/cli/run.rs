@@ -113,6 +113,50 @@ pub(crate) fn drive(
     cancel: Cancel,
     io: Outputs<'_>,
 ) -> Result<RunReport, Failure> {
+    drive_with(
+        rt,
+        loaded,
+        journal,
+        planner,
+        start,
+        view,
+        telemetry,
+        io,
+        Control {
+            approver: None,
+            cancel: Some(cancel),
+            ctrl_c: true,
+        },
+    )
+}
+
+/// Who decides and who stops a run that [`drive_with`] drives. The default is
+/// `toolhost run`'s: the terminal with `--approve` (else the policy's `approval`), and
+/// Ctrl-C cancels.
+#[derive(Default)]
+pub(crate) struct Control<'c> {
+    /// Decides plans and steps instead of the terminal or the policy.
+    pub approver: Option<&'c mut dyn Approver>,
+    /// Cancels the run; without it (or with `ctrl_c`), Ctrl-C does.
+    pub cancel: Option<Cancel>,
+    /// Ctrl-C cancels the run as well as `cancel` (`toolhost run`, `resume`, workers);
+    /// `toolhost serve` handles its signals itself.
+    pub ctrl_c: bool,
+}
+
+/// [`drive`] with the approver and cancellation of `control` (`toolhost serve`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive_with(
+    rt: impl Into<Arc<Runtime>>,
+    loaded: Loaded,
+    journal: &Journal,
+    planner: &mut dyn Planner,
+    start: Start,
+    view: &View,
+    telemetry: Option<Telemetry>,
+    io: Outputs<'_>,
+    control: Control<'_>,
+) -> Result<RunReport, Failure> {
     let Outputs { out, err } = io;
     let Loaded {
         task,
@@ -121,7 +165,9 @@ pub(crate) fn drive(
     } = loaded;
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
-    let approver: &mut dyn Approver = if view.approve {
+    let approver: &mut dyn Approver = if let Some(a) = control.approver {
+        a
+    } else if view.approve {
         terminal = TerminalApprover {
             input: std::io::stdin().lock(),
             output: std::io::stderr(),
@@ -155,13 +201,17 @@ pub(crate) fn drive(
         .approver(&mut approvals)
         .observer(&mut tee)
         .build();
-    // Ctrl-C (like `cancel`) ends the run `cancelled`, with the steps it cut off on record.
-    let on_interrupt = cancel.clone();
-    tokio.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
+    let interrupt = control.ctrl_c || control.cancel.is_none();
+    let cancel = control.cancel.unwrap_or_default();
+    if interrupt {
+        let on_interrupt = cancel.clone();
+        tokio.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_interrupt.cancel();
+            }
+        });
+    }
     let run = || match start {
         Start::Fresh => tokio.block_on(engine.run_until(&task.goal, planner, &cancel)),
         Start::Resume(checkpoint, unfinished) => {

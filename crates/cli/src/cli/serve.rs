@@ -1,0 +1,399 @@
+//! `toolhost serve`: runs as a service over an HTTP API (`toolhost-serve`), each run
+//! loaded, planned, journaled and driven by the code path of `toolhost run` (this file's
+//! [`CliLauncher`]).
+//!
+//! Tasks come by name from the task directory (`NAME.toml`, under its own policy), or
+//! inline. An inline task runs under the server's `policy`, names its tools (found in the
+//! tools directory), and may not point at files or secrets on the server: no
+//! `policy`, no tool paths, no planner `script`, `cassette`, `base_url` or `api_key_env`.
+//! It is written to `STATE/serve/tasks/` so that its journal's task digest holds and
+//! `toolhost resume` finds it.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::loaded::{self, Loaded};
+use super::run::{Control, Outputs, Start, View, drive_with};
+use super::{CmdResult, Failure, exit, journal, planner};
+use crate::task::{PlannerKind, PlannerOverrides};
+use toolhost_engine::approval::Approver;
+use toolhost_engine::{Cancel, Mode, Planner, RunReport};
+use toolhost_journal::Journal;
+use toolhost_runtime::Runtime;
+use toolhost_serve::{
+    Launcher, Overrides, Prepared, RegistryError, ServeConfig, ServeError, TaskSource,
+};
+
+/// Serve runs over an HTTP API (JSON; OpenAPI document at /openapi.json): submit, list,
+/// follow (SSE), approve, cancel, report. Prints `listening on http://ADDR` once bound.
+/// SIGTERM/SIGINT stop taking runs, let in-flight runs finish for the grace period (then
+/// cancel them), and exit 0. Flags replace the configuration file's values.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The server's configuration (TOML): listen, tasks_dir, tools_dir, policy,
+    /// state_dir, max_concurrent_runs, shutdown_grace_ms, [[tokens]].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The address to listen on [default: 127.0.0.1:8080]; port 0 picks a free one.
+    /// Without tokens only a loopback address is allowed.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Tasks submitted by name are TASKS_DIR/NAME.toml.
+    #[arg(long, value_name = "DIR")]
+    tasks_dir: Option<PathBuf>,
+    /// Where tool names in tasks are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
+    #[arg(long, value_name = "DIR")]
+    tools_dir: Option<PathBuf>,
+    /// The policy inline tasks run under (without one, only tasks by name are taken).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// How many runs execute at once; the rest wait in the queue [default: 1].
+    #[arg(long, value_name = "N")]
+    max_concurrent_runs: Option<usize>,
+    /// How long in-flight runs may go on after SIGTERM before they are cancelled
+    /// [default: 30000].
+    #[arg(long, value_name = "MS")]
+    shutdown_grace_ms: Option<u64>,
+    /// From the global `--state-dir`.
+    #[arg(skip)]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Args {
+    /// The configuration file (if any) with the flags on top.
+    fn config(&self) -> Result<ServeConfig, Failure> {
+        let usage = |e: toolhost_serve::ConfigError| Failure::new(exit::USAGE, e.to_string());
+        let mut c = match &self.config {
+            Some(path) => ServeConfig::load(path).map_err(usage)?,
+            None => ServeConfig::default(),
+        };
+        if let Some(l) = self.listen {
+            c.listen = l;
+        }
+        for (flag, field) in [
+            (&self.tasks_dir, &mut c.tasks_dir),
+            (&self.tools_dir, &mut c.tools_dir),
+            (&self.policy, &mut c.policy),
+            (&self.state_dir, &mut c.state_dir),
+        ] {
+            if flag.is_some() {
+                field.clone_from(flag);
+            }
+        }
+        c.tools_dir = loaded::tools_dir(c.tools_dir.as_deref());
+        if let Some(n) = self.max_concurrent_runs {
+            c.max_concurrent_runs = n;
+        }
+        if let Some(ms) = self.shutdown_grace_ms {
+            c.shutdown_grace_ms = ms;
+        }
+        c.check().map_err(usage)?;
+        Ok(c)
+    }
+}
+
+pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+    let config = args.config()?;
+    let state_dir = journal::state_dir(config.state_dir.clone())?;
+    let launcher = Arc::new(CliLauncher {
+        rt: Arc::new(rt),
+        tasks_dir: config.tasks_dir.clone(),
+        tools_dir: config.tools_dir.clone(),
+        policy: config.policy.clone(),
+        state_dir: state_dir.clone(),
+    });
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
+    tokio
+        .block_on(toolhost_serve::serve(config, state_dir, launcher, out))
+        .map_err(|e| {
+            let code = match e {
+                ServeError::Config(_) | ServeError::Bind { .. } => exit::USAGE,
+                ServeError::StateDir { .. } => exit::JOURNAL,
+                _ => exit::LOAD,
+            };
+            Failure::new(code, e.to_string())
+        })?;
+    Ok(exit::OK)
+}
+
+/// Runs tasks as `toolhost run` does.
+struct CliLauncher {
+    rt: Arc<Runtime>,
+    tasks_dir: Option<PathBuf>,
+    tools_dir: Option<PathBuf>,
+    policy: Option<PathBuf>,
+    state_dir: PathBuf,
+}
+
+/// Keys of an inline task's `[planner]` (at any depth) that would read files or secrets
+/// of the server, or send them elsewhere.
+const SERVER_ONLY: [&str; 4] = ["script", "cassette", "base_url", "api_key_env"];
+
+fn invalid(f: Failure) -> RegistryError {
+    RegistryError::Invalid {
+        problems: vec![f.message().to_string()],
+    }
+}
+
+fn server_only_keys(table: &toml::Table, at: &str, found: &mut Vec<String>) {
+    for (k, v) in table {
+        let path = format!("{at}.{k}");
+        if SERVER_ONLY.contains(&k.as_str()) {
+            found.push(path.clone());
+        }
+        if let toml::Value::Table(t) = v {
+            server_only_keys(t, &path, found);
+        }
+    }
+}
+
+impl CliLauncher {
+    /// The task file to run: one of the task directory, or an inline task written out.
+    fn task_file(&self, task: &TaskSource) -> Result<PathBuf, RegistryError> {
+        let table = match task {
+            TaskSource::Name(name) => return self.named(name),
+            TaskSource::Toml(text) => toml::from_str::<toml::Table>(text).map_err(|e| {
+                RegistryError::BadRequest(format!(
+                    "the task is not TOML: {}",
+                    e.to_string().trim_end()
+                ))
+            })?,
+            TaskSource::Json(v) => serde_json::from_value::<toml::Table>(v.clone())
+                .map_err(|e| RegistryError::BadRequest(format!("the task is not a table: {e}")))?,
+        };
+        self.inline(table)
+    }
+
+    fn named(&self, name: &str) -> Result<PathBuf, RegistryError> {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(RegistryError::BadRequest(format!(
+                "task name `{name}`: use letters, digits, `-` and `_` only"
+            )));
+        }
+        let dir = self.tasks_dir.as_ref().ok_or_else(|| {
+            RegistryError::NoTask(format!("{name}` (this server has no task directory)"))
+        })?;
+        let path = dir.join(format!("{name}.toml"));
+        if !path.is_file() {
+            return Err(RegistryError::NoTask(name.to_string()));
+        }
+        Ok(path)
+    }
+
+    fn inline(&self, mut table: toml::Table) -> Result<PathBuf, RegistryError> {
+        let mut problems = Vec::new();
+        let policy = match &self.policy {
+            Some(p) => Some(std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+            None => {
+                problems.push(
+                    "this server has no `policy` for inline tasks: submit a task by name".into(),
+                );
+                None
+            }
+        };
+        if table.contains_key("policy") {
+            problems
+                .push("`policy`: an inline task runs under the server's policy; drop it".into());
+        }
+        if matches!(table.get("tools"), Some(toml::Value::Table(_))) {
+            problems.push(
+                "`tools`: an inline task names its tools (found in the server's tools directory), never paths".into(),
+            );
+        }
+        if let Some(toml::Value::Table(p)) = table.get("planner") {
+            let mut found = Vec::new();
+            server_only_keys(p, "planner", &mut found);
+            for k in found {
+                problems.push(format!(
+                    "`{k}`: an inline task may not name files or secrets of the server"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(RegistryError::Invalid { problems });
+        }
+        if let Some(p) = policy {
+            table.insert("policy".into(), p.display().to_string().into());
+        }
+        let dir = self.state_dir.join("serve").join("tasks");
+        let path = dir.join(format!("{}.toml", toolhost_journal::new_run_id()));
+        let text = toml::to_string(&table)
+            .map_err(|e| RegistryError::BadRequest(format!("the task cannot be written: {e}")))?;
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, text))
+            .map_err(|e| {
+                RegistryError::Internal(format!("cannot write `{}`: {e}", path.display()))
+            })?;
+        Ok(path)
+    }
+}
+
+fn planner_overrides(o: &Overrides) -> Result<PlannerOverrides, RegistryError> {
+    let bad = RegistryError::BadRequest;
+    let mode = o
+        .mode
+        .as_deref()
+        .map(str::parse::<Mode>)
+        .transpose()
+        .map_err(bad)?;
+    let kind = o
+        .planner
+        .as_deref()
+        .map(str::parse::<PlannerKind>)
+        .transpose()
+        .map_err(bad)?;
+    if kind == Some(PlannerKind::Replay) {
+        return Err(RegistryError::BadRequest(
+            "planner `replay` needs a cassette, a file the API does not take".into(),
+        ));
+    }
+    Ok(PlannerOverrides {
+        mode,
+        kind,
+        model: o.model.clone(),
+        ..PlannerOverrides::default()
+    })
+}
+
+impl Launcher for CliLauncher {
+    fn prepare(
+        &self,
+        task: &TaskSource,
+        overrides: &Overrides,
+    ) -> Result<Box<dyn Prepared>, RegistryError> {
+        let planner_overrides = planner_overrides(overrides)?;
+        let path = self.task_file(task)?;
+        let mut loaded = loaded::load(
+            &self.rt,
+            &path,
+            self.tools_dir.as_deref(),
+            &planner_overrides,
+        )
+        .map_err(invalid)?;
+        if let Some(n) = overrides.max_steps {
+            loaded.task.config.budgets.max_steps = n;
+        }
+        let planner = planner::build(&loaded.task, &planner::PlannerArgs::default(), None)
+            .map_err(invalid)?;
+        let options = journal::RunOptions {
+            redact: Vec::new(),
+            state_dir: Some(self.state_dir.clone()),
+        };
+        let journal = journal::open(&options, &path, &loaded, None)
+            .map_err(|f| RegistryError::Internal(f.message().to_string()))?;
+        Ok(Box::new(CliRun {
+            rt: self.rt.clone(),
+            loaded,
+            journal,
+            planner,
+        }))
+    }
+
+    fn warm(&self) -> Result<(), String> {
+        if let Some(p) = &self.policy {
+            toolhost_runtime::policy::Policy::load(p).map_err(|e| e.to_string())?;
+        }
+        let Some(dir) = &self.tools_dir else {
+            return Ok(());
+        };
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read the tools directory `{}`: {e}", dir.display()))?;
+        // Compiled once here (and cached), so the first run does not wait for it.
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "wasm") {
+                self.rt.load(&path).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A run with its journal open.
+struct CliRun {
+    rt: Arc<Runtime>,
+    loaded: Loaded,
+    journal: Journal,
+    planner: Box<dyn Planner>,
+}
+
+impl Prepared for CliRun {
+    fn run_id(&self) -> &str {
+        self.journal.id()
+    }
+
+    fn goal(&self) -> &str {
+        &self.loaded.task.goal
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.journal.path().to_path_buf()
+    }
+
+    fn execute(
+        self: Box<Self>,
+        approver: Option<&mut dyn Approver>,
+        cancel: Cancel,
+    ) -> Result<RunReport, String> {
+        let CliRun {
+            rt,
+            loaded,
+            journal,
+            mut planner,
+        } = *self;
+        let view = View {
+            tools_dir: None,
+            approve: false,
+            json: true,
+            otlp_endpoint: None,
+            otlp: None,
+        };
+        let mut sink = std::io::sink();
+        let mut warnings = Warnings;
+        drive_with(
+            rt,
+            loaded,
+            &journal,
+            planner.as_mut(),
+            Start::Fresh,
+            &view,
+            None,
+            Outputs {
+                out: &mut sink,
+                err: &mut warnings,
+            },
+            Control {
+                approver,
+                cancel: Some(cancel),
+                ctrl_c: false,
+            },
+        )
+        .map_err(|f| f.message().to_string())
+    }
+}
+
+/// A run's warnings, as log lines.
+struct Warnings;
+
+impl Write for Warnings {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        if !text.trim().is_empty() {
+            tracing::warn!("{}", text.trim_end());
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

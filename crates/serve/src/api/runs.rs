@@ -1,0 +1,309 @@
+//! `/v1/runs…`: submit, list, get, events (SSE), approval, cancel, report, journal.
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{ApiError, AppState, ErrorBody};
+use crate::auth::{Caller, Role};
+use crate::registry::{Decision, RunState, RunView, SubmitRequest};
+
+/// The most runs one page lists.
+const MAX_LIMIT: usize = 500;
+const DEFAULT_LIMIT: usize = 50;
+
+fn bad_json(e: JsonRejection) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, e.body_text())
+}
+
+/// The run `id`, if the caller may read it.
+fn readable(state: &AppState, caller: &Caller, id: &str) -> Result<RunView, ApiError> {
+    let view = state.registry.get(id)?;
+    if !caller.may_read(view.submitter.as_deref()) {
+        return Err(ApiError::forbidden(
+            "read runs it did not submit",
+            Role::Read,
+        ));
+    }
+    Ok(view)
+}
+
+/// Submit a run.
+#[utoipa::path(post, path = "/v1/runs", tag = "runs",
+    request_body = SubmitRequest,
+    responses(
+        (status = 201, description = "Accepted; the run is queued", body = RunView,
+            headers(("location" = String, description = "The run's URL"))),
+        (status = 400, description = "Malformed request", body = ErrorBody),
+        (status = 401, description = "No or an unknown token", body = ErrorBody),
+        (status = 403, description = "The token lacks the `submit` role", body = ErrorBody),
+        (status = 404, description = "No such task in the task directory", body = ErrorBody),
+        (status = 422, description = "The task cannot run; `problems` lists why", body = ErrorBody),
+        (status = 503, description = "Starting up or shutting down", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn submit(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<SubmitRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    if !caller.has(Role::Submit) {
+        return Err(ApiError::forbidden("submit runs", Role::Submit));
+    }
+    let Json(request) = body.map_err(bad_json)?;
+    let registry = state.registry.clone();
+    let submitter = caller.name().map(str::to_string);
+    let view = tokio::task::spawn_blocking(move || registry.submit(request, submitter))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, view.url.clone())],
+        Json(view),
+    )
+        .into_response())
+}
+
+/// `GET /v1/runs` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListParams {
+    /// Only runs in this state.
+    state: Option<RunState>,
+    /// At most this many runs (1–500; default 50).
+    limit: Option<usize>,
+    /// Runs after this run id (the `next` of the previous page).
+    after: Option<String>,
+}
+
+/// A page of runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunPage {
+    pub runs: Vec<RunView>,
+    /// Pass as `after` for the next page; absent on the last.
+    pub next: Option<String>,
+}
+
+/// List runs, oldest first: with `read`, every run; with `submit` only, the caller's own.
+#[utoipa::path(get, path = "/v1/runs", tag = "runs", params(ListParams),
+    responses(
+        (status = 200, body = RunPage),
+        (status = 400, description = "A bad parameter", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "Neither `read` nor `submit`", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<RunPage>, ApiError> {
+    let Query(p) = params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    if !caller.has(Role::Read) && !caller.has(Role::Submit) {
+        return Err(ApiError::forbidden("list runs", Role::Read));
+    }
+    let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("limit {limit} is not between 1 and {MAX_LIMIT}"),
+        ));
+    }
+    let mut runs: Vec<RunView> = state
+        .registry
+        .list()
+        .into_iter()
+        .filter(|r| caller.may_read(r.submitter.as_deref()))
+        .filter(|r| p.state.is_none_or(|s| r.state == s))
+        .filter(|r| p.after.as_ref().is_none_or(|a| r.id.as_str() > a.as_str()))
+        .take(limit + 1)
+        .collect();
+    let next = if runs.len() > limit {
+        runs.truncate(limit);
+        runs.last().map(|r| r.id.clone())
+    } else {
+        None
+    };
+    Ok(Json(RunPage { runs, next }))
+}
+
+/// A run: its state, the decision it waits for, its stop reason, answer, steps and usage.
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 200, body = RunView),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "Neither `read` nor its submitter", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    Ok(Json(readable(&state, &caller, &id)?))
+}
+
+/// `GET /v1/runs/{id}/events` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventParams {
+    /// Start after this record (as `Last-Event-ID` does; the header wins).
+    after: Option<u64>,
+}
+
+/// The run's journal records as Server-Sent Events, as they are appended: event `id` is
+/// the record's `seq`, `event` its kind, `data` the record. Resumable: with
+/// `Last-Event-ID: N` the records after N come first. The stream ends when the run does.
+#[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
+    params(("id" = String, Path, description = "The run id"), EventParams,
+        ("last-event-id" = Option<u64>, Header, description = "The last record seen")),
+    responses(
+        (status = 200, description = "text/event-stream of journal records", content_type = "text/event-stream", body = String),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    params: Result<Query<EventParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(p) = params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    readable(&state, &caller, &id)?;
+    let after = match headers.get("last-event-id") {
+        Some(v) => {
+            let text = v.to_str().unwrap_or("");
+            text.trim().parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("Last-Event-ID `{text}` is not a record number"),
+                )
+            })?
+        }
+        None => p.after.unwrap_or(0),
+    };
+    let records = state.registry.events(&id, after)?;
+    let stream = records.map(|r| {
+        let event = Event::default()
+            .id(r.seq.to_string())
+            .event(r.kind.as_str())
+            .json_data(&r)
+            .unwrap_or_else(|_| Event::default().comment("unserialisable record"));
+        Ok::<_, Infallible>(event)
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// Decide the run's pending plan or step: approve, reject (with a reason), or edit (a plan
+/// only; the edited plan is validated again). Journaled before it takes effect.
+#[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    request_body = Decision,
+    responses(
+        (status = 200, description = "Taken; the run goes on", body = RunView),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The token lacks the `approve` role", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "Nothing is waiting for approval", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn approval(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Json<Decision>, JsonRejection>,
+) -> Result<Json<RunView>, ApiError> {
+    if !caller.has(Role::Approve) {
+        return Err(ApiError::forbidden("approve", Role::Approve));
+    }
+    let Json(decision) = body.map_err(bad_json)?;
+    Ok(Json(state.registry.decide(&id, decision)?))
+}
+
+/// Cancel a run: it stops at once, journaled `cancelled` (steps it cut off on record).
+#[utoipa::path(post, path = "/v1/runs/{id}/cancel", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 202, description = "Cancelling", body = RunView),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "Neither `admin` nor its submitter", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "The run is over", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = state.registry.get(&id)?;
+    if !caller.may_cancel(view.submitter.as_deref()) {
+        return Err(ApiError::forbidden(
+            "cancel runs it did not submit",
+            Role::Admin,
+        ));
+    }
+    Ok((StatusCode::ACCEPTED, Json(state.registry.cancel(&id)?)).into_response())
+}
+
+/// The run's HTML report, as `toolhost report RUN --html` writes it.
+#[utoipa::path(get, path = "/v1/runs/{id}/report", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "One self-contained page", content_type = "text/html", body = String),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn report(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    readable(&state, &caller, &id)?;
+    let registry = state.registry.clone();
+    let html = tokio::task::spawn_blocking(move || registry.report(&id))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
+}
+
+/// The run's journal: JSON lines, hash-chained, as stored.
+#[utoipa::path(get, path = "/v1/runs/{id}/journal", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "JSON lines", content_type = "application/jsonl", body = String),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn journal(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    readable(&state, &caller, &id)?;
+    let bytes = state.registry.journal(&id)?;
+    Ok(([(header::CONTENT_TYPE, "application/jsonl")], bytes).into_response())
+}

@@ -1,0 +1,173 @@
+//! `serve.toml`: where the server listens, what it runs, who may call it.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8080"
+//! tasks_dir = "tasks"            # runs by name: tasks/NAME.toml
+//! tools_dir = "tools"            # tool names in tasks: tools/NAME.wasm
+//! policy = "policy.toml"         # the policy of inline tasks
+//! state_dir = "state"            # journals: state/runs/RUN.jsonl
+//! max_concurrent_runs = 2
+//! shutdown_grace_ms = 30000
+//!
+//! [[tokens]]
+//! name = "ci"
+//! sha256 = "…"                   # hex SHA-256 of the token, never the token itself
+//! roles = ["submit"]
+//! ```
+//!
+//! Relative paths are relative to the file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::auth::TokenSpec;
+
+/// The default address: loopback, so a server started without a thought is not reachable
+/// from elsewhere.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// The configuration of `toolhost serve`. [`ServeConfig::default`] is the closed one:
+///
+/// - listens on `127.0.0.1:8080` (loopback only);
+/// - no task directory (no runs by name), no tools directory, no policy (no inline tasks);
+/// - no state directory (the caller supplies one: the journals must go somewhere);
+/// - one run at a time;
+/// - 30 s for in-flight runs to finish at shutdown before they are cancelled;
+/// - no tokens, which is allowed on loopback only.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServeConfig {
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    pub tasks_dir: Option<PathBuf>,
+    pub tools_dir: Option<PathBuf>,
+    pub policy: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    #[serde(default = "one")]
+    pub max_concurrent_runs: usize,
+    #[serde(default = "default_grace")]
+    pub shutdown_grace_ms: u64,
+    #[serde(default)]
+    pub tokens: Vec<TokenSpec>,
+}
+
+fn default_listen() -> SocketAddr {
+    DEFAULT_LISTEN.parse().expect("a valid address")
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_grace() -> u64 {
+    30_000
+}
+
+impl Default for ServeConfig {
+    fn default() -> ServeConfig {
+        ServeConfig {
+            listen: default_listen(),
+            tasks_dir: None,
+            tools_dir: None,
+            policy: None,
+            state_dir: None,
+            max_concurrent_runs: 1,
+            shutdown_grace_ms: default_grace(),
+            tokens: Vec::new(),
+        }
+    }
+}
+
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("cannot read `{path}`: {reason}")]
+    Read { path: String, reason: String },
+    #[error("`{path}`: {reason}")]
+    Parse { path: String, reason: String },
+    #[error(
+        "refusing to listen on `{addr}` without tokens: anyone who can reach it could run tasks; add [[tokens]] to the configuration or listen on a loopback address"
+    )]
+    OpenBind { addr: SocketAddr },
+    #[error("max_concurrent_runs 0 would run nothing: give at least 1")]
+    NoRuns,
+    #[error("token `{name}`: {reason}")]
+    Token { name: String, reason: String },
+    #[error("two tokens are named `{0}`: names identify submitters, so each must be unique")]
+    DuplicateToken(String),
+}
+
+impl ServeConfig {
+    /// Reads `path`; relative paths in it become relative to its directory.
+    pub fn load(path: &Path) -> Result<ServeConfig, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut config: ServeConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: shown,
+            reason: e.to_string().trim_end().to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for p in [
+            &mut config.tasks_dir,
+            &mut config.tools_dir,
+            &mut config.policy,
+            &mut config.state_dir,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *p = base.join(&*p);
+        }
+        Ok(config)
+    }
+
+    /// Checks what parsing cannot: a bind open to others needs tokens, and the tokens are
+    /// well formed and uniquely named.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.max_concurrent_runs == 0 {
+            return Err(ConfigError::NoRuns);
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for t in &self.tokens {
+            t.check().map_err(|reason| ConfigError::Token {
+                name: t.name.clone(),
+                reason,
+            })?;
+            if !names.insert(t.name.as_str()) {
+                return Err(ConfigError::DuplicateToken(t.name.clone()));
+            }
+        }
+        if self.tokens.is_empty() && !self.listen.ip().is_loopback() {
+            return Err(ConfigError::OpenBind { addr: self.listen });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_and_open_binds_are_refused() {
+        let e = toml::from_str::<ServeConfig>("listen = \"127.0.0.1:1\"\nlisten_all = true\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("listen_all"), "{e}");
+        let c: ServeConfig = toml::from_str("listen = \"0.0.0.0:8080\"").unwrap();
+        assert!(matches!(c.check(), Err(ConfigError::OpenBind { .. })));
+        let c: ServeConfig = toml::from_str("listen = \"[::1]:0\"").unwrap();
+        c.check().unwrap();
+        assert_eq!(
+            ServeConfig::default().listen.to_string(),
+            DEFAULT_LISTEN,
+            "the default listens on loopback"
+        );
+    }
+}

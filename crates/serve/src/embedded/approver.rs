@@ -1,0 +1,66 @@
+//! The approver of served runs: it parks the run in `waiting_for_approval` with the
+//! pending plan or step on show, and waits until the API answers (or the run is
+//! cancelled, which rejects). The journal wrapper around it (`Journal::approvals`)
+//! records each decision before it takes effect, as for `toolhost run --approve`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolhost_engine::approval::{Approver, PlanDecision, StepDecision};
+use toolhost_engine::validate::{Catalog, ValidPlan};
+use toolhost_engine::{Plan, Step};
+
+use super::run::{Answer, Run};
+use crate::registry::Pending;
+
+/// How often a waiting approver looks at the run's cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(100);
+
+pub(crate) struct ApiApprover(pub Arc<Run>);
+
+impl ApiApprover {
+    fn wait(&self, pending: Pending) -> Option<Answer> {
+        self.0.park(pending);
+        self.0.wait_for_answer(CANCEL_POLL)
+    }
+}
+
+impl Approver for ApiApprover {
+    fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
+        let pending = Pending {
+            subject: "plan".into(),
+            revision: Some(plan.plan.revision),
+            plan: Some(serde_json::to_value(&plan.plan).expect("plans serialise")),
+            step: None,
+            why: None,
+        };
+        match self.wait(pending) {
+            None => PlanDecision::Reject("cancelled while waiting for approval".into()),
+            Some(Answer::Approve) => PlanDecision::Approve,
+            Some(Answer::Edit(plan)) => PlanDecision::Edit(*plan),
+            Some(Answer::Reject(why)) => PlanDecision::Reject(why),
+        }
+    }
+
+    fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {
+        let pending = Pending {
+            subject: "step".into(),
+            revision: None,
+            plan: None,
+            step: Some(serde_json::to_value(step).expect("steps serialise")),
+            why: Some(why.to_string()),
+        };
+        match self.wait(pending) {
+            None => StepDecision::Reject("cancelled while waiting for approval".into()),
+            Some(Answer::Approve) => StepDecision::Approve,
+            Some(Answer::Reject(why)) => StepDecision::Reject(why),
+            // `decide` refuses to edit a step; should one arrive, it is no approval.
+            Some(Answer::Edit(_)) => StepDecision::Reject("a step cannot be edited".into()),
+        }
+    }
+}
+
+/// The plan of an `edit` decision.
+pub(crate) fn parse_plan(v: serde_json::Value) -> Result<Plan, String> {
+    serde_json::from_value(v).map_err(|e| format!("`plan` is not a plan: {e}"))
+}

@@ -1,0 +1,350 @@
+//! The embedded backend: one replica, runs executed in this process by a fixed number of
+//! worker threads (the rest queued), journaled as files in the state directory, where
+//! `toolhost journal`, `report` and `resume` find them. At start it lists the runs the
+//! state directory holds; who submitted a run is kept next to its journal
+//! (`STATE/serve/RUN.json`).
+
+mod approver;
+mod run;
+mod tail;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost_journal::{self as journal, Kind};
+
+use self::approver::{ApiApprover, parse_plan};
+use self::run::{Answer, AnswerError, Outcome, Run};
+use crate::launch::{Launcher, Prepared};
+use crate::metrics::Metrics;
+use crate::registry::{
+    Decision, DecisionKind, RecordStream, Registry, RegistryError, RunState, RunView, SubmitRequest,
+};
+
+struct Job {
+    run: Arc<Run>,
+    prepared: Box<dyn Prepared>,
+    approve: bool,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Workers busy with a run.
+    busy: usize,
+    /// No more jobs will come: workers exit once the queue is empty.
+    closed: bool,
+}
+
+struct Shared {
+    launcher: Arc<dyn Launcher>,
+    state_dir: PathBuf,
+    runs: Mutex<BTreeMap<String, Arc<Run>>>,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    accepting: AtomicBool,
+    ready: AtomicBool,
+    metrics: Arc<Metrics>,
+}
+
+/// The embedded backend.
+pub struct Embedded {
+    shared: Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Embedded {
+    /// A backend running at most `workers` runs at once, with the runs `state_dir`
+    /// already holds.
+    pub fn new(
+        launcher: Arc<dyn Launcher>,
+        state_dir: &Path,
+        workers: usize,
+        metrics: Arc<Metrics>,
+    ) -> Embedded {
+        let shared = Arc::new(Shared {
+            launcher,
+            state_dir: state_dir.to_path_buf(),
+            runs: Mutex::new(found_runs(state_dir)),
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            accepting: AtomicBool::new(true),
+            ready: AtomicBool::new(false),
+            metrics,
+        });
+        let handles = (0..workers.max(1))
+            .map(|i| {
+                let s = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("serve-run-{i}"))
+                    .spawn(move || work(&s))
+                    .expect("spawn a run worker")
+            })
+            .collect();
+        Embedded {
+            shared,
+            workers: Mutex::new(handles),
+        }
+    }
+
+    /// Start-up work (the launcher's), after which the server is ready.
+    pub fn warm(&self) -> Result<(), String> {
+        self.shared.launcher.warm()?;
+        self.shared.ready.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.shared.ready.load(Ordering::SeqCst)
+    }
+
+    /// The state of every run, for `/metrics`.
+    pub fn states(&self) -> Vec<RunState> {
+        lock(&self.shared.runs)
+            .values()
+            .map(|r| r.state())
+            .collect()
+    }
+
+    /// Stops taking submissions, lets queued and running runs finish for `grace`, then
+    /// cancels what is left (each journaled `cancelled`) and waits for the workers.
+    pub fn shut_down(&self, grace: Duration) {
+        self.shared.accepting.store(false, Ordering::SeqCst);
+        let deadline = Instant::now() + grace;
+        {
+            let mut q = lock(&self.shared.queue);
+            q.closed = true;
+            self.shared.wake.notify_all();
+            while (!q.jobs.is_empty() || q.busy > 0) && Instant::now() < deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                q = self
+                    .shared
+                    .wake
+                    .wait_timeout(q, left.min(Duration::from_millis(100)))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
+        for r in lock(&self.shared.runs).values() {
+            if !r.state().is_final() {
+                tracing::warn!(run = %r.id, "cancelled at shutdown after the grace period");
+                r.cancel.cancel();
+            }
+        }
+        for h in lock(&self.workers).drain(..) {
+            let _ = h.join();
+        }
+    }
+
+    fn run(&self, id: &str) -> Result<Arc<Run>, RegistryError> {
+        lock(&self.shared.runs)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RegistryError::NotFound(id.to_string()))
+    }
+}
+
+/// A worker: takes jobs until the queue is closed and empty.
+fn work(s: &Shared) {
+    loop {
+        let job = {
+            let mut q = lock(&s.queue);
+            loop {
+                if let Some(j) = q.jobs.pop_front() {
+                    q.busy += 1;
+                    break j;
+                }
+                if q.closed {
+                    return;
+                }
+                q = s.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        let Job {
+            run,
+            prepared,
+            approve,
+        } = job;
+        run.started();
+        let mut api = ApiApprover(run.clone());
+        let approver: Option<&mut dyn toolhost_engine::Approver> =
+            if approve { Some(&mut api) } else { None };
+        match prepared.execute(approver, run.cancel.clone()) {
+            Ok(report) => {
+                s.metrics.record(&report);
+                run.finished(Outcome::of_report(&report));
+            }
+            Err(why) => {
+                tracing::error!(run = %run.id, error = %why, "the run could not start");
+                run.finished(Outcome::not_started(why));
+            }
+        }
+        let mut q = lock(&s.queue);
+        q.busy -= 1;
+        s.wake.notify_all();
+    }
+}
+
+/// The runs whose journals `state_dir` holds (MCP sessions are not runs).
+fn found_runs(state_dir: &Path) -> BTreeMap<String, Arc<Run>> {
+    let mut runs = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(state_dir.join("runs")) else {
+        return runs;
+    };
+    for e in dir.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let Ok(v) = journal::verify(&path, None) else {
+            continue;
+        };
+        let Some(first) = v.records.first().filter(|r| r.kind == Kind::RunStarted) else {
+            continue;
+        };
+        let Some(goal) = first.data["goal"].as_str() else {
+            continue;
+        };
+        let id = journal::run_id(&path);
+        let submitter = std::fs::read(submitter_file(state_dir, &id))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["submitter"].as_str().map(str::to_string));
+        let outcome = Outcome::of_records(&v.records);
+        let run = Run::found(id.clone(), goal.to_string(), submitter, path, outcome);
+        runs.insert(id, Arc::new(run));
+    }
+    runs
+}
+
+fn submitter_file(state_dir: &Path, id: &str) -> PathBuf {
+    state_dir.join("serve").join(format!("{id}.json"))
+}
+
+impl Registry for Embedded {
+    fn submit(
+        &self,
+        request: SubmitRequest,
+        submitter: Option<String>,
+    ) -> Result<RunView, RegistryError> {
+        let s = &self.shared;
+        if !s.accepting.load(Ordering::SeqCst) {
+            return Err(RegistryError::Unavailable(
+                "the server is shutting down and takes no new runs".into(),
+            ));
+        }
+        if !s.ready.load(Ordering::SeqCst) {
+            return Err(RegistryError::Unavailable(
+                "the server is starting up: try again once /readyz answers 200".into(),
+            ));
+        }
+        let prepared = s.launcher.prepare(&request.task, &request.overrides)?;
+        let id = prepared.run_id().to_string();
+        if let Some(name) = &submitter {
+            let file = submitter_file(&s.state_dir, &id);
+            let written = std::fs::create_dir_all(file.parent().expect("a parent"))
+                .and_then(|()| std::fs::write(&file, json!({"submitter": name}).to_string()));
+            if let Err(e) = written {
+                tracing::warn!(run = %id, error = %e, "cannot record the run's submitter");
+            }
+        }
+        let run = Arc::new(Run::queued(
+            id.clone(),
+            prepared.goal().to_string(),
+            submitter,
+            prepared.journal_path(),
+        ));
+        lock(&s.runs).insert(id, run.clone());
+        let mut q = lock(&s.queue);
+        q.jobs.push_back(Job {
+            run: run.clone(),
+            prepared,
+            approve: request.approve,
+        });
+        s.wake.notify_all();
+        Ok(run.view())
+    }
+
+    fn list(&self) -> Vec<RunView> {
+        lock(&self.shared.runs).values().map(|r| r.view()).collect()
+    }
+
+    fn get(&self, id: &str) -> Result<RunView, RegistryError> {
+        Ok(self.run(id)?.view())
+    }
+
+    fn events(&self, id: &str, after: u64) -> Result<RecordStream, RegistryError> {
+        Ok(tail::follow(self.run(id)?, after))
+    }
+
+    fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
+        let run = self.run(id)?;
+        let Decision {
+            decision,
+            reason,
+            plan,
+        } = decision;
+        let answered = run.answer(|pending| match decision {
+            DecisionKind::Approve => Ok(Answer::Approve),
+            DecisionKind::Reject => {
+                Ok(Answer::Reject(reason.unwrap_or_else(|| {
+                    format!("the {} was rejected", pending.subject)
+                })))
+            }
+            DecisionKind::Edit if pending.subject != "plan" => Err(format!(
+                "only a plan can be edited; the pending decision is on a {}",
+                pending.subject
+            )),
+            DecisionKind::Edit => {
+                let plan = plan.ok_or("`edit` needs the edited `plan`")?;
+                Ok(Answer::Edit(Box::new(parse_plan(plan)?)))
+            }
+        });
+        match answered {
+            Ok(()) => Ok(run.view()),
+            Err(AnswerError::NothingPending) => Err(RegistryError::Conflict(format!(
+                "run `{id}` is {}, not waiting for approval",
+                run.state().name()
+            ))),
+            Err(AnswerError::Refused(why)) => Err(RegistryError::BadRequest(why)),
+        }
+    }
+
+    fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
+        let run = self.run(id)?;
+        if run.state().is_final() {
+            return Err(RegistryError::Conflict(format!(
+                "run `{id}` is {} already",
+                run.state().name()
+            )));
+        }
+        run.cancel.cancel();
+        Ok(run.view())
+    }
+
+    fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError> {
+        let run = self.run(id)?;
+        std::fs::read(&run.path).map_err(|e| {
+            RegistryError::Internal(format!(
+                "cannot read the journal `{}`: {e}",
+                run.path.display()
+            ))
+        })
+    }
+
+    fn report(&self, id: &str) -> Result<String, RegistryError> {
+        let run = self.run(id)?;
+        journal::report::load(&run.path)
+            .map(|r| r.html())
+            .map_err(|e| RegistryError::Internal(e.to_string()))
+    }
+}

@@ -1,0 +1,253 @@
+//! One run of the embedded backend: its state, the decision it may be waiting for, and
+//! its outcome, from the report of a run executed here or from the journal of one found
+//! in the state directory.
+
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_engine::{Cancel, Plan, RunReport, StepStatus};
+use toolhost_journal::{Kind, Record};
+
+use crate::registry::{Pending, RunState, RunView, StepCounts};
+
+/// A person's answer, as the approver takes it.
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    Approve,
+    Edit(Box<Plan>),
+    Reject(String),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Outcome {
+    pub stop: Option<Value>,
+    pub answer: Option<Value>,
+    pub steps: StepCounts,
+    pub usage: Option<Value>,
+}
+
+impl Outcome {
+    pub(crate) fn of_report(r: &RunReport) -> Outcome {
+        let mut steps = StepCounts::default();
+        for s in &r.steps {
+            match s.status {
+                StepStatus::Succeeded => steps.succeeded += 1,
+                StepStatus::Failed => steps.failed += 1,
+                StepStatus::Skipped => steps.skipped += 1,
+            }
+        }
+        Outcome {
+            stop: Some(json!(r.stop)),
+            answer: r.answer.clone(),
+            steps,
+            usage: Some(json!(r.spent)),
+        }
+    }
+
+    /// A run that could not start: failed, with why.
+    pub(crate) fn not_started(why: String) -> Outcome {
+        Outcome {
+            stop: Some(json!({"reason": "not_started", "why": why})),
+            ..Outcome::default()
+        }
+    }
+
+    /// From a journal's records (a run this server did not execute, or executed before a
+    /// restart).
+    pub(crate) fn of_records(records: &[Record]) -> Outcome {
+        let mut o = Outcome::default();
+        for r in records {
+            match r.kind {
+                Kind::StepFinished => match r.data["status"].as_str() {
+                    Some("succeeded") => o.steps.succeeded += 1,
+                    Some("failed") => o.steps.failed += 1,
+                    Some("skipped") => o.steps.skipped += 1,
+                    _ => {}
+                },
+                Kind::Stopped => {
+                    let mut stop = r.data.clone();
+                    o.answer = stop
+                        .as_object_mut()
+                        .and_then(|m| m.remove("answer"))
+                        .filter(|a| !a.is_null());
+                    o.usage = stop.as_object_mut().and_then(|m| m.remove("spent"));
+                    o.stop = Some(stop);
+                }
+                _ => {}
+            }
+        }
+        o
+    }
+
+    fn state(&self) -> RunState {
+        match self.stop.as_ref().and_then(|s| s["reason"].as_str()) {
+            Some(reason) => RunState::of_stop(reason),
+            None => RunState::Interrupted,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Status {
+    state: RunState,
+    pending: Option<Pending>,
+    answer: Option<Answer>,
+    outcome: Outcome,
+}
+
+/// A run the registry knows.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub id: String,
+    pub goal: String,
+    pub submitter: Option<String>,
+    pub path: PathBuf,
+    pub cancel: Cancel,
+    status: Mutex<Status>,
+    changed: Condvar,
+}
+
+impl Run {
+    pub(crate) fn queued(
+        id: String,
+        goal: String,
+        submitter: Option<String>,
+        path: PathBuf,
+    ) -> Run {
+        Run::new(
+            id,
+            goal,
+            submitter,
+            path,
+            RunState::Queued,
+            Outcome::default(),
+        )
+    }
+
+    /// A run found in the state directory, with what its journal says.
+    pub(crate) fn found(
+        id: String,
+        goal: String,
+        submitter: Option<String>,
+        path: PathBuf,
+        outcome: Outcome,
+    ) -> Run {
+        let state = outcome.state();
+        Run::new(id, goal, submitter, path, state, outcome)
+    }
+
+    fn new(
+        id: String,
+        goal: String,
+        submitter: Option<String>,
+        path: PathBuf,
+        state: RunState,
+        outcome: Outcome,
+    ) -> Run {
+        Run {
+            id,
+            goal,
+            submitter,
+            path,
+            cancel: Cancel::new(),
+            status: Mutex::new(Status {
+                state,
+                pending: None,
+                answer: None,
+                outcome,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn status(&self) -> MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn state(&self) -> RunState {
+        self.status().state
+    }
+
+    pub(crate) fn started(&self) {
+        self.status().state = RunState::Running;
+    }
+
+    pub(crate) fn finished(&self, outcome: Outcome) {
+        let mut s = self.status();
+        s.state = outcome.state();
+        s.pending = None;
+        s.outcome = outcome;
+        self.changed.notify_all();
+    }
+
+    /// Parks the run until [`Run::answer`] (see [`Run::wait_for_answer`]).
+    pub(crate) fn park(&self, pending: Pending) {
+        let mut s = self.status();
+        s.state = RunState::WaitingForApproval;
+        s.pending = Some(pending);
+        s.answer = None;
+    }
+
+    /// The answer to the pending decision; `None` when the run was cancelled first.
+    pub(crate) fn wait_for_answer(&self, poll: Duration) -> Option<Answer> {
+        let mut s = self.status();
+        loop {
+            if let Some(a) = s.answer.take() {
+                s.pending = None;
+                s.state = RunState::Running;
+                return Some(a);
+            }
+            if self.cancel.is_cancelled() {
+                s.pending = None;
+                s.state = RunState::Running;
+                return None;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, poll)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Gives the pending decision its answer, after `check` accepts it for the pending
+    /// subject; `Err` when nothing is pending or `check` refuses.
+    pub(crate) fn answer(
+        &self,
+        check: impl FnOnce(&Pending) -> Result<Answer, String>,
+    ) -> Result<(), AnswerError> {
+        let mut s = self.status();
+        let pending = match (&s.pending, &s.answer) {
+            (Some(p), None) => p,
+            _ => return Err(AnswerError::NothingPending),
+        };
+        let a = check(pending).map_err(AnswerError::Refused)?;
+        s.answer = Some(a);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    pub(crate) fn view(&self) -> RunView {
+        let s = self.status();
+        RunView {
+            id: self.id.clone(),
+            url: format!("/v1/runs/{}", self.id),
+            state: s.state,
+            goal: self.goal.clone(),
+            submitter: self.submitter.clone(),
+            stop: s.outcome.stop.clone(),
+            answer: s.outcome.answer.clone(),
+            steps: s.outcome.steps,
+            usage: s.outcome.usage.clone(),
+            pending: s.pending.clone().filter(|_| s.answer.is_none()),
+        }
+    }
+}
+
+pub(crate) enum AnswerError {
+    NothingPending,
+    Refused(String),
+}

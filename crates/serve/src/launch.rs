@@ -1,0 +1,40 @@
+//! What the embedded backend needs from whoever knows how to run a task: the
+//! [`Launcher`]. The `toolhost` CLI implements it with the code path of `toolhost run`
+//! (loading, the planner, the journal, the engine), so a served run is the same run.
+
+use std::path::PathBuf;
+
+use toolhost_engine::approval::Approver;
+use toolhost_engine::{Cancel, RunReport};
+
+use crate::registry::{Overrides, RegistryError, TaskSource};
+
+/// Prepares runs.
+pub trait Launcher: Send + Sync {
+    /// Checks everything a run needs before anything is written (the task, its policy and
+    /// tools, the planner), then creates its journal: from here the run exists.
+    fn prepare(
+        &self,
+        task: &TaskSource,
+        overrides: &Overrides,
+    ) -> Result<Box<dyn Prepared>, RegistryError>;
+
+    /// Start-up work after which the server is ready (loading and compiling the tools).
+    fn warm(&self) -> Result<(), String>;
+}
+
+/// A run whose journal is open, ready to execute.
+pub trait Prepared: Send {
+    fn run_id(&self) -> &str;
+    fn goal(&self) -> &str;
+    fn journal_path(&self) -> PathBuf;
+    /// Executes the run to its stop on this thread (it may block for long), with
+    /// `approver` deciding plans and steps if given (else the policy's `approval`), and
+    /// stopping early, journaled `cancelled`, when `cancel` fires. `Err` when the run
+    /// could not start at all (no async runtime).
+    fn execute(
+        self: Box<Self>,
+        approver: Option<&mut dyn Approver>,
+        cancel: Cancel,
+    ) -> Result<RunReport, String>;
+}

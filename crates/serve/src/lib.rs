@@ -1,0 +1,43 @@
+//! toolhost-serve: `toolhost serve`, runs as a service over an HTTP API.
+//!
+//! A client submits a task (by name from the server's task directory, or inline) and gets
+//! a run id; the run is queued, executed in this process by the same code path as
+//! `toolhost run` (supplied by the CLI as a [`Launcher`]), and journaled to the state
+//! directory, where `toolhost journal`, `report` and `resume` work on it. Clients follow
+//! the journal over Server-Sent Events, decide approvals, cancel, and fetch the report.
+//!
+//! # Layout
+//!
+//! Data flows: HTTP request → `api` (token → [`Caller`], role check) → [`Registry`]
+//! ([`Embedded`]: queue → worker thread → [`Launcher`]'s [`Prepared`] run → journal
+//! file) → back out as [`RunView`]s, SSE records, the report, and [`Metrics`].
+//!
+//! - [`config`]: `serve.toml` ([`ServeConfig`], its closed defaults, the loopback rule).
+//! - [`auth`]: bearer tokens stored hashed, compared in constant time; [`Role`]s and what
+//!   each allows.
+//! - [`registry`]: the [`Registry`] trait a backend implements (submit, list, get,
+//!   events, decide, cancel, journal, report) and the API's JSON shapes.
+//! - [`launch`]: the [`Launcher`] trait: preparing and executing one run.
+//! - [`embedded`]: the embedded backend: worker threads, the approver that parks a run
+//!   until the API answers, following a journal file, runs found in the state directory.
+//! - [`metrics`]: the Prometheus exposition.
+//! - `api`: the axum router, handlers and the OpenAPI document ([`ApiDoc`]).
+//! - `server`: [`serve`]: bind, warm up, serve, drain on SIGTERM/SIGINT.
+
+mod api;
+pub mod auth;
+pub mod config;
+pub mod embedded;
+pub mod launch;
+pub mod metrics;
+pub mod registry;
+mod server;
+
+pub use self::api::ApiDoc;
+pub use self::auth::{Caller, Role, TokenSpec};
+pub use self::config::{ConfigError, ServeConfig};
+pub use self::embedded::Embedded;
+pub use self::launch::{Launcher, Prepared};
+pub use self::metrics::Metrics;
+pub use self::registry::{Overrides, Registry, RegistryError, RunState, RunView, TaskSource};
+pub use self::server::{ServeError, serve};

@@ -1,0 +1,232 @@
+//! The run registry: what the HTTP API asks of a backend (submit, list, get, events,
+//! decide, cancel, journal, report), and the JSON shapes it answers with. The embedded
+//! backend ([`crate::embedded`]) runs in this process with file journals; a PostgreSQL
+//! backend (runs in a table, executed by leased workers, events from the journal's rows)
+//! implements the same trait.
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_journal::Record;
+use utoipa::ToSchema;
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Accepted, waiting for a free slot.
+    Queued,
+    Running,
+    /// Parked until a decision arrives through `POST /v1/runs/{id}/approval`.
+    WaitingForApproval,
+    /// Every step of the final plan succeeded, or the planner gave its answer.
+    Completed,
+    /// Stopped for another reason (a budget, a rejection, an escalation, a broken
+    /// journal): `stop` says which.
+    Failed,
+    Cancelled,
+    /// Its journal ends without a stop: the process writing it went away (`toolhost
+    /// resume` carries it on).
+    Interrupted,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 7] = [
+        RunState::Queued,
+        RunState::Running,
+        RunState::WaitingForApproval,
+        RunState::Completed,
+        RunState::Failed,
+        RunState::Cancelled,
+        RunState::Interrupted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunState::Queued => "queued",
+            RunState::Running => "running",
+            RunState::WaitingForApproval => "waiting_for_approval",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+            RunState::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the run is over (nothing more is appended to its journal by this server).
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            RunState::Queued | RunState::Running | RunState::WaitingForApproval
+        )
+    }
+
+    /// The state of a run that stopped for `reason` (a stop record's `reason`).
+    pub fn of_stop(reason: &str) -> RunState {
+        match reason {
+            "completed" | "planner_stopped" => RunState::Completed,
+            "cancelled" => RunState::Cancelled,
+            _ => RunState::Failed,
+        }
+    }
+}
+
+/// Which task to run.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TaskSource {
+    /// A task of the server's task directory, `NAME.toml`.
+    Name(String),
+    /// A task file's text (TOML), run under the server's policy with tools by name.
+    Toml(String),
+    /// The same task as a JSON object.
+    #[schema(value_type = Object)]
+    Json(Value),
+}
+
+/// Planner settings replacing the task's, as `toolhost run`'s flags do. The provider's URL
+/// and API-key variable are not among them: those stay the operator's.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Overrides {
+    /// plan-then-execute, step-wise or react.
+    pub mode: Option<String>,
+    /// scripted, openai, anthropic or openai-compatible.
+    pub planner: Option<String>,
+    pub model: Option<String>,
+    /// Replaces the task's `budgets.max_steps`.
+    pub max_steps: Option<u32>,
+}
+
+/// `POST /v1/runs`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    pub task: TaskSource,
+    #[serde(default)]
+    pub overrides: Overrides,
+    /// Park the run for a person's decision on each validated plan and each step that
+    /// needs approval (`toolhost run --approve`); without it, the policy's `approval`
+    /// decides steps and plans run as validated.
+    #[serde(default)]
+    pub approve: bool,
+}
+
+/// A decision waiting for a person.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Pending {
+    /// `plan` or `step`.
+    pub subject: String,
+    /// The plan revision under review (subject `plan`).
+    pub revision: Option<u32>,
+    /// The validated plan (subject `plan`).
+    #[schema(value_type = Option<Object>)]
+    pub plan: Option<Value>,
+    /// The step (subject `step`), and why it needs approval.
+    #[schema(value_type = Option<Object>)]
+    pub step: Option<Value>,
+    pub why: Option<String>,
+}
+
+/// Steps by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+pub struct StepCounts {
+    pub succeeded: u64,
+    pub failed: u64,
+    pub skipped: u64,
+}
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunView {
+    pub id: String,
+    /// `/v1/runs/{id}`.
+    pub url: String,
+    pub state: RunState,
+    pub goal: String,
+    /// The name of the token that submitted it (none on a server without tokens, or for a
+    /// run found in the state directory that this server did not submit).
+    pub submitter: Option<String>,
+    /// The stop record: `reason` and its details (`which` budget, `why`, …).
+    #[schema(value_type = Option<Object>)]
+    pub stop: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub answer: Option<Value>,
+    pub steps: StepCounts,
+    /// What the run spent: steps, replans, fuel, tokens, cost, planner calls, wall time.
+    #[schema(value_type = Option<Object>)]
+    pub usage: Option<Value>,
+    pub pending: Option<Pending>,
+}
+
+/// `POST /v1/runs/{id}/approval`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    pub decision: DecisionKind,
+    /// Why (for a rejection; journaled).
+    pub reason: Option<String>,
+    /// The plan to run instead (`edit`, plans only; validated again).
+    #[schema(value_type = Option<Object>)]
+    pub plan: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Approve,
+    Reject,
+    Edit,
+}
+
+/// The records of a run's journal as they are appended.
+pub type RecordStream = Pin<Box<dyn Stream<Item = Record> + Send>>;
+
+/// Why a registry call failed; each maps to one HTTP status.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    #[error("no run `{0}`")]
+    NotFound(String),
+    #[error("no task `{0}` in the task directory")]
+    NoTask(String),
+    /// The request is malformed (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The task cannot run (422), with every problem found.
+    #[error("the task cannot run: {}", .problems.join("; "))]
+    Invalid { problems: Vec<String> },
+    /// The run is not in a state that allows it (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// Not accepting this now (starting up, shutting down) (503).
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A backend of runs.
+pub trait Registry: Send + Sync {
+    /// Accepts a run (its journal exists when this returns). Blocking: it loads the
+    /// task's tools.
+    fn submit(
+        &self,
+        request: SubmitRequest,
+        submitter: Option<String>,
+    ) -> Result<RunView, RegistryError>;
+    /// Every run, oldest first (run ids sort by start time).
+    fn list(&self) -> Vec<RunView>;
+    fn get(&self, id: &str) -> Result<RunView, RegistryError>;
+    /// The records with `seq` above `after`, then those appended, until the run ends.
+    fn events(&self, id: &str, after: u64) -> Result<RecordStream, RegistryError>;
+    /// Answers the run's pending decision.
+    fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError>;
+    fn cancel(&self, id: &str) -> Result<RunView, RegistryError>;
+    /// The journal, JSON lines as stored.
+    fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError>;
+    /// The HTML report, as `toolhost report` writes it.
+    fn report(&self, id: &str) -> Result<String, RegistryError>;
+}

@@ -1,0 +1,131 @@
+//! Starting and stopping the server: bind, announce the address, warm up, serve until
+//! SIGTERM or SIGINT, then drain (no new runs; in-flight runs finish or, after the grace
+//! period, are cancelled) and stop.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::{AppState, router};
+use crate::auth::Tokens;
+use crate::config::{ConfigError, ServeConfig};
+use crate::embedded::Embedded;
+use crate::launch::Launcher;
+use crate::metrics::Metrics;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot listen on `{addr}`: {reason}")]
+    Bind { addr: String, reason: String },
+    #[error("the state directory `{path}` is not writable: {reason}")]
+    StateDir { path: String, reason: String },
+    #[error("start-up failed: {0}")]
+    Warm(String),
+    #[error("the server failed: {0}")]
+    Serve(String),
+}
+
+/// Serves `config` until a signal, running tasks through `launcher` and journaling under
+/// `state_dir`. Prints `listening on http://ADDR` (one line) to `out` once bound.
+pub async fn serve(
+    config: ServeConfig,
+    state_dir: PathBuf,
+    launcher: Arc<dyn Launcher>,
+    out: &mut dyn Write,
+) -> Result<(), ServeError> {
+    config.check()?;
+    writable(&state_dir)?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| ServeError::Bind {
+            addr: config.listen.to_string(),
+            reason: e.to_string(),
+        })?;
+    let addr = listener.local_addr().map_err(|e| ServeError::Bind {
+        addr: config.listen.to_string(),
+        reason: e.to_string(),
+    })?;
+    let metrics = Arc::new(Metrics::default());
+    let backend = Arc::new(Embedded::new(
+        launcher,
+        &state_dir,
+        config.max_concurrent_runs,
+        metrics.clone(),
+    ));
+    let state = AppState {
+        registry: backend.clone(),
+        backend: backend.clone(),
+        tokens: Arc::new(Tokens::new(&config.tokens)),
+        metrics,
+    };
+    let _ = writeln!(out, "listening on http://{addr}");
+    let _ = out.flush();
+    let warming = backend.clone();
+    let warm = tokio::task::spawn_blocking(move || warming.warm());
+    let grace = Duration::from_millis(config.shutdown_grace_ms);
+    let draining = backend.clone();
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
+    tokio::spawn(async move {
+        match warm.await {
+            Ok(Ok(())) => tracing::info!("ready"),
+            Ok(Err(e)) => {
+                let _ = failed_tx.send(e);
+            }
+            Err(e) => {
+                let _ = failed_tx.send(e.to_string());
+            }
+        }
+    });
+    let failure = Arc::new(std::sync::Mutex::new(None));
+    let failure_set = failure.clone();
+    let shutdown = async move {
+        tokio::select! {
+            () = signalled() => tracing::info!("shutting down: draining runs"),
+            Ok(e) = failed_rx => {
+                *failure_set.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            }
+        }
+        let _ = tokio::task::spawn_blocking(move || draining.shut_down(grace)).await;
+    };
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| ServeError::Serve(e.to_string()))?;
+    match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(e) => Err(ServeError::Warm(e)),
+        None => Ok(()),
+    }
+}
+
+/// SIGTERM or SIGINT.
+async fn signalled() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Creates `STATE/runs` and proves a file can be written there.
+fn writable(state_dir: &std::path::Path) -> Result<(), ServeError> {
+    let fail = |e: std::io::Error| ServeError::StateDir {
+        path: state_dir.display().to_string(),
+        reason: e.to_string(),
+    };
+    let runs = state_dir.join("runs");
+    std::fs::create_dir_all(&runs).map_err(fail)?;
+    let probe = runs.join(format!(".serve-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(fail)?;
+    std::fs::remove_file(&probe).map_err(fail)
+}

@@ -1,0 +1,593 @@
+//! `toolhost serve` as a subprocess on `127.0.0.1:0`: submit, follow over SSE (and
+//! resume with `Last-Event-ID`), get, approvals, cancel, roles, metrics, the OpenAPI
+//! document, and the refusal to listen openly without tokens.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost_tests::{cli, path, root};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A task directory (`seed`, the offline example), a tools directory with `calc` only,
+/// the examples' policy, and a state directory.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let tasks = dir.path().join("tasks");
+        let tools = dir.path().join("tools");
+        std::fs::create_dir_all(&tasks).unwrap();
+        std::fs::create_dir_all(&tools).unwrap();
+        std::fs::copy(
+            root().join("examples/tasks/seed.toml"),
+            tasks.join("seed.toml"),
+        )
+        .unwrap();
+        std::fs::write(
+            tasks.join("policy.toml"),
+            "version = 1\napproval = \"deny\"\n[tools.calc]\n",
+        )
+        .unwrap();
+        std::fs::copy(path("calc"), tools.join("calc.wasm")).unwrap();
+        Fixture { dir }
+    }
+
+    fn p(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.p("state")
+    }
+
+    /// `toolhost serve` with this fixture's directories and `extra` flags.
+    fn start(&self, extra: &[&str]) -> Server {
+        let s = |p: PathBuf| p.display().to_string();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["--cache-dir", &s(self.p("cache")), "--state-dir"])
+            .arg(self.state())
+            .args(["serve", "--listen", "127.0.0.1:0", "--tasks-dir"])
+            .arg(self.p("tasks"))
+            .arg("--tools-dir")
+            .arg(self.p("tools"))
+            .arg("--policy")
+            .arg(self.p("tasks/policy.toml"))
+            .args(extra)
+            .env_remove("TOOLHOST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("start toolhost serve");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines
+            .next()
+            .expect("an address line")
+            .expect("utf-8 stdout");
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("not the address line: {line}"))
+            .to_string();
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        let server = Server {
+            child,
+            api: Api { url, token: None },
+        };
+        server.wait_ready();
+        server
+    }
+}
+
+/// A running server, killed when dropped.
+struct Server {
+    child: Child,
+    api: Api,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl std::ops::Deref for Server {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.api
+    }
+}
+
+/// A client of the API, with a token or without.
+struct Api {
+    url: String,
+    token: Option<String>,
+}
+
+impl Api {
+    fn as_token(&self, token: &str) -> Api {
+        Api {
+            url: self.url.clone(),
+            token: Some(token.to_string()),
+        }
+    }
+
+    fn req(&self, method: reqwest::Method, p: &str) -> reqwest::blocking::RequestBuilder {
+        let r = reqwest::blocking::Client::new()
+            .request(method, format!("{}{p}", self.url))
+            .timeout(TIMEOUT);
+        match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
+    fn get(&self, p: &str) -> (u16, Value) {
+        let r = self.req(reqwest::Method::GET, p).send().unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    fn post(&self, p: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .req(reqwest::Method::POST, p)
+            .json(&body)
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    fn text(&self, p: &str) -> (u16, String) {
+        let r = self.req(reqwest::Method::GET, p).send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    }
+
+    fn wait_ready(&self) {
+        let started = Instant::now();
+        while self.get("/readyz").0 != 200 {
+            assert!(started.elapsed() < TIMEOUT, "the server never got ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Polls run `id` until `done` holds of it.
+    fn wait(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let (status, run) = self.get(&format!("/v1/runs/{id}"));
+            assert_eq!(status, 200, "{run}");
+            if done(&run) {
+                return run;
+            }
+            assert!(started.elapsed() < TIMEOUT, "run {id} stuck: {run}");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    /// The SSE events of run `id` (after `last`, if given) until the stream ends:
+    /// `(id, event, data)`.
+    fn events(&self, id: &str, last: Option<u64>) -> Vec<(u64, String, Value)> {
+        let mut r = self.req(reqwest::Method::GET, &format!("/v1/runs/{id}/events"));
+        if let Some(n) = last {
+            r = r.header("last-event-id", n.to_string());
+        }
+        let body = r.send().unwrap();
+        assert_eq!(body.status(), 200);
+        assert!(
+            body.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        let mut events = Vec::new();
+        let (mut eid, mut kind, mut data) = (None, String::new(), String::new());
+        for line in BufReader::new(body).lines() {
+            let line = line.unwrap();
+            let field = |name: &str| line.strip_prefix(name).map(|v| v.trim_start().to_string());
+            if let Some(v) = field("id:") {
+                eid = Some(v.parse::<u64>().unwrap());
+            } else if let Some(v) = field("event:") {
+                kind = v;
+            } else if let Some(v) = field("data:") {
+                data.push_str(&v);
+            } else if line.is_empty() && !data.is_empty() {
+                let d: Value = serde_json::from_str(&data).unwrap();
+                events.push((eid.take().unwrap(), std::mem::take(&mut kind), d));
+                data.clear();
+            }
+        }
+        events
+    }
+}
+
+fn named(task: &str) -> Value {
+    json!({"task": {"name": task}})
+}
+
+/// A plan-then-execute task inline: one calc step.
+fn inline_plan(expression: &str) -> Value {
+    let toml = format!(
+        "goal = \"Evaluate {expression}\"\ntools = [\"calc\"]\n\n[planner.plan]\ngoal = \"g\"\nsteps = [{{ id = \"s1\", tool = \"calc\", operation = \"eval\", args = {{ expression = \"{expression}\" }} }}]\n"
+    );
+    json!({"task": {"toml": toml}, "approve": true})
+}
+
+#[test]
+fn a_run_is_submitted_followed_to_its_end_and_shown() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    let (status, run) = server.post("/v1/runs", named("seed"));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    assert_eq!(run["url"], format!("/v1/runs/{id}"));
+
+    let events = server.events(&id, None);
+    let seqs: Vec<u64> = events.iter().map(|e| e.0).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events[0].1, "run_started");
+    let last = events.last().unwrap();
+    assert_eq!(last.1, "stopped", "{events:?}");
+    assert_eq!(last.2["seq"], last.0);
+
+    let run = server.wait(&id, |r| r["state"] != "queued" && r["state"] != "running");
+    assert_eq!(run["state"], "completed", "{run}");
+    assert_eq!(run["answer"], 53);
+    assert_eq!(run["steps"]["succeeded"], 1);
+    assert!(
+        run["usage"]["planner_calls"].as_u64().unwrap() >= 1,
+        "{run}"
+    );
+
+    // Reconnecting after record 2 gets exactly the records after it.
+    let again = server.events(&id, Some(2));
+    let after: Vec<u64> = again.iter().map(|e| e.0).collect();
+    assert_eq!(after, seqs[2..].to_vec());
+
+    let (status, journal) = server.text(&format!("/v1/runs/{id}/journal"));
+    assert_eq!(status, 200);
+    assert_eq!(journal.lines().count(), seqs.len());
+    let (status, html) = server.text(&format!("/v1/runs/{id}/report"));
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(&id) && html.contains("<html"),
+        "{}",
+        &html[..200]
+    );
+    // The CLI reads what the server wrote.
+    let state = f.state().display().to_string();
+    let verify = cli(["--state-dir", &state, "journal", "verify", &id]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+
+    let (status, page) = server.get("/v1/runs?state=completed&limit=1");
+    assert_eq!(status, 200);
+    assert_eq!(page["runs"][0]["id"], id.as_str());
+    assert!(page["next"].is_null());
+    let (status, e) = server.get("/v1/runs?limit=0");
+    assert_eq!(status, 400);
+    assert!(e["error"].as_str().unwrap().contains("limit 0"), "{e}");
+    let (status, e) = server.get("/v1/runs/nope");
+    assert_eq!(
+        (status, e["error"].as_str().unwrap()),
+        (404, "no run `nope`")
+    );
+
+    let (status, metrics) = server.text("/metrics");
+    assert_eq!(status, 200);
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in {metrics}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value("toolhost_runs{state=\"completed\"}"), 1.0);
+    assert_eq!(value("toolhost_steps_total{status=\"succeeded\"}"), 1.0);
+    assert_eq!(value("toolhost_tool_call_seconds_count"), 1.0);
+    assert_eq!(value("toolhost_lease_takeovers_total"), 0.0);
+    value("toolhost_planner_tokens_total{direction=\"input\"}");
+    for l in metrics.lines().filter(|l| !l.starts_with('#')) {
+        let (_, v) = l.rsplit_once(' ').unwrap();
+        v.parse::<f64>()
+            .unwrap_or_else(|_| panic!("not a sample: {l}"));
+    }
+
+    // A restarted server lists the run from the state directory.
+    drop(server);
+    let server = f.start(&[]);
+    let run = server.wait(&id, |_| true);
+    assert_eq!(run["state"], "completed");
+    assert_eq!(run["answer"], 53);
+}
+
+#[test]
+fn approvals_and_cancel_go_through_the_api() {
+    let f = Fixture::new();
+    let server = f.start(&["--max-concurrent-runs", "1"]);
+    let (status, run) = server.post("/v1/runs", inline_plan("2 + 3"));
+    assert_eq!(status, 201, "{run}");
+    let first = run["id"].as_str().unwrap().to_string();
+    let waiting = server.wait(&first, |r| r["state"] == "waiting_for_approval");
+    assert_eq!(waiting["pending"]["subject"], "plan");
+    assert_eq!(waiting["pending"]["plan"]["steps"][0]["id"], "s1");
+
+    // Queued behind it (one run at a time), then cancelled before it starts.
+    let (_, queued) = server.post("/v1/runs", inline_plan("1 + 1"));
+    let second = queued["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        server.get(&format!("/v1/runs/{second}")).1["state"],
+        "queued"
+    );
+    let (status, _) = server.post(&format!("/v1/runs/{second}/cancel"), json!({}));
+    assert_eq!(status, 202);
+
+    let (status, e) = server.post(
+        &format!("/v1/runs/{first}/approval"),
+        json!({"decision": "edit"}),
+    );
+    assert_eq!(status, 400);
+    assert!(e["error"].as_str().unwrap().contains("`plan`"), "{e}");
+    let (status, _) = server.post(
+        &format!("/v1/runs/{first}/approval"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(status, 200);
+    let done = server.wait(&first, |r| r["state"] == "completed");
+    assert_eq!(done["answer"], 5);
+    let (status, e) = server.post(
+        &format!("/v1/runs/{first}/approval"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(status, 409, "{e}");
+
+    let cancelled = server.wait(&second, |r| {
+        r["state"] != "queued" && r["state"] != "running"
+    });
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["stop"]["reason"], "cancelled");
+
+    let (_, run) = server.post("/v1/runs", inline_plan("7 * 6"));
+    let third = run["id"].as_str().unwrap().to_string();
+    server.wait(&third, |r| r["state"] == "waiting_for_approval");
+    let (status, _) = server.post(
+        &format!("/v1/runs/{third}/approval"),
+        json!({"decision": "reject", "reason": "not today"}),
+    );
+    assert_eq!(status, 200);
+    let rejected = server.wait(&third, |r| r["state"] == "failed");
+    assert_eq!(rejected["stop"]["reason"], "rejected_by_human");
+    assert_eq!(rejected["steps"]["succeeded"], 0);
+    // The decision is journaled like a terminal one.
+    let (_, journal) = server.text(&format!("/v1/runs/{third}/journal"));
+    let approval: Value = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["kind"] == "approval")
+        .expect("an approval record");
+    assert_eq!(approval["data"]["decision"], "reject");
+    assert_eq!(approval["data"]["reason"], "not today");
+}
+
+#[test]
+fn bad_tasks_are_refused_with_their_problems() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    let (status, e) = server.post("/v1/runs", named("missing"));
+    assert_eq!(status, 404, "{e}");
+    let (status, e) = server.post("/v1/runs", named("../etc/passwd"));
+    assert_eq!(status, 400, "{e}");
+    let (status, e) = server.post("/v1/runs", json!({"task": {"toml": "goal = "}}));
+    assert_eq!(status, 400, "{e}");
+    let (status, e) = server.post(
+        "/v1/runs",
+        json!({"task": {"json": {"goal": "g", "policy": "/etc/x.toml", "tools": {"calc": "/tmp/calc.wasm"},
+            "planner": {"kind": "openai", "base_url": "http://evil", "api_key_env": "HOME"}}}}),
+    );
+    assert_eq!(status, 422, "{e}");
+    let problems: Vec<&str> = e["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(problems.len(), 4, "{problems:?}");
+    assert!(problems.iter().any(|p| p.contains("planner.base_url")));
+    let (status, e) = server.post(
+        "/v1/runs",
+        json!({"task": {"json": {"goal": "g", "tools": ["nosuch"], "planner": {"plan": {"goal": "g",
+            "steps": [{"id": "s1", "tool": "nosuch", "operation": "x", "args": {}}]}}}}}),
+    );
+    assert_eq!(status, 422, "{e}");
+    assert!(e["problems"][0].as_str().unwrap().contains("nosuch"), "{e}");
+    let (status, e) = server.post(
+        "/v1/runs",
+        json!({"task": {"name": "seed"}, "overrides": {"mode": "fast"}}),
+    );
+    assert_eq!(status, 400, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("`fast`"), "{e}");
+    let (status, e) = server.post("/v1/runs", json!({"task": {"name": "seed"}, "extra": 1}));
+    assert_eq!(status, 400, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("extra"), "{e}");
+}
+
+fn sha256_hex(token: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(token.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_string()
+}
+
+fn write_config(dir: &Path) -> PathBuf {
+    let mut text = String::new();
+    for (name, roles) in [
+        ("ci", "\"submit\""),
+        ("other", "\"submit\""),
+        ("reader", "\"read\""),
+        ("approver", "\"approve\""),
+        ("ops", "\"admin\""),
+    ] {
+        text.push_str(&format!(
+            "[[tokens]]\nname = \"{name}\"\nsha256 = \"{}\"\nroles = [{roles}]\n\n",
+            sha256_hex(&format!("tok-{name}"))
+        ));
+    }
+    let path = dir.join("serve.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn every_role_is_held_to_what_it_allows() {
+    let f = Fixture::new();
+    let config = write_config(f.dir.path());
+    let server = f.start(&["--config", config.to_str().unwrap()]);
+    // Open without a token: only health and readiness.
+    assert_eq!(server.get("/healthz").0, 200);
+    for p in ["/v1/runs", "/openapi.json", "/metrics"] {
+        let r = server.req(reqwest::Method::GET, p).send().unwrap();
+        assert_eq!(r.status(), 401, "{p}");
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        assert_eq!(server.as_token("wrong").get(p).0, 401, "{p}");
+    }
+    let ci = server.as_token("tok-ci");
+    let other = server.as_token("tok-other");
+    let reader = server.as_token("tok-reader");
+    let approver = server.as_token("tok-approver");
+    let ops = server.as_token("tok-ops");
+
+    assert_eq!(reader.post("/v1/runs", named("seed")).0, 403);
+    assert_eq!(approver.post("/v1/runs", named("seed")).0, 403);
+    let (status, run) = ci.post("/v1/runs", named("seed"));
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["submitter"], "ci");
+    let id = run["id"].as_str().unwrap();
+    let at = format!("/v1/runs/{id}");
+    ci.wait(id, |r| r["state"] == "completed");
+    assert_eq!(reader.get(&at).0, 200);
+    assert_eq!(ops.get(&at).0, 200);
+    let (status, e) = other.get(&at);
+    assert_eq!(status, 403, "{e}");
+    assert_eq!(other.get(&format!("{at}/journal")).0, 403);
+    assert_eq!(approver.get(&at).0, 403);
+    // Lists show a submitter its own runs only.
+    assert_eq!(ci.get("/v1/runs").1["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(other.get("/v1/runs").1["runs"].as_array().unwrap().len(), 0);
+    assert_eq!(approver.get("/v1/runs").0, 403);
+    let decide = json!({"decision": "approve"});
+    assert_eq!(
+        reader.post(&format!("{at}/approval"), decide.clone()).0,
+        403
+    );
+    assert_eq!(ci.post(&format!("{at}/approval"), decide.clone()).0, 403);
+    assert_eq!(approver.post(&format!("{at}/approval"), decide).0, 409);
+    assert_eq!(other.post(&format!("{at}/cancel"), json!({})).0, 403);
+    assert_eq!(reader.post(&format!("{at}/cancel"), json!({})).0, 403);
+    assert_eq!(ci.post(&format!("{at}/cancel"), json!({})).0, 409);
+    assert_eq!(ci.get("/metrics").0, 403);
+    assert_eq!(reader.get("/metrics").0, 200);
+    assert_eq!(ci.get("/openapi.json").0, 200);
+}
+
+#[test]
+fn an_open_bind_without_tokens_is_refused() {
+    let out = cli(["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("refusing to listen on `0.0.0.0:0` without tokens"),
+        "{}",
+        out.stderr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, "listen = \"127.0.0.1:0\"\nworkers = 3\n").unwrap();
+    let out = cli(["serve", "--config", config.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("workers"), "{}", out.stderr);
+}
+
+#[test]
+fn the_openapi_document_lists_every_route() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    let (status, doc) = server.get("/openapi.json");
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."), "{doc}");
+    let routes = [
+        ("/v1/runs", "post"),
+        ("/v1/runs", "get"),
+        ("/v1/runs/{id}", "get"),
+        ("/v1/runs/{id}/events", "get"),
+        ("/v1/runs/{id}/approval", "post"),
+        ("/v1/runs/{id}/cancel", "post"),
+        ("/v1/runs/{id}/report", "get"),
+        ("/v1/runs/{id}/journal", "get"),
+        ("/healthz", "get"),
+        ("/readyz", "get"),
+        ("/metrics", "get"),
+        ("/openapi.json", "get"),
+    ];
+    for (p, method) in routes {
+        assert!(doc["paths"][p][method].is_object(), "{method} {p} missing");
+    }
+    assert_eq!(doc["paths"].as_object().unwrap().len(), 11);
+    // Every schema a path refers to is defined.
+    let text = doc.to_string();
+    for r in text.split("\"#/components/schemas/").skip(1) {
+        let name = &r[..r.find('"').unwrap()];
+        assert!(doc["components"]["schemas"][name].is_object(), "{name}");
+    }
+}
+
+#[test]
+fn sigterm_drains_then_cancels_after_the_grace_period_and_exits_0() {
+    let f = Fixture::new();
+    let mut server = f.start(&["--shutdown-grace-ms", "300"]);
+    let (_, run) = server.post("/v1/runs", inline_plan("1 + 2"));
+    let id = run["id"].as_str().unwrap().to_string();
+    server.wait(&id, |r| r["state"] == "waiting_for_approval");
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < TIMEOUT, "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    // The run parked past the grace period was stopped, with its stop on record.
+    let journal = f.state().join("runs").join(format!("{id}.jsonl"));
+    let last: Value = serde_json::from_str(
+        std::fs::read_to_string(journal)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["kind"], "stopped", "{last}");
+}
