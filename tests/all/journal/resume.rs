@@ -89,18 +89,23 @@ fn a_torn_last_line_is_cut_off_recorded_and_the_run_finishes() {
     assert!(show.stdout.contains(&line), "{}", show.stdout);
 }
 
-#[test]
-fn a_budget_stop_is_carried_on_with_a_raised_budget() {
-    let dir = tempfile::tempdir().unwrap();
+/// The parallel example with `max_steps = 3`, in `dir`: (the task file, the state dir).
+fn parallel_capped_at_three_steps(dir: &Path) -> (PathBuf, PathBuf) {
     let text = std::fs::read_to_string(example("parallel.toml"))
         .unwrap()
         .replace(
             "policy = \"policy.toml\"",
             &format!("policy = {:?}", example("policy.toml")),
         );
-    let task = dir.path().join("task.toml");
+    let task = dir.join("task.toml");
     std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 3\n")).unwrap();
-    let state = dir.path().join("state");
+    (task, dir.join("state"))
+}
+
+#[test]
+fn a_budget_stop_is_carried_on_with_a_raised_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (task, state) = parallel_capped_at_three_steps(dir.path());
     let (code, doc, journal) = run_in(&state, task.to_str().unwrap(), &[]);
     assert_eq!(code, 7);
     assert_eq!(doc["stop"]["which"], "steps", "{doc}");
@@ -132,15 +137,7 @@ fn a_budget_stop_is_carried_on_with_a_raised_budget() {
 #[test]
 fn the_summary_of_a_resumed_run_lists_every_step_in_start_order() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(example("parallel.toml"))
-        .unwrap()
-        .replace(
-            "policy = \"policy.toml\"",
-            &format!("policy = {:?}", example("policy.toml")),
-        );
-    let task = dir.path().join("task.toml");
-    std::fs::write(&task, format!("{text}\n[budgets]\nmax_steps = 3\n")).unwrap();
-    let state = dir.path().join("state");
+    let (task, state) = parallel_capped_at_three_steps(dir.path());
     let (code, _, journal) = run_in(&state, task.to_str().unwrap(), &[]);
     assert_eq!(code, 7);
     let out = cli([

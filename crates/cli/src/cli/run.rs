@@ -67,6 +67,18 @@ pub(crate) struct View {
 }
 
 impl View {
+    /// How a run nobody watches is driven (`eval`, `serve`, workers): no terminal
+    /// approval, no progress lines, no trace export.
+    pub(crate) fn unattended() -> View {
+        View {
+            tools_dir: None,
+            approve: false,
+            json: true,
+            otlp_endpoint: None,
+            otlp: None,
+        }
+    }
+
     /// Resolves what the flags leave to the environment; call before loading anything, so
     /// a bad flag is reported first.
     pub(crate) fn check(&mut self) -> Result<(), Failure> {

@@ -350,13 +350,7 @@ impl Prepared for CliRun {
             journal,
             mut planner,
         } = *self;
-        let view = View {
-            tools_dir: None,
-            approve: false,
-            json: true,
-            otlp_endpoint: None,
-            otlp: None,
-        };
+        let view = View::unattended();
         let mut sink = std::io::sink();
         let mut warnings = Warnings;
         drive_with(

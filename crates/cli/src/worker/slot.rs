@@ -263,13 +263,7 @@ impl Slot {
         start: Start,
         cancel: Cancel,
     ) -> Result<RunReport, Failure> {
-        let view = View {
-            tools_dir: None,
-            approve: false,
-            json: true,
-            otlp_endpoint: None,
-            otlp: None,
-        };
+        let view = View::unattended();
         let (mut out, mut err) = (std::io::sink(), std::io::sink());
         drive(
             self.rt.clone(),

@@ -89,13 +89,7 @@ impl Runner for CliRunner<'_> {
         let mut planner = planner::build(&loaded.task, self.planner, None).map_err(msg)?;
         let journal =
             super::super::journal::open(self.journal, &golden.path, &loaded, None).map_err(msg)?;
-        let view = View {
-            tools_dir: None,
-            approve: false,
-            json: true,
-            otlp_endpoint: None,
-            otlp: None,
-        };
+        let view = View::unattended();
         let (mut out, mut err) = (std::io::sink(), std::io::sink());
         let report = drive(
             self.rt.clone(),
