@@ -38,22 +38,30 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 }
 
 /// Stops `worker` (SIGSTOP) at a moment it holds at least one run's lease; returns
-/// those runs.
+/// those runs. The worker runs freely between looks (stopping it for each look would
+/// starve it of runs while the others drain the queue).
 fn stop_holding(t: &toolhost_tests::postgres::TestDb, worker: &std::process::Child) -> Vec<String> {
     let owner = format!("toolhost worker, pid {} on %", worker.id());
+    let held = || {
+        t.sql(&format!(
+            "SELECT id FROM runs WHERE lease_owner LIKE '{owner}' AND lease_expires > now()"
+        ))
+    };
     let start = Instant::now();
     loop {
-        signal(worker, libc::SIGSTOP);
-        let held = t.sql(&format!(
-            "SELECT id FROM runs WHERE lease_owner LIKE '{owner}' AND lease_expires > now()"
-        ));
-        if !held.is_empty() {
-            return held.lines().map(str::to_string).collect();
+        if !held().is_empty() {
+            signal(worker, libc::SIGSTOP);
+            // Still holding once stopped: it cannot let go now.
+            let still = held();
+            if !still.is_empty() {
+                return still.lines().map(str::to_string).collect();
+            }
+            signal(worker, libc::SIGCONT);
         }
-        signal(worker, libc::SIGCONT);
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "the worker never held a run"
+            "the worker never held a run: {}",
+            t.sql("SELECT status || ' ' || count(*) FROM runs GROUP BY status")
         );
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -106,28 +114,35 @@ fn three_workers_survive_a_kill_and_a_pause_with_every_effect_once() {
     let paused = worker(&t, &flags, &[]);
     let steady = worker(&t, &flags, &[]);
     let started = Instant::now();
+    let limit = Duration::from_secs(240);
     let runs = Mutex::new(Vec::new());
-    each(&tasks, |task| {
-        let run = submit(&t, task);
-        let tag = task.file_stem().unwrap().to_string_lossy().into_owned();
-        runs.lock().unwrap().push((run, tag));
+    let submitted = || runs.lock().unwrap().len();
+    // Both replicas are caught holding a run while runs are still being submitted, so
+    // that there is always work to hold (a drained queue leaves nothing to take over).
+    let (held_by_killed, held_by_paused) = std::thread::scope(|s| {
+        s.spawn(|| {
+            each(&tasks, |task| {
+                let run = submit(&t, task);
+                let tag = task.file_stem().unwrap().to_string_lossy().into_owned();
+                runs.lock().unwrap().push((run, tag));
+            });
+        });
+        wait_for("a sixth of the runs submitted", limit, || {
+            submitted() >= RUNS / 6
+        });
+        let held_by_killed = stop_holding(&t, &killed);
+        signal(&killed, libc::SIGKILL);
+        wait_for("half of the runs submitted", limit, || {
+            submitted() >= RUNS / 2
+        });
+        let held_by_paused = stop_holding(&t, &paused);
+        // Past its lease, so its runs are taken over while it sleeps.
+        std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
+        signal(&paused, libc::SIGCONT);
+        (held_by_killed, held_by_paused)
     });
     let runs = runs.into_inner().unwrap();
     assert_eq!(runs.len(), RUNS);
-
-    let limit = Duration::from_secs(240);
-    wait_for("a third of the runs completed", limit, || {
-        count(&t, "completed") >= RUNS / 3
-    });
-    let held_by_killed = stop_holding(&t, &killed);
-    signal(&killed, libc::SIGKILL);
-    wait_for("half of the runs completed", limit, || {
-        count(&t, "completed") >= RUNS / 2
-    });
-    let held_by_paused = stop_holding(&t, &paused);
-    // Past its lease, so its runs are taken over while it sleeps.
-    std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
-    signal(&paused, libc::SIGCONT);
     settled(&t, limit);
     let elapsed = started.elapsed();
 

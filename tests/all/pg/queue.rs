@@ -311,10 +311,23 @@ fn resume_on_postgres_after_a_crash_behaves_as_file_resume() {
     );
 }
 
-/// A `toolhost worker` subprocess of database `t`.
+/// A `toolhost worker` subprocess of database `t`. It is killed when the test's thread
+/// ends (a failing test included): a worker whose database is gone would otherwise retry
+/// for ever after the test.
 pub(super) fn worker(t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> Child {
-    Command::new(BIN)
-        .args(["worker", "--database", &t.url, "--tools-dir", &tools_dir()])
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(BIN);
+    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    cmd.args(["worker", "--database", &t.url, "--tools-dir", &tools_dir()])
         .args(extra)
         .env_remove("TOOLHOST_DATABASE_URL")
         .envs(env.iter().map(|(k, v)| (k, v)))
