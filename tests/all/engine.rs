@@ -2,6 +2,7 @@
 //! policy gate, and each test checks the run's stop reason and its step records.
 
 mod approval;
+mod ask;
 mod budgets;
 mod flow;
 mod scale;

@@ -17,6 +17,7 @@ mod llm;
 mod mcp;
 mod metering;
 mod output;
+mod people;
 mod pg;
 mod plan;
 mod policy;

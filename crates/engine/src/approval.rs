@@ -1,8 +1,15 @@
-//! Human approval: of a whole plan before it runs (with `--approve`), and of each step
-//! that needs it (a `sensitive` tool, or a step-wise turn below the confidence threshold).
+//! People in the loop: review of a whole plan before it runs (with `--approve`), approval
+//! of each step that needs it (a `sensitive` tool, or a step-wise turn below the confidence
+//! threshold), and answers to a plan's questions (the built-in `human.ask` step, see
+//! [`crate::ask`]).
+//!
+//! Time the engine spends waiting on an [`Approver`] is a person's time, not the run's:
+//! it does not count against `max_wall_ms` (see [`crate::Budgets`]).
+
+use serde_json::Value;
 
 use super::plan::{Plan, Step};
-use super::validate::{Catalog, ValidPlan};
+use super::validate::{Catalog, Problem, ValidPlan};
 
 /// Where the policy says it (`approval = "deny" | "auto"`).
 pub use toolhost_runtime::policy::ApprovalMode;
@@ -25,13 +32,62 @@ pub enum StepDecision {
     NoApprover,
 }
 
-/// Who approves. [`Unattended`] for non-interactive runs; the CLI's terminal approver for
-/// `toolhost run --approve`.
+/// A question a plan puts to a person (a `human.ask` step), with its arguments resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Question<'a> {
+    pub step: &'a Step,
+    /// The question, references interpolated.
+    pub text: &'a str,
+    /// The JSON Schema the answer must match.
+    pub schema: &'a Value,
+}
+
+/// A person's reply to a [`Question`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answered {
+    /// The answer; the engine checks it against the question's schema again.
+    Answer(Value),
+    /// The person would not answer: the step fails with this reason.
+    Decline(String),
+    /// Nobody can answer: the run escalates.
+    NoOne,
+}
+
+/// Who approves and answers. [`Unattended`] for non-interactive runs; the CLI's terminal
+/// approver for `toolhost run --approve`; the service's, which waits for the API.
 pub trait Approver {
     /// Reviews a validated plan before any of it runs.
     fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision;
     /// Approves one step just before it runs; `why` says why it needs approval.
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision;
+    /// Confirms a reviewer's edit that passed validation: the edited plan is shown for
+    /// approval like any other (it may be edited again). By default the edit is the
+    /// decision.
+    fn confirm_edit(&mut self, edited: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        let _ = (edited, catalog);
+        PlanDecision::Approve
+    }
+    /// A reviewer's edit failed validation for `problems`: the reviewer may edit again
+    /// or reject. `None` (the default) gives up: the run escalates with the problems.
+    fn revise_edit(
+        &mut self,
+        edited: &Plan,
+        problems: &[Problem],
+        catalog: &Catalog,
+    ) -> Option<PlanDecision> {
+        let _ = (edited, problems, catalog);
+        None
+    }
+    /// Whether a person can answer questions (`human.ask` steps): plans that ask are
+    /// refused at validation when nobody can.
+    fn can_answer(&self) -> bool {
+        false
+    }
+    /// Puts a question to a person and waits for the answer.
+    fn answer(&mut self, question: &Question<'_>) -> Answered {
+        let _ = question;
+        Answered::NoOne
+    }
 }
 
 /// A lent approver (`Engine::builder(..).approver(&mut mine)`), kept by its owner.
@@ -42,6 +98,27 @@ impl<A: Approver + ?Sized> Approver for &mut A {
 
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
         (**self).approve_step(step, why, catalog)
+    }
+
+    fn confirm_edit(&mut self, edited: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        (**self).confirm_edit(edited, catalog)
+    }
+
+    fn revise_edit(
+        &mut self,
+        edited: &Plan,
+        problems: &[Problem],
+        catalog: &Catalog,
+    ) -> Option<PlanDecision> {
+        (**self).revise_edit(edited, problems, catalog)
+    }
+
+    fn can_answer(&self) -> bool {
+        (**self).can_answer()
+    }
+
+    fn answer(&mut self, question: &Question<'_>) -> Answered {
+        (**self).answer(question)
     }
 }
 

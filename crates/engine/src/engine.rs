@@ -8,14 +8,18 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use super::approval::{ApprovalMode, Approver, Unattended};
+use super::ask;
 use super::budget::{Budgets, Prices, StopReason, cost};
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
 use super::observe::{Observer, Quiet};
-use super::planner::{Ask, Mode, PlanRequest, Planner, Remaining, Reply, Usage, tool_summaries};
+use super::plan::Plan;
+use super::planner::{
+    Ask, Mode, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage, tool_summaries,
+};
 use super::report::PlannerCall;
 use super::state::State;
-use super::validate::Catalog;
+use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
 use crate::trace;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Gate;
@@ -244,11 +248,52 @@ impl Engine<'_> {
         }
     }
 
+    /// The tools the planner may use: the catalog's, and `human.ask` when a person can
+    /// answer.
+    fn tools(&self) -> Vec<ToolSummary> {
+        let mut tools = tool_summaries(&self.catalog);
+        if self.approver.can_answer() && !self.catalog.tools.contains_key(ask::TOOL) {
+            tools.push(ask::summary());
+        }
+        tools
+    }
+
+    /// Validates `plan` for this run: against the catalog and the steps that already
+    /// succeeded, and, if it asks a person anything, that a person can answer.
+    pub(crate) fn validate_plan(&self, plan: &Plan, st: &State) -> Result<ValidPlan, Vec<Problem>> {
+        let checked = validate(plan, &self.catalog, self.config.max_plan_steps, &st.done);
+        if self.approver.can_answer() {
+            return checked;
+        }
+        let nobody: Vec<Problem> = plan
+            .steps
+            .iter()
+            .filter(|s| ask::is_ask(s))
+            .map(|s| Problem {
+                kind: ProblemKind::NotAllowed,
+                step: Some(s.id.clone()),
+                message: format!(
+                    "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
+                    ask::TOOL,
+                    ask::OPERATION
+                ),
+            })
+            .collect();
+        match (checked, nobody.is_empty()) {
+            (checked, true) => checked,
+            (Ok(_), false) => Err(nobody),
+            (Err(mut problems), false) => {
+                problems.extend(nobody);
+                Err(problems)
+            }
+        }
+    }
+
     pub(crate) fn request(&self, goal: &str, st: &State, revision: u32) -> PlanRequest {
         PlanRequest {
             goal: goal.to_string(),
             mode: self.config.mode,
-            tools: tool_summaries(&self.catalog),
+            tools: self.tools(),
             history: st.records.clone(),
             failure: None,
             problems: Vec::new(),

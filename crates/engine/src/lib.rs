@@ -22,7 +22,8 @@
 //!   planner escalating to a strong one.
 //! - [`memory`]: plan memory, completed plans served again for the same goal and tools.
 //! - [`budget`]: run budgets, checked before spending; [`StopReason`].
-//! - [`approval`]: plan review and step approval; [`cancel`]: cancelling a run.
+//! - [`approval`]: plan review, step approval and answers from people; [`ask`]: the
+//!   built-in `human.ask` step; [`cancel`]: cancelling a run.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - `engine`: the [`Engine`] (built with [`Engine::builder`], which lists its closed
@@ -43,6 +44,7 @@
 //!   the runtime's `tool_call` span.
 
 pub mod approval;
+pub mod ask;
 pub mod budget;
 pub mod cancel;
 pub mod canned;
@@ -67,7 +69,9 @@ mod stepwise;
 pub mod trace;
 pub mod validate;
 
-pub use self::approval::{ApprovalMode, Approver, PlanDecision, StepDecision, Unattended};
+pub use self::approval::{
+    Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision, Unattended,
+};
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
 pub use self::canned::{Answer, Canned, Order, Serves};

@@ -14,7 +14,6 @@ use super::planner::Planner;
 use super::record::{StepRecord, StepStatus};
 use super::report::{PlannerCall, RunReport};
 use super::state::{ResumePoint, State};
-use super::validate::validate;
 
 /// Where a run stopped, as its journal tells it.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,12 +90,7 @@ impl Engine<'_> {
             st.records = checkpoint.records;
             return self.drive(&goal, planner, st).await;
         };
-        let plan = match validate(
-            &current.plan,
-            &self.catalog,
-            self.config.max_plan_steps,
-            &st.done,
-        ) {
+        let plan = match self.validate_plan(&current.plan, &st) {
             Ok(p) => p,
             Err(problems) => {
                 st.records = checkpoint.records;

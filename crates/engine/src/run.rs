@@ -10,7 +10,7 @@ use super::cancel::Cancel;
 use super::planner::{Mode, PlanRequest, Planner, Reply};
 use super::record::{StepRecord, StepStatus};
 use super::state::State;
-use super::validate::{ProblemKind, ValidPlan, validate};
+use super::validate::{ProblemKind, ValidPlan};
 use crate::trace;
 
 // Where callers have always found them; the types live below the loop.
@@ -106,7 +106,7 @@ impl Engine<'_> {
                 }
                 Reply::GiveUp { why } => return Err(StopReason::Escalated { why }),
             };
-            match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
+            match self.validate_plan(&plan, st) {
                 Ok(v) => {
                     self.observer.plan_accepted(&v);
                     return Ok(v);
@@ -139,6 +139,53 @@ impl Engine<'_> {
         }
     }
 
+    /// A person's review of `plan` before it runs: approved as it is, rejected, or edited.
+    /// An edit is validated: an invalid one goes back to the reviewer with its problems
+    /// (to edit again or reject; escalated if the reviewer gives up), a valid one is
+    /// accepted and shown for approval again. The review's time is not the run's.
+    fn review(&mut self, plan: ValidPlan, st: &mut State) -> Result<ValidPlan, StopReason> {
+        let catalog = self.catalog.clone();
+        let approver = &mut self.approver;
+        let mut decision = st.waiting(|| approver.review_plan(&plan, &catalog));
+        let mut plan = plan;
+        loop {
+            match decision {
+                PlanDecision::Approve => return Ok(plan),
+                PlanDecision::Reject(why) => return Err(StopReason::RejectedByHuman { what: why }),
+                PlanDecision::Edit(mut edited) => {
+                    edited.revision = plan.plan.revision;
+                    match self.validate_plan(&edited, st) {
+                        Ok(v) => {
+                            // The edited plan is the one that runs: record it as accepted.
+                            self.observer.plan_accepted(&v);
+                            plan = v;
+                            let approver = &mut self.approver;
+                            decision = st.waiting(|| approver.confirm_edit(&plan, &catalog));
+                        }
+                        Err(problems) => {
+                            self.observer.plan_rejected(&problems);
+                            let approver = &mut self.approver;
+                            match st.waiting(|| approver.revise_edit(&edited, &problems, &catalog))
+                            {
+                                Some(next) => decision = next,
+                                None => {
+                                    let listed: Vec<String> =
+                                        problems.iter().map(ToString::to_string).collect();
+                                    return Err(StopReason::Escalated {
+                                        why: format!(
+                                            "the edited plan is invalid: {}",
+                                            listed.join("; ")
+                                        ),
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     async fn plan_then_execute(
         &mut self,
         goal: &str,
@@ -157,39 +204,10 @@ impl Engine<'_> {
             if let Err(stop) = self.journal_ok() {
                 return (stop, None);
             }
-            let decision = if approved {
-                PlanDecision::Approve
-            } else {
-                self.approver.review_plan(&plan, &self.catalog)
-            };
-            match decision {
-                PlanDecision::Approve => {}
-                PlanDecision::Reject(why) => {
-                    return (StopReason::RejectedByHuman { what: why }, None);
-                }
-                PlanDecision::Edit(mut edited) => {
-                    edited.revision = plan.plan.revision;
-                    match validate(&edited, &self.catalog, self.config.max_plan_steps, &st.done) {
-                        Ok(v) => {
-                            // The edited plan is the one that runs: record it as accepted.
-                            self.observer.plan_accepted(&v);
-                            plan = v;
-                        }
-                        Err(problems) => {
-                            self.observer.plan_rejected(&problems);
-                            let listed: Vec<String> =
-                                problems.iter().map(ToString::to_string).collect();
-                            return (
-                                StopReason::Escalated {
-                                    why: format!(
-                                        "the edited plan is invalid: {}",
-                                        listed.join("; ")
-                                    ),
-                                },
-                                None,
-                            );
-                        }
-                    }
+            if !approved {
+                match self.review(plan, st) {
+                    Ok(reviewed) => plan = reviewed,
+                    Err(stop) => return (stop, None),
                 }
             }
             if !approved {

@@ -3,7 +3,7 @@
 //! loops.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -18,6 +18,8 @@ use super::validate::ValidPlan;
 pub(crate) struct State {
     pub cancel: Cancel,
     pub started: Instant,
+    /// Time spent waiting for people (reviews, approvals, answers): not the run's time.
+    pub waited: Duration,
     pub spent: Spent,
     pub outputs: BTreeMap<StepId, Value>,
     /// `(tool, operation)` of each succeeded step, for references from later revisions.
@@ -51,6 +53,7 @@ impl State {
         State {
             cancel: cancel.clone(),
             started: Instant::now(),
+            waited: Duration::ZERO,
             spent: Spent::default(),
             outputs: BTreeMap::new(),
             done: BTreeMap::new(),
@@ -64,8 +67,20 @@ impl State {
         }
     }
 
+    /// Brings the wall time spent up to date: time since the start, less time spent
+    /// waiting for people.
     pub fn tick(&mut self) {
-        self.spent.wall = self.started.elapsed();
+        self.spent.wall = self.started.elapsed().saturating_sub(self.waited);
+    }
+
+    /// Runs `f`, which waits for a person, and counts its time as waiting, not as the
+    /// run's.
+    pub fn waiting<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let at = Instant::now();
+        let out = f();
+        self.waited += at.elapsed();
+        self.tick();
+        out
     }
 
     pub fn micros(&self) -> u64 {

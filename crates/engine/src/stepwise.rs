@@ -12,7 +12,7 @@ use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::StepStatus;
 use super::state::State;
-use super::validate::{ProblemKind, ValidPlan, validate};
+use super::validate::{ProblemKind, ValidPlan};
 
 impl Engine<'_> {
     pub(super) async fn step_wise(
@@ -95,7 +95,7 @@ impl Engine<'_> {
                         false,
                     ),
                 };
-                match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
+                match self.validate_plan(&plan, st) {
                     Ok(v) => {
                         self.observer.plan_accepted(&v);
                         st.revisions.push(plan);
@@ -150,7 +150,8 @@ impl Engine<'_> {
         st: &mut State,
     ) -> Option<(StopReason, Option<Value>)> {
         if handoff && !reviewed {
-            match self.approver.review_plan(step, &self.catalog) {
+            let (approver, catalog) = (&mut self.approver, &self.catalog);
+            match st.waiting(|| approver.review_plan(step, catalog)) {
                 PlanDecision::Approve => {}
                 PlanDecision::Reject(why) => {
                     return Some((StopReason::RejectedByHuman { what: why }, None));

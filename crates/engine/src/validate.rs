@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ask;
 use super::plan::{OperationName, Plan, Step, StepId, ToolName};
 use super::reference::{self, Found};
 use super::sample::sample;
@@ -117,7 +118,12 @@ pub fn validate(
     v.step_cap(plan, max_steps);
     v.ids(plan);
     for step in &plan.steps {
-        let op = v.operation(step);
+        let op = if ask::is_ask(step) {
+            v.question(step);
+            None
+        } else {
+            v.operation(step)
+        };
         if let Some((entry, _)) = op {
             v.policy(step, entry);
         }
@@ -227,6 +233,32 @@ impl<'a> Validation<'a> {
             return None;
         };
         Some((e, op))
+    }
+
+    /// A `human.ask` step: its one operation, a question, an answer schema a plan's types
+    /// can say.
+    fn question(&mut self, step: &Step) {
+        let here = Some(&step.id);
+        if step.operation != ask::OPERATION {
+            self.push(
+                ProblemKind::UnknownOperation,
+                here,
+                format!(
+                    "tool `{}` has no operation `{}`; its operation is: {}",
+                    ask::TOOL,
+                    step.operation,
+                    ask::OPERATION
+                ),
+            );
+        } else if step.args.is_object()
+            && let Err(why) = ask::schema_of(&step.args)
+        {
+            self.push(
+                ProblemKind::BadArguments,
+                here,
+                format!("bad arguments: {why}"),
+            );
+        }
     }
 
     /// What the tool's policy section allows: the operation, and the step's deadline.
@@ -363,11 +395,28 @@ impl<'a> Validation<'a> {
                 typed = false;
                 continue;
             };
-            let Some(pop) = catalog.operation(producer_tool, producer_op) else {
-                typed = false;
-                continue;
+            let out = if ask::is(producer_tool, producer_op) {
+                // A question of this plan: the answer's type is its schema's. One asked in
+                // an earlier revision is not typed here.
+                match self
+                    .by_id
+                    .get(&r.step)
+                    .and_then(|p| ask::schema_of(&p.args).ok())
+                    .and_then(|s| ask::answer_type(&s).ok())
+                {
+                    Some(t) => Some(t),
+                    None => {
+                        typed = false;
+                        continue;
+                    }
+                }
+            } else {
+                let Some(pop) = catalog.operation(producer_tool, producer_op) else {
+                    typed = false;
+                    continue;
+                };
+                output_type(pop)
             };
-            let out = output_type(pop);
             let ty = match &out {
                 None if r.path.is_empty() => None,
                 None => {

@@ -1,13 +1,16 @@
-//! [`Approvals`]: an approver whose decisions are journaled (synced) before they take
-//! effect.
+//! [`Approvals`]: an approver whose decisions (and answers) are journaled (synced) before
+//! they take effect, each with `waited_ms`, the time the run waited for the person: a
+//! resume leaves it out of the run's wall time, as the run itself did.
 
-use serde_json::json;
+use std::time::Instant;
+
+use serde_json::{Value, json};
 
 use super::Kind;
 use super::writer::Journal;
-use toolhost_engine::approval::{Approver, PlanDecision, StepDecision};
-use toolhost_engine::plan::Step;
-use toolhost_engine::validate::{Catalog, ValidPlan};
+use toolhost_engine::approval::{Answered, Approver, PlanDecision, Question, StepDecision};
+use toolhost_engine::plan::{Plan, Step};
+use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 
 /// An [`Approver`] that journals each decision of the approver it wraps.
 pub struct Approvals<'a> {
@@ -26,22 +29,84 @@ impl Journal {
     }
 }
 
-impl Approver for Approvals<'_> {
-    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
-        let decision = self.inner.review_plan(plan, catalog);
-        let data = match &decision {
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Approvals<'_> {
+    /// Journals a decision about the plan of `revision`. An edit is decided on once it is
+    /// confirmed (`"then": "confirm"`): the edited plan is shown for approval again.
+    fn plan_decision(&self, decision: &PlanDecision, revision: u32, waited_ms: u64) {
+        let mut data = match decision {
             PlanDecision::Approve => json!({"decision": "approve"}),
-            PlanDecision::Edit(edited) => json!({"decision": "edit", "edited": edited}),
+            PlanDecision::Edit(edited) => {
+                json!({"decision": "edit", "edited": edited, "then": "confirm"})
+            }
             PlanDecision::Reject(why) => json!({"decision": "reject", "reason": why}),
         };
-        let mut data = data;
         data["subject"] = "plan".into();
-        data["revision"] = plan.plan.revision.into();
+        data["revision"] = revision.into();
+        data["waited_ms"] = waited_ms.into();
         self.journal.append(Kind::Approval, &data, true);
+    }
+}
+
+impl Approver for Approvals<'_> {
+    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        let at = Instant::now();
+        let decision = self.inner.review_plan(plan, catalog);
+        self.plan_decision(&decision, plan.plan.revision, millis(at));
         decision
     }
 
+    fn confirm_edit(&mut self, edited: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        let at = Instant::now();
+        let decision = self.inner.confirm_edit(edited, catalog);
+        self.plan_decision(&decision, edited.plan.revision, millis(at));
+        decision
+    }
+
+    fn revise_edit(
+        &mut self,
+        edited: &Plan,
+        problems: &[Problem],
+        catalog: &Catalog,
+    ) -> Option<PlanDecision> {
+        let at = Instant::now();
+        let decision = self.inner.revise_edit(edited, problems, catalog);
+        if let Some(d) = &decision {
+            self.plan_decision(d, edited.revision, millis(at));
+        }
+        decision
+    }
+
+    fn can_answer(&self) -> bool {
+        self.inner.can_answer()
+    }
+
+    fn answer(&mut self, question: &Question<'_>) -> Answered {
+        let at = Instant::now();
+        let reply = self.inner.answer(question);
+        let (decision, answer, reason) = match &reply {
+            Answered::Answer(v) => ("answer", Some(v.clone()), None),
+            Answered::Decline(why) => ("decline", None, Some(why.as_str())),
+            Answered::NoOne => ("no_one", None, None),
+        };
+        let data = json!({
+            "subject": "question",
+            "step": question.step.id,
+            "question": question.text,
+            "decision": decision,
+            "answer": answer.unwrap_or(Value::Null),
+            "reason": reason,
+            "waited_ms": millis(at),
+        });
+        self.journal.append(Kind::Approval, &data, true);
+        reply
+    }
+
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
+        let at = Instant::now();
         let decision = self.inner.approve_step(step, why, catalog);
         let (name, reason) = match &decision {
             StepDecision::Approve => ("approve", None),
@@ -56,6 +121,7 @@ impl Approver for Approvals<'_> {
             "why": why,
             "decision": name,
             "reason": reason,
+            "waited_ms": millis(at),
         });
         self.journal.append(Kind::Approval, &data, true);
         decision

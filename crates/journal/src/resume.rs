@@ -124,7 +124,13 @@ fn wall(records: &[Record]) -> Duration {
     if let (Some(a), Some(b)) = (first, last) {
         total += b.duration_since(a).unwrap_or_default();
     }
-    total
+    // Time spent waiting for people is not the run's.
+    let waited: u64 = records
+        .iter()
+        .filter(|r| r.kind == Kind::Approval)
+        .filter_map(|r| r.data.get("waited_ms").and_then(Value::as_u64))
+        .sum();
+    total.saturating_sub(Duration::from_millis(waited))
 }
 
 /// Reads `records` (a verified journal) back into a checkpoint for `goal` (the task's,
@@ -211,10 +217,13 @@ pub fn checkpoint(
             Kind::Approval => {
                 let d = &r.data;
                 let subject_plan = d.get("subject").and_then(Value::as_str) == Some("plan");
-                let yes = matches!(
-                    d.get("decision").and_then(Value::as_str),
-                    Some("approve" | "edit")
-                );
+                // An edit that waits for its confirmation is not yet a yes.
+                let confirming = d.get("then").and_then(Value::as_str) == Some("confirm");
+                let yes = match d.get("decision").and_then(Value::as_str) {
+                    Some("approve") => true,
+                    Some("edit") => !confirming,
+                    _ => false,
+                };
                 let rev = d.get("revision").and_then(Value::as_u64);
                 if let Some(c) = current
                     .as_mut()

@@ -21,6 +21,9 @@ pub enum RunState {
     Running,
     /// Parked until a decision arrives through `POST /v1/runs/{id}/approval`.
     WaitingForApproval,
+    /// Parked until a person answers the plan's question (a `human.ask` step) through
+    /// `POST /v1/runs/{id}/answer`.
+    WaitingForInput,
     /// Every step of the final plan succeeded, or the planner gave its answer.
     Completed,
     /// Stopped for another reason (a budget, a rejection, an escalation, a broken
@@ -33,10 +36,11 @@ pub enum RunState {
 }
 
 impl RunState {
-    pub const ALL: [RunState; 7] = [
+    pub const ALL: [RunState; 8] = [
         RunState::Queued,
         RunState::Running,
         RunState::WaitingForApproval,
+        RunState::WaitingForInput,
         RunState::Completed,
         RunState::Failed,
         RunState::Cancelled,
@@ -48,6 +52,7 @@ impl RunState {
             RunState::Queued => "queued",
             RunState::Running => "running",
             RunState::WaitingForApproval => "waiting_for_approval",
+            RunState::WaitingForInput => "waiting_for_input",
             RunState::Completed => "completed",
             RunState::Failed => "failed",
             RunState::Cancelled => "cancelled",
@@ -59,7 +64,10 @@ impl RunState {
     pub fn is_final(self) -> bool {
         !matches!(
             self,
-            RunState::Queued | RunState::Running | RunState::WaitingForApproval
+            RunState::Queued
+                | RunState::Running
+                | RunState::WaitingForApproval
+                | RunState::WaitingForInput
         )
     }
 
@@ -114,10 +122,10 @@ pub struct SubmitRequest {
     pub approve: bool,
 }
 
-/// A decision waiting for a person.
+/// A decision (or an answer) waiting for a person.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Pending {
-    /// `plan` or `step`.
+    /// `plan`, `step` or `question`.
     pub subject: String,
     /// The plan revision under review (subject `plan`).
     pub revision: Option<u32>,
@@ -128,6 +136,13 @@ pub struct Pending {
     #[schema(value_type = Option<Object>)]
     pub step: Option<Value>,
     pub why: Option<String>,
+    /// The question (subject `question`), references interpolated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The JSON Schema the answer must match (subject `question`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub schema: Option<Value>,
 }
 
 /// Steps by outcome.
@@ -171,6 +186,19 @@ pub struct Decision {
     /// The plan to run instead (`edit`, plans only; validated again).
     #[schema(value_type = Option<Object>)]
     pub plan: Option<Value>,
+    /// The answer to a pending question (`answer`), checked against its schema.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub answer: Option<Value>,
+}
+
+/// `POST /v1/runs/{id}/answer`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The answer, a JSON value matching the pending question's `schema`.
+    #[schema(value_type = Object)]
+    pub answer: Value,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
@@ -179,6 +207,8 @@ pub enum DecisionKind {
     Approve,
     Reject,
     Edit,
+    /// Answers a pending question (`POST /v1/runs/{id}/answer` says it shorter).
+    Answer,
 }
 
 /// The records of a run's journal as they are appended.

@@ -1,12 +1,16 @@
 //! The terminal approver of `toolhost run --approve`: shows the validated plan with each
 //! step's capabilities from the policy, and asks to approve, edit (in `$EDITOR`, then the
-//! engine validates it again) or reject; sensitive steps are asked about again just
-//! before they run.
+//! engine validates it again: an invalid edit is shown with its problems and reopened, a
+//! valid one is shown for approval) or reject; sensitive steps are asked about again just
+//! before they run. It also answers a plan's questions (`human.ask`), checked against the
+//! question's schema and asked again until they match.
 
 use std::io::{BufRead, Write};
 
-use toolhost_engine::approval::{Approver, PlanDecision, StepDecision};
-use toolhost_engine::validate::{Catalog, ValidPlan};
+use serde_json::Value;
+use toolhost_engine::approval::{Answered, Approver, PlanDecision, Question, StepDecision};
+use toolhost_engine::ask;
+use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Plan, Step};
 use toolhost_runtime::grants::GrantKind;
 
@@ -17,7 +21,8 @@ pub(crate) type Editor = Box<dyn FnMut(&std::path::Path) -> std::io::Result<()>>
 pub(crate) struct TerminalApprover<R, W> {
     pub input: R,
     pub output: W,
-    /// Runs the editor on a file; `None` uses `$EDITOR` (default `vi`).
+    /// Runs the editor on a file; `None` uses `$EDITOR` (default `vi`), a command line
+    /// the shell splits (`code --wait`).
     pub editor: Option<Editor>,
 }
 
@@ -120,11 +125,18 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
         match &mut self.editor {
             Some(run) => run(&path).map_err(|e| format!("the editor failed: {e}"))?,
             None => {
-                let editor = std::env::var("EDITOR").unwrap_or_else(|_| "vi".into());
-                let status = std::process::Command::new(&editor)
+                let editor = std::env::var("EDITOR")
+                    .ok()
+                    .filter(|e| !e.trim().is_empty())
+                    .unwrap_or_else(|| "vi".into());
+                // As git runs it: the shell splits `$EDITOR`, so it may carry arguments.
+                let status = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("{editor} \"$@\""))
+                    .arg(&editor)
                     .arg(&path)
                     .status()
-                    .map_err(|e| format!("cannot start `{editor}`: {e}"))?;
+                    .map_err(|e| format!("cannot start `{editor}` through `sh`: {e}"))?;
                 if !status.success() {
                     return Err(format!("`{editor}` exited with {status}"));
                 }
@@ -133,6 +145,19 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
         let edited = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read the edited plan: {e}"))?;
         serde_json::from_str(&edited).map_err(|e| format!("the edited plan is not a plan: {e}"))
+    }
+}
+
+impl<R: BufRead, W: Write> TerminalApprover<R, W> {
+    /// Reads one answer line as typed (not lowercased); `None` at the end of input.
+    fn read_answer(&mut self, prompt: &str) -> Option<String> {
+        let _ = write!(self.output, "{prompt}");
+        let _ = self.output.flush();
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
     }
 }
 
@@ -153,6 +178,72 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
                 },
                 other => {
                     let _ = writeln!(self.output, "`{other}`: answer a, e or r");
+                }
+            }
+        }
+    }
+
+    fn confirm_edit(&mut self, edited: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        let _ = writeln!(self.output, "The edited plan is valid.");
+        self.review_plan(edited, catalog)
+    }
+
+    fn revise_edit(
+        &mut self,
+        edited: &Plan,
+        problems: &[Problem],
+        _catalog: &Catalog,
+    ) -> Option<PlanDecision> {
+        let plan = edited.clone();
+        let mut problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        loop {
+            let _ = writeln!(
+                self.output,
+                "The edited plan is not valid ({} problem{}):",
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" }
+            );
+            for p in &problems {
+                let _ = writeln!(self.output, "  - {p}");
+            }
+            match self.ask("[e]dit again or [r]eject? ").as_str() {
+                "e" | "edit" => match self.edit(&plan) {
+                    Ok(again) => return Some(PlanDecision::Edit(again)),
+                    Err(why) => problems = vec![why],
+                },
+                "r" | "reject" | "n" | "no" | "" => {
+                    return Some(PlanDecision::Reject(
+                        "the edited plan was not valid and was rejected at review".into(),
+                    ));
+                }
+                other => {
+                    let _ = writeln!(self.output, "`{other}`: answer e or r");
+                }
+            }
+        }
+    }
+
+    fn can_answer(&self) -> bool {
+        true
+    }
+
+    fn answer(&mut self, q: &Question<'_>) -> Answered {
+        let _ = writeln!(self.output, "Step `{}` asks: {}", q.step.id, q.text);
+        if q.schema != &serde_json::json!({"type": "string"}) {
+            let _ = writeln!(self.output, "  the answer must match: {}", q.schema);
+        }
+        loop {
+            let Some(line) = self.read_answer("answer> ") else {
+                return Answered::NoOne;
+            };
+            let answer: Value = ask::parse_typed(q.schema, &line);
+            match ask::check(q.schema, &answer) {
+                Ok(()) => return Answered::Answer(answer),
+                Err(problems) => {
+                    let _ = writeln!(self.output, "That does not answer the question:");
+                    for p in problems {
+                        let _ = writeln!(self.output, "  - {p}");
+                    }
                 }
             }
         }

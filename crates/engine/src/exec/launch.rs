@@ -10,7 +10,8 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::{Done, Progress};
-use crate::approval::StepDecision;
+use crate::approval::{Answered, Question, StepDecision};
+use crate::ask;
 use crate::budget::{Budget, StopReason};
 use crate::engine::Engine;
 use crate::fault::{FaultKind, Injected};
@@ -73,7 +74,11 @@ impl Engine<'_> {
             }
             return Admission::Stop(StopReason::BudgetExhausted { which });
         }
-        if let Err(reason) = self.approve(step, x.confidence) {
+        if ask::is_ask(step) {
+            // A person's answer spends no fuel and needs no approval: it is one.
+            return Admission::Go(Limits::default().fuel(0));
+        }
+        if let Err(reason) = self.approve(step, x.confidence, st) {
             return Admission::Stop(reason);
         }
         match self.limits(step, x.reserved, st) {
@@ -84,11 +89,17 @@ impl Engine<'_> {
 
     /// Asks the approver about a step that needs approval; a step without an approver
     /// present does not run (the run escalates).
-    fn approve(&mut self, step: &Step, confidence: Option<f64>) -> Result<(), StopReason> {
+    fn approve(
+        &mut self,
+        step: &Step,
+        confidence: Option<f64>,
+        st: &mut State,
+    ) -> Result<(), StopReason> {
         let Some(why) = self.needs_approval(step, confidence) else {
             return Ok(());
         };
-        match self.approver.approve_step(step, &why, &self.catalog) {
+        let (approver, catalog) = (&mut self.approver, &self.catalog);
+        match st.waiting(|| approver.approve_step(step, &why, catalog)) {
             StepDecision::Approve => Ok(()),
             StepDecision::Reject(reason) => Err(StopReason::RejectedByHuman {
                 what: format!("step `{}`: {reason}", step.id),
@@ -189,6 +200,15 @@ impl Engine<'_> {
         };
         x.in_flight.insert(id.clone(), base.clone());
         let span = trace::step_span(step, x.revision);
+        if ask::is_ask(step) {
+            let record = self.put_question(step, args, base, x, st);
+            return Box::pin(std::future::ready(Done {
+                id: id.clone(),
+                record,
+                reserved_fuel: 0,
+                span,
+            }));
+        }
         let call = Call {
             rt: self.rt.clone(),
             gate: self.gate.clone(),
@@ -211,6 +231,70 @@ impl Engine<'_> {
             span: span.clone(),
         };
         Box::pin(call.run().instrument(span))
+    }
+}
+
+impl Engine<'_> {
+    /// Asks a person a `human.ask` step's question and waits (the wait is not the run's
+    /// time); the answer, checked against the step's schema, is its output. Nobody
+    /// answering stops the run `escalated`.
+    fn put_question(
+        &mut self,
+        step: &Step,
+        args: Result<Value, String>,
+        mut record: StepRecord,
+        x: &mut Progress<'_>,
+        st: &mut State,
+    ) -> StepRecord {
+        let fail = |record: &mut StepRecord, kind: &str, message: String, value| {
+            record.error = Some(StepError {
+                kind: kind.into(),
+                message,
+                value,
+            });
+        };
+        match args {
+            Err(why) => fail(&mut record, "bad_reference", why, None),
+            Ok(args) => {
+                // Validation checked the schema.
+                let schema = ask::answer_schema(&args);
+                let text = match &args["question"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let approver = &mut self.approver;
+                let question = Question {
+                    step,
+                    text: &text,
+                    schema: &schema,
+                };
+                match st.waiting(|| approver.answer(&question)) {
+                    Answered::Answer(v) => match ask::check(&schema, &v) {
+                        Ok(()) => {
+                            record.status = StepStatus::Succeeded;
+                            record.output = Some(v);
+                        }
+                        Err(problems) => fail(
+                            &mut record,
+                            "bad_answer",
+                            format!(
+                                "the answer does not match the question's schema: {}",
+                                problems.join("; ")
+                            ),
+                            Some(v),
+                        ),
+                    },
+                    Answered::Decline(why) => fail(&mut record, "declined", why, None),
+                    Answered::NoOne => {
+                        let why = format!("step `{}` asks a person and nobody answered", step.id);
+                        fail(&mut record, "no_answer", why.clone(), None);
+                        x.stop.get_or_insert(StopReason::Escalated { why });
+                    }
+                }
+            }
+        }
+        record.finished_us = st.micros();
+        record
     }
 }
 

@@ -6,8 +6,8 @@ use utoipa::{Modify, OpenApi};
 use super::runs::{self, RunPage};
 use super::{ErrorBody, service};
 use crate::registry::{
-    Decision, DecisionKind, Overrides, Pending, RunState, RunView, StepCounts, SubmitRequest,
-    TaskSource,
+    AnswerRequest, Decision, DecisionKind, Overrides, Pending, RunState, RunView, StepCounts,
+    SubmitRequest, TaskSource,
 };
 
 /// The API's OpenAPI document.
@@ -15,13 +15,13 @@ use crate::registry::{
 #[openapi(
     info(title = "toolhost serve", description = "Runs of a WebAssembly-sandboxed planner–executor agent as a service."),
     paths(
-        runs::submit, runs::list, runs::get_run, runs::events, runs::approval, runs::cancel,
+        runs::submit, runs::list, runs::get_run, runs::events, runs::approval, runs::answer, runs::cancel,
         runs::report, runs::journal,
         service::healthz, service::readyz, service::metrics, service::openapi,
     ),
     components(schemas(
         SubmitRequest, TaskSource, Overrides, RunView, RunState, Pending, StepCounts, Decision,
-        DecisionKind, RunPage, ErrorBody,
+        DecisionKind, AnswerRequest, RunPage, ErrorBody,
     )),
     modifiers(&Bearer),
 )]

@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{ApiError, AppState, ErrorBody};
 use crate::auth::{Caller, Role};
-use crate::registry::{Decision, RunState, RunView, SubmitRequest};
+use crate::registry::{AnswerRequest, Decision, DecisionKind, RunState, RunView, SubmitRequest};
 
 /// The most runs one page lists.
 const MAX_LIMIT: usize = 500;
@@ -236,6 +236,41 @@ pub(crate) async fn approval(
         return Err(ApiError::forbidden("approve", Role::Approve));
     }
     let Json(decision) = body.map_err(bad_json)?;
+    Ok(Json(state.registry.decide(&id, decision)?))
+}
+
+/// Answer the run's pending question (a `human.ask` step): the answer is checked against
+/// the question's schema (422 with every problem when it does not match), journaled, and
+/// becomes the step's output.
+#[utoipa::path(post, path = "/v1/runs/{id}/answer", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    request_body = AnswerRequest,
+    responses(
+        (status = 200, description = "Taken; the run goes on", body = RunView),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The token lacks the `approve` role", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "Nothing is waiting for an answer", body = ErrorBody),
+        (status = 422, description = "The answer does not match the question's schema", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn answer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Json<AnswerRequest>, JsonRejection>,
+) -> Result<Json<RunView>, ApiError> {
+    if !caller.has(Role::Approve) {
+        return Err(ApiError::forbidden("approve", Role::Approve));
+    }
+    let Json(AnswerRequest { answer }) = body.map_err(bad_json)?;
+    let decision = Decision {
+        decision: DecisionKind::Answer,
+        reason: None,
+        plan: None,
+        answer: Some(answer),
+    };
     Ok(Json(state.registry.decide(&id, decision)?))
 }
 

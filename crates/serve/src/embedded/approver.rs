@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost_engine::approval::{Approver, PlanDecision, StepDecision};
+use toolhost_engine::approval::{Answered, Approver, PlanDecision, Question, StepDecision};
 use toolhost_engine::validate::{Catalog, ValidPlan};
 use toolhost_engine::{Plan, Step};
 
@@ -33,12 +33,16 @@ impl Approver for ApiApprover {
             plan: Some(serde_json::to_value(&plan.plan).expect("plans serialise")),
             step: None,
             why: None,
+            question: None,
+            schema: None,
         };
         match self.wait(pending) {
             None => PlanDecision::Reject("cancelled while waiting for approval".into()),
             Some(Answer::Approve) => PlanDecision::Approve,
             Some(Answer::Edit(plan)) => PlanDecision::Edit(*plan),
             Some(Answer::Reject(why)) => PlanDecision::Reject(why),
+            // `decide` gives answers to questions only.
+            Some(Answer::Value(_)) => PlanDecision::Reject("an answer is no approval".into()),
         }
     }
 
@@ -49,13 +53,42 @@ impl Approver for ApiApprover {
             plan: None,
             step: Some(serde_json::to_value(step).expect("steps serialise")),
             why: Some(why.to_string()),
+            question: None,
+            schema: None,
         };
         match self.wait(pending) {
             None => StepDecision::Reject("cancelled while waiting for approval".into()),
             Some(Answer::Approve) => StepDecision::Approve,
             Some(Answer::Reject(why)) => StepDecision::Reject(why),
-            // `decide` refuses to edit a step; should one arrive, it is no approval.
-            Some(Answer::Edit(_)) => StepDecision::Reject("a step cannot be edited".into()),
+            // `decide` refuses to edit a step or answer it; should one arrive, it is no
+            // approval.
+            Some(Answer::Edit(_) | Answer::Value(_)) => {
+                StepDecision::Reject("a step can only be approved or rejected".into())
+            }
+        }
+    }
+
+    fn can_answer(&self) -> bool {
+        true
+    }
+
+    fn answer(&mut self, q: &Question<'_>) -> Answered {
+        let pending = Pending {
+            subject: "question".into(),
+            revision: None,
+            plan: None,
+            step: Some(serde_json::to_value(q.step).expect("steps serialise")),
+            why: None,
+            question: Some(q.text.to_string()),
+            schema: Some(q.schema.clone()),
+        };
+        match self.wait(pending) {
+            None => Answered::Decline("cancelled while waiting for an answer".into()),
+            Some(Answer::Value(v)) => Answered::Answer(v),
+            Some(Answer::Reject(why)) => Answered::Decline(why),
+            Some(Answer::Approve | Answer::Edit(_)) => {
+                Answered::Decline("a question takes an answer, not an approval".into())
+            }
         }
     }
 }

@@ -18,6 +18,8 @@ pub(crate) enum Answer {
     Approve,
     Edit(Box<Plan>),
     Reject(String),
+    /// The answer to a question, checked against its schema.
+    Value(Value),
 }
 
 /// How a run ended.
@@ -186,7 +188,11 @@ impl Run {
     /// Parks the run until [`Run::answer`] (see [`Run::wait_for_answer`]).
     pub(crate) fn park(&self, pending: Pending) {
         let mut s = self.status();
-        s.state = RunState::WaitingForApproval;
+        s.state = if pending.subject == "question" {
+            RunState::WaitingForInput
+        } else {
+            RunState::WaitingForApproval
+        };
         s.pending = Some(pending);
         s.answer = None;
     }
@@ -217,14 +223,14 @@ impl Run {
     /// subject; `Err` when nothing is pending or `check` refuses.
     pub(crate) fn answer(
         &self,
-        check: impl FnOnce(&Pending) -> Result<Answer, String>,
+        check: impl FnOnce(&Pending) -> Result<Answer, AnswerError>,
     ) -> Result<(), AnswerError> {
         let mut s = self.status();
         let pending = match (&s.pending, &s.answer) {
             (Some(p), None) => p,
             _ => return Err(AnswerError::NothingPending),
         };
-        let a = check(pending).map_err(AnswerError::Refused)?;
+        let a = check(pending)?;
         s.answer = Some(a);
         self.changed.notify_all();
         Ok(())
@@ -250,4 +256,18 @@ impl Run {
 pub(crate) enum AnswerError {
     NothingPending,
     Refused(String),
+    /// An answer that does not match the question's schema: every problem.
+    Invalid(Vec<String>),
+}
+
+impl From<String> for AnswerError {
+    fn from(why: String) -> AnswerError {
+        AnswerError::Refused(why)
+    }
+}
+
+impl From<&str> for AnswerError {
+    fn from(why: &str) -> AnswerError {
+        AnswerError::Refused(why.to_string())
+    }
 }
