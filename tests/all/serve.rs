@@ -378,6 +378,52 @@ fn approvals_and_cancel_go_through_the_api() {
 }
 
 #[test]
+fn a_question_waits_for_its_answer_through_the_api() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    let toml = "goal = \"Double a number\"\ntools = [\"calc\"]\n\n[planner.plan]\ngoal = \"g\"\nsteps = [\n\
+        { id = \"n\", tool = \"human\", operation = \"ask\", args = { question = \"Which number?\", answer = { type = \"object\", properties = { n = { type = \"integer\", maximum = 100 } }, required = [\"n\"] } } },\n\
+        { id = \"d\", tool = \"calc\", operation = \"eval\", args = { expression = \"${n.output.n} * 2\" } },\n]\n";
+    // Submitted without `approve`: the policy decides steps, people answer questions.
+    let (status, run) = server.post("/v1/runs", json!({"task": {"toml": toml}}));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let waiting = server.wait(&id, |r| r["state"] == "waiting_for_input");
+    assert_eq!(waiting["pending"]["subject"], "question");
+    assert_eq!(waiting["pending"]["question"], "Which number?");
+    assert_eq!(waiting["pending"]["schema"]["required"][0], "n");
+    let at = format!("/v1/runs/{id}");
+
+    // Answers that do not match are refused with every problem; the run keeps waiting.
+    let (status, e) = server.post(&format!("{at}/answer"), json!({"answer": {"n": 500}}));
+    assert_eq!(status, 422, "{e}");
+    assert!(e.to_string().contains("maximum"), "{e}");
+    let (status, e) = server.post(&format!("{at}/answer"), json!({"answer": {"m": 1}}));
+    assert_eq!(status, 422, "{e}");
+    let (status, e) = server.post(&format!("{at}/approval"), json!({"decision": "approve"}));
+    assert_eq!(status, 400, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("/answer"), "{e}");
+    let (status, e) = server.post(&format!("{at}/answer"), json!({"reply": 1}));
+    assert_eq!(status, 400, "{e}");
+    assert_eq!(server.get(&at).1["state"], "waiting_for_input");
+
+    let (status, view) = server.post(&format!("{at}/answer"), json!({"answer": {"n": 21}}));
+    assert_eq!(status, 200, "{view}");
+    let done = server.wait(&id, |r| r["state"] == "completed");
+    assert_eq!(done["answer"].as_f64(), Some(42.0), "{done}");
+    let (status, e) = server.post(&format!("{at}/answer"), json!({"answer": {"n": 1}}));
+    assert_eq!(status, 409, "{e}");
+    // The answer is on record.
+    let (_, journal) = server.text(&format!("{at}/journal"));
+    let answer: Value = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["kind"] == "approval" && r["data"]["subject"] == "question")
+        .expect("the answer's record");
+    assert_eq!(answer["data"]["answer"], json!({"n": 21}));
+}
+
+#[test]
 fn bad_tasks_are_refused_with_their_problems() {
     let f = Fixture::new();
     let server = f.start(&[]);
@@ -538,6 +584,7 @@ fn the_openapi_document_lists_every_route() {
         ("/v1/runs/{id}", "get"),
         ("/v1/runs/{id}/events", "get"),
         ("/v1/runs/{id}/approval", "post"),
+        ("/v1/runs/{id}/answer", "post"),
         ("/v1/runs/{id}/cancel", "post"),
         ("/v1/runs/{id}/report", "get"),
         ("/v1/runs/{id}/journal", "get"),
@@ -549,7 +596,7 @@ fn the_openapi_document_lists_every_route() {
     for (p, method) in routes {
         assert!(doc["paths"][p][method].is_object(), "{method} {p} missing");
     }
-    assert_eq!(doc["paths"].as_object().unwrap().len(), 11);
+    assert_eq!(doc["paths"].as_object().unwrap().len(), 12);
     // Every schema a path refers to is defined.
     let text = doc.to_string();
     for r in text.split("\"#/components/schemas/").skip(1) {

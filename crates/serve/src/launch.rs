@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use toolhost_engine::approval::Approver;
+use toolhost_engine::approval::{ApprovalMode, Approver};
 use toolhost_engine::{Cancel, RunReport};
 
 use crate::registry::{Overrides, RegistryError, TaskSource};
@@ -28,8 +28,11 @@ pub trait Prepared: Send {
     fn run_id(&self) -> &str;
     fn goal(&self) -> &str;
     fn journal_path(&self) -> PathBuf;
+    /// What the policy says of steps that need approval when nobody reviews the run.
+    fn approval(&self) -> ApprovalMode;
     /// Executes the run to its stop on this thread (it may block for long), with
-    /// `approver` deciding plans and steps if given (else the policy's `approval`), and
+    /// `approver` deciding plans and steps and answering questions if given (else the
+    /// policy's `approval` decides, and nobody answers), and
     /// stopping early, journaled `cancelled`, when `cancel` fires. `Err` when the run
     /// could not start at all (no async runtime).
     fn execute(

@@ -339,6 +339,10 @@ impl Prepared for CliRun {
         self.journal.path().to_path_buf()
     }
 
+    fn approval(&self) -> toolhost_engine::ApprovalMode {
+        self.loaded.policy.approval
+    }
+
     fn execute(
         self: Box<Self>,
         approver: Option<&mut dyn Approver>,

@@ -1,12 +1,15 @@
 //! The approver of served runs: it parks the run in `waiting_for_approval` with the
-//! pending plan or step on show, and waits until the API answers (or the run is
-//! cancelled, which rejects). The journal wrapper around it (`Journal::approvals`)
+//! pending plan or step on show (or in `waiting_for_input` with a plan's question), and
+//! waits until the API answers (or the run is cancelled, which rejects). A run submitted
+//! without `approve` is parked for its questions only: the policy decides its steps. The journal wrapper around it (`Journal::approvals`)
 //! records each decision before it takes effect, as for `toolhost run --approve`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost_engine::approval::{Answered, Approver, PlanDecision, Question, StepDecision};
+use toolhost_engine::approval::{
+    Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision,
+};
 use toolhost_engine::validate::{Catalog, ValidPlan};
 use toolhost_engine::{Plan, Step};
 
@@ -16,17 +19,25 @@ use crate::registry::Pending;
 /// How often a waiting approver looks at the run's cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(100);
 
-pub(crate) struct ApiApprover(pub Arc<Run>);
+pub(crate) struct ApiApprover {
+    pub run: Arc<Run>,
+    /// `None` when people review plans and steps through the API; else the policy's
+    /// mode decides steps and plans run as validated.
+    pub reviews: Option<ApprovalMode>,
+}
 
 impl ApiApprover {
     fn wait(&self, pending: Pending) -> Option<Answer> {
-        self.0.park(pending);
-        self.0.wait_for_answer(CANCEL_POLL)
+        self.run.park(pending);
+        self.run.wait_for_answer(CANCEL_POLL)
     }
 }
 
 impl Approver for ApiApprover {
     fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
+        if self.reviews.is_some() {
+            return PlanDecision::Approve;
+        }
         let pending = Pending {
             subject: "plan".into(),
             revision: Some(plan.plan.revision),
@@ -47,6 +58,11 @@ impl Approver for ApiApprover {
     }
 
     fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {
+        match self.reviews {
+            None => {}
+            Some(ApprovalMode::Deny) => return StepDecision::NoApprover,
+            Some(ApprovalMode::Auto) => return StepDecision::Approve,
+        }
         let pending = Pending {
             subject: "step".into(),
             revision: None,

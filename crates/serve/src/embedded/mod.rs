@@ -175,10 +175,17 @@ fn work(s: &Shared) {
             approve,
         } = job;
         run.started();
-        let mut api = ApiApprover(run.clone());
-        let approver: Option<&mut dyn toolhost_engine::Approver> =
-            if approve { Some(&mut api) } else { None };
-        match prepared.execute(approver, run.cancel.clone()) {
+        // Questions always go to the API; plans and steps only when the run asked for
+        // review, else the policy decides.
+        let mut api = ApiApprover {
+            run: run.clone(),
+            reviews: if approve {
+                None
+            } else {
+                Some(prepared.approval())
+            },
+        };
+        match prepared.execute(Some(&mut api), run.cancel.clone()) {
             Ok(report) => {
                 s.metrics.record(&report);
                 run.finished(Outcome::of_report(&report));
