@@ -1,6 +1,7 @@
 //! The planner–executor engine, end to end: scripted planners drive real tools through the
 //! policy gate, and each test checks the run's stop reason and its step records.
 
+mod answer;
 mod approval;
 mod ask;
 mod budgets;

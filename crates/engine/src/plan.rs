@@ -170,6 +170,12 @@ pub struct Plan {
     pub revision: u32,
     /// The tool calls, in any order: references and `depends_on` order them.
     pub steps: Vec<Step>,
+    /// What the run answers once every step succeeded: any JSON value, built from step
+    /// outputs by `{"$ref": "STEP.output.PATH"}` and `${STEP.output.PATH}` (say, an object
+    /// with a field per part of a goal). Without it, the answer is the output of the step
+    /// that finished last in the plan's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
 }
 
 fn first_revision() -> u32 {

@@ -17,6 +17,25 @@ use crate::trace;
 use super::engine::Engine;
 use super::report::RunReport;
 
+/// The answer of a plan whose every step succeeded: its `answer` with references
+/// resolved, else the output of its last step in order.
+fn answer_of(plan: &ValidPlan, st: &State) -> Result<Option<Value>, String> {
+    let Some(answer) = &plan.plan.answer else {
+        return Ok(plan.order.last().and_then(|id| st.outputs.get(id).cloned()));
+    };
+    crate::reference::substitute(answer, &mut |r| {
+        let out = st
+            .outputs
+            .get(&r.step)
+            .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
+        crate::reference::value_at(out, &r.path)
+            .cloned()
+            .map_err(|why| format!("`{}`: {why}", r.text))
+    })
+    .map(Some)
+    .map_err(|why| format!("the plan's answer cannot be built: {why}"))
+}
+
 impl Engine<'_> {
     /// Runs `goal` with `planner` to a stop reason.
     pub async fn run(&mut self, goal: &str, planner: &mut dyn Planner) -> RunReport {
@@ -227,8 +246,10 @@ impl Engine<'_> {
                 .find(|r| r.status == StepStatus::Failed)
                 .map(|r| (*r).clone());
             let Some(failed) = failed else {
-                let answer = plan.order.last().and_then(|id| st.outputs.get(id).cloned());
-                return (StopReason::Completed, answer);
+                return match answer_of(&plan, st) {
+                    Ok(answer) => (StopReason::Completed, answer),
+                    Err(why) => (StopReason::Escalated { why }, None),
+                };
             };
             if st.spent.replans >= self.config.budgets.max_replans {
                 return (StopReason::ReplanLimit, None);

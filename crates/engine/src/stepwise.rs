@@ -91,6 +91,7 @@ impl Engine<'_> {
                             goal: goal.to_string(),
                             revision: turn_no,
                             steps: vec![step.clone()],
+                            answer: None,
                         },
                         false,
                     ),

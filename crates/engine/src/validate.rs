@@ -136,6 +136,9 @@ pub fn validate(
             v.arguments(step, op, &stand_ins);
         }
     }
+    if let Some(answer) = &plan.answer {
+        v.answer(answer);
+    }
     let order = v.order(plan);
     if v.problems.is_empty() {
         Ok(ValidPlan {
@@ -485,6 +488,56 @@ impl<'a> Validation<'a> {
                 Some(&step.id),
                 format!("bad arguments: {e}"),
             );
+        }
+    }
+
+    /// The plan's `answer` references steps of the plan (or steps that already
+    /// succeeded), at paths their outputs have.
+    fn answer(&mut self, answer: &Value) {
+        for Found { reference, at, .. } in reference::find_all(answer) {
+            let at = at.replacen("args", "answer", 1);
+            let r = match reference {
+                Ok(r) => r,
+                Err(why) => {
+                    self.push(ProblemKind::BadReference, None, format!("{at}: {why}"));
+                    continue;
+                }
+            };
+            let producer = match self.by_id.get(&r.step) {
+                Some(p) => Some((p.tool.as_str(), p.operation.as_str())),
+                None => self
+                    .prior
+                    .get(&r.step)
+                    .map(|(t, o)| (t.as_str(), o.as_str())),
+            };
+            let Some((tool, op)) = producer else {
+                self.push(
+                    ProblemKind::BadReference,
+                    None,
+                    format!(
+                        "{at}: `{}` refers to `{}`, which is not a step of the plan",
+                        r.text, r.step
+                    ),
+                );
+                continue;
+            };
+            let ty = if ask::is(tool, op) {
+                self.by_id
+                    .get(&r.step)
+                    .and_then(|p| ask::schema_of(&p.args).ok())
+                    .and_then(|s| ask::answer_type(&s).ok())
+            } else {
+                self.catalog.operation(tool, op).and_then(output_type)
+            };
+            if let Some(t) = ty
+                && let Err(why) = reference::type_at(&t, &r.path)
+            {
+                self.push(
+                    ProblemKind::BadReference,
+                    None,
+                    format!("{at}: `{}`: the output of `{}` {why}", r.text, r.step),
+                );
+            }
         }
     }
 

@@ -14,12 +14,15 @@ use toolhost_engine::{Observer, PlannerCall};
 
 impl Observer for Journal {
     fn plan_accepted(&mut self, plan: &ValidPlan) {
-        let data = json!({
+        let mut data = json!({
             "revision": plan.plan.revision,
             "goal": plan.plan.goal,
             "steps": plan.plan.steps,
             "order": plan.order,
         });
+        if let Some(answer) = &plan.plan.answer {
+            data["answer"] = answer.clone();
+        }
         self.append(Kind::PlanAccepted, &data, false);
     }
 

@@ -84,6 +84,8 @@ struct Accepted {
     revision: u32,
     goal: String,
     steps: Value,
+    #[serde(default)]
+    answer: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -188,7 +190,7 @@ pub fn checkpoint(
             Kind::PlanAccepted => {
                 let a: Accepted = parse(r)?;
                 let plan = Plan::deserialize(serde_json::json!({
-                    "goal": a.goal, "revision": a.revision, "steps": a.steps,
+                    "goal": a.goal, "revision": a.revision, "steps": a.steps, "answer": a.answer,
                 }))
                 .map_err(|e| bad(r, e))?;
                 accepted.insert(a.revision);
