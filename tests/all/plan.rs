@@ -89,6 +89,17 @@ fn every_problem_is_reported_at_once() {
     );
     has(ProblemKind::DuplicateId, Some("a"), "more than one step");
     has(ProblemKind::BadArguments, Some("a"), "expression");
+    // Which of the two `a` steps has the bad argument is said.
+    has(
+        ProblemKind::BadArguments,
+        Some("a"),
+        "step `a` (number 1 of the 2 steps with that id): bad arguments",
+    );
+    assert!(
+        !shown.iter().any(|p| p.starts_with("step `a` (number 2")),
+        "the second `a` is fine:\n{}",
+        shown.join("\n")
+    );
     has(
         ProblemKind::UnknownTool,
         Some("b"),

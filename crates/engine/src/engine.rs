@@ -272,6 +272,7 @@ impl Engine<'_> {
             .map(|s| Problem {
                 kind: ProblemKind::NotAllowed,
                 step: Some(s.id.clone()),
+                nth: None,
                 message: format!(
                     "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
                     ask::TOOL,

@@ -46,14 +46,24 @@ pub struct Problem {
     pub kind: ProblemKind,
     /// The step it concerns, if one.
     pub step: Option<StepId>,
+    /// Which of the steps sharing a duplicated id it concerns: `(n, of)`, 1-based.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nth: Option<(usize, usize)>,
     pub message: String,
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.step {
-            Some(s) => write!(f, "step `{s}`: {}", self.message),
-            None => f.write_str(&self.message),
+        match (&self.step, self.nth) {
+            (Some(s), Some((n, of))) => {
+                write!(
+                    f,
+                    "step `{s}` (number {n} of the {of} steps with that id): {}",
+                    self.message
+                )
+            }
+            (Some(s), None) => write!(f, "step `{s}`: {}", self.message),
+            (None, _) => f.write_str(&self.message),
         }
     }
 }
@@ -114,10 +124,19 @@ pub fn validate(
         by_id: BTreeMap::new(),
         deps: BTreeMap::new(),
         problems: Vec::new(),
+        uses: HashMap::new(),
+        current: None,
+        nth: None,
     };
     v.step_cap(plan, max_steps);
     v.ids(plan);
+    let mut seen: HashMap<&StepId, usize> = HashMap::new();
     for step in &plan.steps {
+        let n = seen.entry(&step.id).or_default();
+        *n += 1;
+        let of = v.uses.get(&step.id).copied().unwrap_or(1);
+        v.current = Some(step.id.clone());
+        v.nth = (of > 1).then_some((*n, of));
         let op = if ask::is_ask(step) {
             v.question(step);
             None
@@ -136,6 +155,8 @@ pub fn validate(
             v.arguments(step, op, &stand_ins);
         }
     }
+    v.current = None;
+    v.nth = None;
     if let Some(answer) = &plan.answer {
         v.answer(answer);
     }
@@ -160,13 +181,20 @@ struct Validation<'a> {
     /// Each step's dependencies: `depends_on` plus the steps its arguments reference.
     deps: BTreeMap<StepId, BTreeSet<StepId>>,
     problems: Vec<Problem>,
+    /// How many steps use each id, to tell apart the steps of a duplicated one.
+    uses: HashMap<StepId, usize>,
+    /// The step being checked, and which of the steps sharing its id it is (when shared).
+    current: Option<StepId>,
+    nth: Option<(usize, usize)>,
 }
 
 impl<'a> Validation<'a> {
     fn push(&mut self, kind: ProblemKind, step: Option<&StepId>, message: String) {
+        let nth = self.nth.filter(|_| step == self.current.as_ref());
         self.problems.push(Problem {
             kind,
             step: step.cloned(),
+            nth,
             message,
         });
     }
@@ -195,6 +223,7 @@ impl<'a> Validation<'a> {
                     "the id belongs to a step that already ran; choose a new one".into(),
                 );
             }
+            *self.uses.entry(step.id.clone()).or_default() += 1;
             if self.by_id.insert(step.id.clone(), step).is_some() {
                 self.push(
                     ProblemKind::DuplicateId,
