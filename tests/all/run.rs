@@ -158,3 +158,61 @@ fn task_errors_name_the_problem() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("pass --tools-dir DIR"), "{out:?}");
 }
+
+/// A run that ends well after the policy refused what it tried is not reported as a clean
+/// success: the refusal is counted in `--json`, the summary and the HTML verdict.
+#[test]
+fn refused_actions_are_security_events_in_every_report() {
+    let (code, doc) = run_json(&example("research.toml"));
+    assert_eq!(
+        (code, doc["stop"]["reason"].as_str()),
+        (0, Some("completed"))
+    );
+    assert_eq!(doc["refused"], 1, "the read of /private/salaries.txt");
+
+    let dir = tools_dir();
+    let state = tempfile::tempdir().unwrap();
+    let s = state.path().to_str().unwrap();
+    let out = cli([
+        "--state-dir",
+        s,
+        "run",
+        &example("research.toml"),
+        "--tools-dir",
+        &dir,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("security: the policy refused 1 action"),
+        "{}",
+        out.stdout
+    );
+    let html = state.path().join("r.html");
+    let runs: Vec<_> = std::fs::read_dir(state.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    let run = runs[0].file_stem().unwrap().to_str().unwrap();
+    let rep = cli([
+        "--state-dir",
+        s,
+        "report",
+        run,
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(rep.code, 0, "{rep:?}");
+    let page = std::fs::read_to_string(html).unwrap();
+    assert!(
+        page.contains("card stop-warn"),
+        "the stop card is not green"
+    );
+    assert!(
+        page.contains("but the policy refused 1 action on the way"),
+        "the verdict says why"
+    );
+    // A clean run stays green.
+    let (_, seed) = run_json(&example("seed.toml"));
+    assert_eq!(seed["refused"], 0);
+}

@@ -48,4 +48,17 @@ pub struct RunReport {
     pub steps: Vec<StepRecord>,
     pub planner_calls: Vec<PlannerCall>,
     pub spent: Spent,
+    /// Actions the policy refused during the run (a file, network or socket request
+    /// outside the grants, an operation not allowed), counted from the steps' audit
+    /// events: security events, whatever the stop reason.
+    pub refused: u64,
+}
+
+/// How many actions the policy refused in `steps`.
+pub fn refusals(steps: &[StepRecord]) -> u64 {
+    steps
+        .iter()
+        .flat_map(|s| &s.events)
+        .filter(|e| e.is_refusal())
+        .count() as u64
 }

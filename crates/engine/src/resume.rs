@@ -31,6 +31,9 @@ pub struct Checkpoint {
     /// A planner answer the run received (and paid for) but stopped before acting on: it is
     /// given to the resumed run instead of asking again.
     pub pending: Option<PlannerCall>,
+    /// Actions the policy refused before the stop (the records' events are not read
+    /// back).
+    pub refused: u64,
 }
 
 /// The revision a run was in when it stopped.
@@ -72,6 +75,7 @@ impl Engine<'_> {
         planner.fast_forward(&asked);
         let mut st = State::new(cancel);
         st.pending = checkpoint.pending;
+        st.refused_before = checkpoint.refused;
         // Wall time spent before the stop still counts against the budget.
         st.started = Instant::now()
             .checked_sub(checkpoint.spent.wall)

@@ -93,6 +93,7 @@ impl Engine<'_> {
         RunReport {
             goal: goal.to_string(),
             mode: self.config.mode,
+            refused: st.refused_before + super::report::refusals(&st.records),
             stop,
             answer,
             revisions: st.revisions,

@@ -37,6 +37,8 @@ pub(crate) struct State {
     pub pending: Option<PlannerCall>,
     /// How many calls each configured fault has matched so far (`fault::Faults::fire`).
     pub fault_calls: Vec<u32>,
+    /// Actions the policy refused before a resume.
+    pub refused_before: u64,
 }
 
 /// The revision a resumed run carries on with (taken by the mode's loop).
@@ -64,6 +66,7 @@ impl State {
             prior: BTreeMap::new(),
             pending: None,
             fault_calls: Vec::new(),
+            refused_before: 0,
         }
     }
 

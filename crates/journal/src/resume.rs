@@ -145,6 +145,7 @@ pub fn checkpoint(
     refuse_session(recorded_id(records), records, "resume")?;
     let mut mode = Mode::PlanThenExecute;
     let mut spent = Spent::default();
+    let mut refused = 0u64;
     let mut calls: Vec<PlannerCall> = Vec::new();
     let mut revisions: Vec<Plan> = Vec::new();
     let mut steps: Vec<StepRecord> = Vec::new();
@@ -243,6 +244,7 @@ pub fn checkpoint(
                 running.insert((s.revision, s.id));
             }
             Kind::StepFinished => {
+                refused += super::refusals::refused_in(&r.data);
                 let rec: StepRecord = parse(r)?;
                 spent.fuel += rec.fuel;
                 running.remove(&(rec.revision, rec.id.clone()));
@@ -296,6 +298,7 @@ pub fn checkpoint(
             calls,
             current,
             pending,
+            refused,
         },
         mode,
         last_stop,

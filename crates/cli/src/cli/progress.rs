@@ -202,6 +202,13 @@ pub(crate) fn summary(report: &RunReport) -> String {
         s += cells.join("  ").trim_end();
         s.push('\n');
     }
+    if report.refused > 0 {
+        s += &format!(
+            "security: the policy refused {} action{} (see the steps' events: `toolhost journal show`)\n",
+            report.refused,
+            if report.refused == 1 { "" } else { "s" }
+        );
+    }
     let sp = &report.spent;
     s += &format!(
         "total: {} steps, {} replans, fuel {}, {} ms; planner: {} calls, {} in / {} out tokens, ${:.4}\n",

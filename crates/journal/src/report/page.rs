@@ -170,13 +170,29 @@ fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
             let reason = text(stop, "reason");
             let good = matches!(reason, "completed" | "planner_stopped" | "session_ended");
             let line = model::stop_line(stop);
-            let detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
+            let mut detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
                 Some(d) => format!("{} — {d}", model::explain(reason)),
                 None => model::explain(reason).to_string(),
             };
+            // A run that ended well after the policy refused what it tried is not green:
+            // refusals are security events (a hijacked planner, a misbehaving tool).
+            let refused: u64 = r
+                .of_kind("step_finished")
+                .map(|e| crate::refusals::refused_in(&e.data))
+                .sum();
+            if refused > 0 {
+                detail = format!(
+                    "{detail} — but the policy refused {refused} action{} on the way (see capabilities denied)",
+                    if refused == 1 { "" } else { "s" }
+                );
+            }
             card(
                 s,
-                if good { "stop-good" } else { "stop-bad" },
+                match (good, refused) {
+                    (true, 0) => "stop-good",
+                    (true, _) => "stop-warn",
+                    (false, _) => "stop-bad",
+                },
                 "stop reason",
                 &escape(reason),
                 &escape(&detail),

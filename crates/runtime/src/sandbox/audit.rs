@@ -88,6 +88,21 @@ pub enum AuditEvent {
 }
 
 impl AuditEvent {
+    /// Whether this event records an action the policy refused: a file, HTTP, socket or
+    /// name-lookup request outside the grants, or an operation it does not allow. Such
+    /// refusals are security events: what a tool (or the planner that chose its
+    /// arguments) tried to do and may not.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            AuditEvent::File { decision, .. }
+            | AuditEvent::Http { decision, .. }
+            | AuditEvent::Socket { decision, .. }
+            | AuditEvent::NameLookup { decision, .. }
+            | AuditEvent::Call { decision, .. } => *decision == Decision::Denied,
+            _ => false,
+        }
+    }
+
     /// Whether this event records a refusal, a tripped limit or a contained trap.
     pub fn is_denial(&self) -> bool {
         match self {
