@@ -13,6 +13,7 @@ mod memory;
 pub(crate) mod mock;
 mod openai;
 mod replay;
+mod responses;
 mod tasks;
 
 use std::path::Path;
@@ -22,7 +23,7 @@ use serde_json::{Value, json};
 use toolhost_engine::{
     ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
 };
-use toolhost_llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
+use toolhost_llm::{Api, ApiKey, LlmConfig, LlmPlanner, ProviderKind};
 use toolhost_runtime::Runtime;
 
 use toolhost_tests::server::Server;
@@ -69,9 +70,12 @@ fn mode(mode: Mode) -> RunConfig {
     }
 }
 
-/// A config for `kind` at the mock, with fast retries.
+/// A config for `kind` at the mock, with fast retries. `kind = "openai"` speaks Chat
+/// Completions here, as the canned answers of most tests ([`mock::openai`]) are; the
+/// Responses API, its default, has its own tests (`responses`).
 fn config(kind: ProviderKind, mock: &Server, model: &str) -> LlmConfig {
     let mut c = LlmConfig::new(kind, model);
+    c.api = Api::Chat;
     c.base_url = Some(base_url(mock));
     c.backoff_ms = 10;
     c.max_backoff_ms = 50;

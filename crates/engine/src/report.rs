@@ -19,6 +19,9 @@ pub struct PlannerCall {
     pub model: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// How many of `input_tokens` came from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     pub latency_us: u64,
     /// `plan`, `turn` or `give_up`.
     pub reply: String,
@@ -48,4 +51,8 @@ pub struct RunReport {
     pub steps: Vec<StepRecord>,
     pub planner_calls: Vec<PlannerCall>,
     pub spent: Spent,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
