@@ -4,6 +4,7 @@
 //! record/replay, the ensemble of two models, and plan memory. Nothing here touches the
 //! internet.
 
+mod aimock;
 mod anthropic;
 mod compatible;
 mod ensemble;
