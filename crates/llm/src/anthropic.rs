@@ -215,3 +215,28 @@ fn text(resp: &Value) -> String {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_reads_and_writes_are_input_and_reads_are_counted_apart() {
+        let resp = json!({"content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 1_000,
+                      "cache_creation_input_tokens": 50, "output_tokens": 7}});
+        let c = parse(&resp, "submit_plan").unwrap();
+        assert_eq!(
+            c.usage,
+            Some(Tokens {
+                input: 1_150,
+                cached: 1_000,
+                output: 7
+            })
+        );
+        assert_eq!(c.answer, Answer::Text("{}".into()));
+        let refused =
+            json!({"content": [{"type": "text", "text": "no"}], "stop_reason": "refusal"});
+        assert_eq!(parse(&refused, "x"), Err(LlmError::Refused("no".into())));
+    }
+}

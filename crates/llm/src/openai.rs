@@ -234,3 +234,33 @@ pub fn parse_response(resp: &Value) -> Result<Completion, LlmError> {
         usage,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_completions_report_cached_prompt_tokens() {
+        let resp = json!({"choices": [{"message": {"role": "assistant", "content": "{}"}}],
+            "usage": {"prompt_tokens": 2_000, "completion_tokens": 9,
+                      "prompt_tokens_details": {"cached_tokens": 1_920}}});
+        assert_eq!(
+            parse(&resp).unwrap().usage,
+            Some(Tokens {
+                input: 2_000,
+                cached: 1_920,
+                output: 9
+            })
+        );
+    }
+
+    #[test]
+    fn a_response_without_output_text_says_its_status() {
+        let resp =
+            json!({"status": "incomplete", "output": [{"type": "reasoning", "summary": []}]});
+        let Err(LlmError::Response(why)) = parse_response(&resp) else {
+            panic!()
+        };
+        assert!(why.contains("`incomplete`"), "{why}");
+    }
+}
