@@ -17,10 +17,15 @@ use toolhost_runtime::Runtime;
 
 use super::Figure;
 
-/// The scripted answers, charged as a model's would be.
+/// The scripted answers, charged as a model's would be: a token per four bytes of the
+/// prompt toolhost builds, of which the bytes it shares at the start with the previous
+/// request are counted as read from a prompt cache (a provider that caches any repeated
+/// prefix; OpenAI and Anthropic cache only prefixes of 1,024 tokens or more).
 struct Counted {
     script: Canned,
     context_chars: usize,
+    /// The previous request's text: system prompt, answer schema, user message.
+    last: String,
 }
 
 impl Planner for Counted {
@@ -36,11 +41,18 @@ impl Planner for Counted {
         Box::pin(async move {
             let (reply, _) = self.script.plan(req).await?;
             let p = prompt::build(req, self.context_chars, 1024, None);
-            let sent = p.system.len() + p.user.len() + p.strict_schema.to_string().len();
+            let sent = format!("{}{}{}", p.system, p.strict_schema, p.user);
+            let shared = sent
+                .bytes()
+                .zip(self.last.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            self.last = sent;
             let answer = serde_json::to_string(&reply).map_or(0, |s| s.len());
             let usage = Usage {
                 model: "counted".into(),
-                input_tokens: (sent / 4) as u64,
+                input_tokens: (self.last.len() / 4) as u64,
+                cached_input_tokens: (shared / 4) as u64,
                 output_tokens: (answer / 4) as u64,
                 ..Usage::default()
             };
@@ -54,6 +66,7 @@ fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -
     let mut planner = Counted {
         script: Canned::scripted(script),
         context_chars: LlmConfig::new(ProviderKind::OpenAi, "bench").context_chars,
+        last: String::new(),
     };
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
@@ -148,7 +161,15 @@ pub fn run() -> Vec<Figure> {
         },
         Figure {
             name: "planner tokens per task (mean of 2 tasks)",
-            detail: detail(&|s| format!("{} in + {} out tokens", s.input_tokens, s.output_tokens)),
+            detail: detail(&|s| {
+                format!(
+                    "{} in ({} of them a cached prefix, {} not) + {} out tokens",
+                    s.input_tokens,
+                    s.cached_input_tokens,
+                    s.input_tokens - s.cached_input_tokens,
+                    s.output_tokens
+                )
+            }),
             ratio: mean(&|(_, w, s)| tokens(s) as f64 / tokens(w) as f64),
             target: 1.0,
             lower_is_better: false,

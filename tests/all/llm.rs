@@ -1,9 +1,12 @@
 //! LLM planners against mock providers on `127.0.0.1:0` speaking each real wire format:
 //! request shapes, both planning modes per provider, faults (rate limits, server errors,
 //! timeouts, malformed answers, invalid plans), prompt injection, keys kept secret,
-//! record/replay, the ensemble of two models, and plan memory. Nothing here touches the
-//! internet.
+//! record/replay, the ensemble of two models, and plan memory. Every request the mocks
+//! receive is checked against the official SDKs' request types (`server::sdk`), and the
+//! example tasks also run against an independent mock server (`aimock`). Nothing here
+//! touches the internet.
 
+mod aimock;
 mod anthropic;
 mod compatible;
 mod ensemble;
@@ -13,6 +16,7 @@ mod memory;
 pub(crate) mod mock;
 mod openai;
 mod replay;
+mod responses;
 mod tasks;
 
 use std::path::Path;
@@ -22,7 +26,7 @@ use serde_json::{Value, json};
 use toolhost_engine::{
     ApprovalMode, Catalog, Engine, Mode, Planner, Quiet, RunConfig, RunReport, Unattended,
 };
-use toolhost_llm::{ApiKey, LlmConfig, LlmPlanner, ProviderKind};
+use toolhost_llm::{Api, ApiKey, LlmConfig, LlmPlanner, ProviderKind};
 use toolhost_runtime::Runtime;
 
 use toolhost_tests::server::Server;
@@ -69,9 +73,12 @@ fn mode(mode: Mode) -> RunConfig {
     }
 }
 
-/// A config for `kind` at the mock, with fast retries.
+/// A config for `kind` at the mock, with fast retries. `kind = "openai"` speaks Chat
+/// Completions here, as the canned answers of most tests ([`mock::openai`]) are; the
+/// Responses API, its default, has its own tests (`responses`).
 fn config(kind: ProviderKind, mock: &Server, model: &str) -> LlmConfig {
     let mut c = LlmConfig::new(kind, model);
+    c.api = Api::Chat;
     c.base_url = Some(base_url(mock));
     c.backoff_ms = 10;
     c.max_backoff_ms = 50;

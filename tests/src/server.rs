@@ -22,8 +22,13 @@
 //! - [`Server::answering`]: as `replying`, each reply made from the request by a function
 //!   (a mock model whose answer and token usage depend on the prompt it was sent).
 //!
+//! In both queued modes a request to a model provider's path (`…/responses`,
+//! `…/chat/completions`, `…/messages`) that the official SDK's request type does not
+//! allow ([`sdk`]) is answered 400 with the violations, and takes no reply off the queue.
+//!
 //! A TLS client hello gets a plain-text 400, so TLS to this server fails fast.
 
+pub mod sdk;
 mod wire;
 
 use std::collections::VecDeque;
@@ -210,14 +215,19 @@ fn serve(stream: TcpStream, shared: &Shared) {
                     return;
                 };
                 request.body = body;
-                let canned = match answers {
-                    Answers::Func(f) => f(&request),
-                    Answers::Queue(queue) => queue
-                        .lock()
-                        .expect("lock")
-                        .pop_front()
-                        .unwrap_or_else(Canned::exhausted),
-                    Answers::Routes => Canned::exhausted(),
+                let canned = if let Some(why) = sdk::check(&request.target, &request.body) {
+                    eprintln!("{why}");
+                    Canned::status(400, &why)
+                } else {
+                    match answers {
+                        Answers::Func(f) => f(&request),
+                        Answers::Queue(queue) => queue
+                            .lock()
+                            .expect("lock")
+                            .pop_front()
+                            .unwrap_or_else(Canned::exhausted),
+                        Answers::Routes => Canned::exhausted(),
+                    }
                 };
                 shared.record(request);
                 if queued(&mut out, canned).is_err() {

@@ -42,12 +42,16 @@ impl Default for Budgets {
     }
 }
 
-/// USD per million tokens, by model name.
+/// USD per million tokens, by model name. Input tokens the provider served from its prompt
+/// cache are priced at `cached_input_per_mtok` (when unset, at `input_per_mtok`: no
+/// discount is assumed that the operator did not write down).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
 }
 
 /// The price table of a run.
@@ -60,6 +64,8 @@ pub struct Spent {
     pub replans: u32,
     pub fuel: u64,
     pub input_tokens: u64,
+    /// How many of `input_tokens` were served from a provider's prompt cache.
+    pub cached_input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
     pub planner_calls: u32,
@@ -195,9 +201,17 @@ impl Budgets {
     }
 }
 
-/// The cost of `input` and `output` tokens at `price`.
+/// The cost of `input` and `output` tokens at `price`, none of them cached (an estimate's).
 pub fn cost(price: &Price, input: u64, output: u64) -> f64 {
     (input as f64 * price.input_per_mtok + output as f64 * price.output_per_mtok) / 1e6
+}
+
+/// The cost of one call's `usage` at `price`: its cached input tokens at the cached price.
+pub fn usage_cost(price: &Price, usage: &crate::planner::Usage) -> f64 {
+    let cached = usage.cached_input_tokens.min(usage.input_tokens);
+    let cached_price = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
+    cost(price, usage.input_tokens - cached, usage.output_tokens)
+        + cached as f64 * cached_price / 1e6
 }
 
 #[cfg(test)]
@@ -224,6 +238,7 @@ mod tests {
         let p = Price {
             input_per_mtok: 10.0,
             output_per_mtok: 30.0,
+            cached_input_per_mtok: None,
         };
         // 100 input tokens at $10/M = $0.001: exactly the budget.
         assert_eq!(b.before_planner_call(&s, 100, 0, Some(&p)), None);

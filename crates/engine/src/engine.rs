@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::approval::{ApprovalMode, Approver, Unattended};
 use super::ask;
-use super::budget::{Budgets, Prices, StopReason, cost};
+use super::budget::{Budgets, Prices, StopReason, usage_cost};
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
 use super::observe::{Observer, Quiet};
@@ -223,6 +223,7 @@ impl Engine<'_> {
             model: usage.model.clone(),
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
+            cached_input_tokens: usage.cached_input_tokens,
             latency_us: u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX),
             reply: match &reply {
                 Reply::Plan { .. } => "plan",
@@ -241,9 +242,10 @@ impl Engine<'_> {
     pub(crate) fn charge(&self, st: &mut State, usage: &Usage) {
         for usage in usage.calls() {
             st.spent.input_tokens += usage.input_tokens;
+            st.spent.cached_input_tokens += usage.cached_input_tokens;
             st.spent.output_tokens += usage.output_tokens;
             if let Some(p) = self.config.prices.get(&usage.model) {
-                st.spent.cost_usd += cost(p, usage.input_tokens, usage.output_tokens);
+                st.spent.cost_usd += usage_cost(p, usage);
             }
         }
     }

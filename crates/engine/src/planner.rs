@@ -248,6 +248,10 @@ pub struct Usage {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// How many of `input_tokens` the provider served from its prompt cache (a repeated
+    /// prefix), which it bills at a lower price ([`Price`](crate::Price)).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     /// Other model calls the same reply needed (an ensemble's fast model before the strong
     /// one answered), each charged at its own model's price.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -302,4 +306,8 @@ pub trait Planner: Send {
     /// one) moves past the answers it already gave; a model needs nothing, since every
     /// request carries the whole history.
     fn fast_forward(&mut self, _asked: &[Ask]) {}
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

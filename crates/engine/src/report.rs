@@ -19,6 +19,9 @@ pub struct PlannerCall {
     pub model: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// How many of `input_tokens` came from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     pub latency_us: u64,
     /// `plan`, `turn` or `give_up`.
     pub reply: String,
@@ -61,4 +64,8 @@ pub fn refusals(steps: &[StepRecord]) -> u64 {
         .flat_map(|s| &s.events)
         .filter(|e| e.is_refusal())
         .count() as u64
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

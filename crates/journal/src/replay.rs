@@ -55,6 +55,7 @@ fn usage_of(c: &PlannerCall) -> Usage {
         model: c.model.clone(),
         input_tokens: c.input_tokens,
         output_tokens: c.output_tokens,
+        cached_input_tokens: c.cached_input_tokens,
         also: c.also.clone(),
         cached: c.cached,
     }

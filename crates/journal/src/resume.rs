@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::{Kind, Record, time};
 use toolhost_engine::PlannerCall;
-use toolhost_engine::budget::{Prices, Spent, StopReason, cost};
+use toolhost_engine::budget::{Prices, Spent, StopReason, usage_cost};
 use toolhost_engine::plan::{Plan, StepId};
 use toolhost_engine::planner::{Mode, Reply, Usage};
 use toolhost_engine::record::StepRecord;
@@ -175,14 +175,16 @@ pub fn checkpoint(
                     model: call.model.clone(),
                     input_tokens: call.input_tokens,
                     output_tokens: call.output_tokens,
+                    cached_input_tokens: call.cached_input_tokens,
                     also: call.also.clone(),
                     cached: call.cached,
                 };
                 for u in own.calls() {
                     spent.input_tokens += u.input_tokens;
+                    spent.cached_input_tokens += u.cached_input_tokens;
                     spent.output_tokens += u.output_tokens;
                     if let Some(p) = prices.get(&u.model) {
-                        spent.cost_usd += cost(p, u.input_tokens, u.output_tokens);
+                        spent.cost_usd += usage_cost(p, u);
                     }
                 }
                 calls.push(call);

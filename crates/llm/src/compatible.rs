@@ -23,7 +23,7 @@ impl Compatible {
     pub fn new(inner: OpenAi, structured: Structured) -> Compatible {
         let format = match structured {
             Structured::JsonObject => Format::JsonObject,
-            Structured::Auto | Structured::JsonSchema => Format::JsonSchema,
+            Structured::Auto | Structured::JsonSchema | Structured::Tool => Format::JsonSchema,
         };
         Compatible {
             inner,

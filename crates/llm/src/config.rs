@@ -9,9 +9,11 @@ use serde::Deserialize;
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderKind {
-    /// OpenAI Chat Completions with `response_format: json_schema` (strict).
+    /// OpenAI: the Responses API with `text.format: json_schema` (strict), or Chat
+    /// Completions with `response_format: json_schema` when [`Api::Chat`] is chosen.
     OpenAi,
-    /// Anthropic Messages, with a forced tool call whose input schema is the planner's.
+    /// Anthropic Messages, with native structured output (`output_config.format`), or a
+    /// forced tool call whose input schema is the planner's on a model without it.
     Anthropic,
     /// Any server speaking Chat Completions (Ollama, vLLM, llama.cpp, LM Studio): a
     /// `base_url` is required, a key optional, and a server that rejects `json_schema`
@@ -62,24 +64,65 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// How structured output is asked of an OpenAI-shaped server.
+/// Which of OpenAI's APIs `kind = "openai"` speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// `POST /responses`, structured output through `text.format` (the default).
+    #[default]
+    Responses,
+    /// `POST /chat/completions`, structured output through `response_format` (what
+    /// OpenAI-compatible servers speak).
+    Chat,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Responses => "responses",
+            Api::Chat => "chat",
+        }
+    }
+}
+
+/// How structured output is asked of a provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Structured {
-    /// `json_schema` first; on a server that rejects it, `json_object` from then on.
+    /// The provider's strict JSON Schema output first; on a server or model that rejects
+    /// it, the fallback from then on (`json_object` for OpenAI-shaped servers, the forced
+    /// tool call for Anthropic).
     #[default]
     Auto,
-    /// `response_format: {type: "json_schema", strict: true}` only.
+    /// Strict JSON Schema output only (OpenAI `json_schema`, Anthropic
+    /// `output_config.format`).
     JsonSchema,
-    /// `response_format: {type: "json_object"}`, the schema in the prompt, validated here.
+    /// OpenAI-shaped servers: `response_format: {type: "json_object"}`, the schema in the
+    /// prompt, validated here.
     JsonObject,
+    /// Anthropic: a forced call of one tool whose input schema is the planner's.
+    Tool,
+}
+
+impl Structured {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Structured::Auto => "auto",
+            Structured::JsonSchema => "json-schema",
+            Structured::JsonObject => "json-object",
+            Structured::Tool => "tool",
+        }
+    }
 }
 
 /// An LLM planner's settings. `LlmConfig::new(kind, model)`:
 /// - `base_url`: the provider's public endpoint (none for `openai-compatible`: required);
 /// - `api_key_env`: `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` (none for `openai-compatible`:
 ///   no `Authorization` header);
-/// - `temperature`: 0 (plans should not be creative);
+/// - `api`: [`Api::Responses`] (only `kind = "openai"` reads it; compatible servers
+///   speak Chat Completions);
+/// - `temperature`: 0 for OpenAI-shaped providers (plans should not be creative); unset,
+///   and so not sent, for Anthropic, whose current Messages API does not declare it;
 /// - `timeout_ms`: 60,000 per HTTP request;
 /// - `max_retries`: 3 (on 429, 5xx, connection errors and timeouts), waiting
 ///   `backoff_ms` 500 doubled each time, with jitter, at most `max_backoff_ms` 8,000
@@ -96,7 +139,9 @@ pub struct LlmConfig {
     pub model: String,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
-    pub temperature: f64,
+    pub api: Api,
+    /// Sent only when set.
+    pub temperature: Option<f64>,
     pub timeout_ms: u64,
     pub max_retries: u32,
     pub backoff_ms: u64,
@@ -115,7 +160,11 @@ impl LlmConfig {
             model: model.into(),
             base_url: kind.default_base_url().map(String::from),
             api_key_env: kind.default_key_env().map(String::from),
-            temperature: 0.0,
+            api: Api::Responses,
+            temperature: match kind {
+                ProviderKind::Anthropic => None,
+                ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => Some(0.0),
+            },
             timeout_ms: 60_000,
             max_retries: 3,
             backoff_ms: 500,
@@ -138,6 +187,7 @@ impl fmt::Debug for LlmConfig {
             .field("model", &self.model)
             .field("base_url", &self.base_url)
             .field("api_key_env", &self.api_key_env)
+            .field("api", &self.api)
             .field("temperature", &self.temperature)
             .field("timeout_ms", &self.timeout_ms)
             .field("max_retries", &self.max_retries)

@@ -17,7 +17,8 @@
 //! - `untrusted`: the `<untrusted-data>` block every tool value is written in.
 //! - [`decode`]: answers → replies, or the reasons they are not.
 //! - [`transport`]: POST with retries on 429/5xx/timeouts, `Retry-After`, jitter.
-//! - [`openai`], [`anthropic`], [`compatible`]: one provider each; `Provider` dispatches.
+//! - [`openai`] (Responses and Chat Completions), [`anthropic`] (Messages), [`compatible`]
+//!   (Chat Completions at any URL): one provider each; `Provider` dispatches.
 //! - [`planner`]: [`LlmPlanner`], the loop around a provider.
 //! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`cassette::open`]).
 
@@ -37,7 +38,9 @@ mod untrusted;
 use std::time::Instant;
 
 pub use self::cassette::Recorder;
-pub use self::config::{ApiKey, LlmConfig, ProviderKind, Structured, check_base_url, key_from_env};
+pub use self::config::{
+    Api, ApiKey, LlmConfig, ProviderKind, Structured, check_base_url, key_from_env,
+};
 pub use self::planner::LlmPlanner;
 pub use self::transport::{OnWait, Waiting};
 

@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::config::{ApiKey, LlmConfig, ProviderKind, key_from_env};
+use super::config::{Api, ApiKey, LlmConfig, ProviderKind, key_from_env};
 use super::decode::decode;
-use super::openai::OpenAi;
+use super::openai::{OpenAi, Tokens};
 use super::prompt::{self, Prompt};
 use super::transport::{Http, OnWait, RetryPolicy};
 use super::{Anthropic, Compatible, LlmError, Provider};
@@ -58,24 +58,26 @@ impl LlmPlanner {
             Err(e) => return Err(bad(e.to_string())),
         }
         let http = Http::new(RetryPolicy::of(&config), key)?.on_wait(on_wait);
-        let openai = |official| OpenAi {
+        let openai = |official, api| OpenAi {
             http: http.clone(),
             base_url: base_url.clone(),
             model: config.model.clone(),
+            api,
             temperature: config.temperature,
             official,
         };
         let provider = match config.kind {
-            ProviderKind::OpenAi => Provider::OpenAi(openai(true)),
+            ProviderKind::OpenAi => Provider::OpenAi(openai(true, config.api)),
             ProviderKind::OpenAiCompatible => {
-                Provider::Compatible(Compatible::new(openai(false), config.structured))
+                Provider::Compatible(Compatible::new(openai(false, Api::Chat), config.structured))
             }
-            ProviderKind::Anthropic => Provider::Anthropic(Anthropic {
-                http: http.clone(),
-                base_url: base_url.clone(),
-                model: config.model.clone(),
-                temperature: config.temperature,
-            }),
+            ProviderKind::Anthropic => Provider::Anthropic(Anthropic::new(
+                http.clone(),
+                base_url.clone(),
+                config.model.clone(),
+                config.temperature,
+                config.structured,
+            )),
         };
         Ok(LlmPlanner {
             config,
@@ -139,11 +141,14 @@ impl LlmPlanner {
                 Err(e) => return Err((e, used)),
             };
             // A server without a usage block is charged what the request could have used.
-            let (i, o) = c
-                .usage
-                .unwrap_or((prompt.input_estimate(), prompt.max_output_tokens));
-            used.input_tokens += i;
-            used.output_tokens += o;
+            let t = c.usage.unwrap_or(Tokens {
+                input: prompt.input_estimate(),
+                cached: 0,
+                output: prompt.max_output_tokens,
+            });
+            used.input_tokens += t.input;
+            used.cached_input_tokens += t.cached;
+            used.output_tokens += t.output;
             match decode(&c.answer, req.mode) {
                 Ok(reply) => {
                     self.previous = Some(c.answer.text());

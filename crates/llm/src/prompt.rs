@@ -24,6 +24,9 @@ pub struct Prompt {
     pub mode: Mode,
     pub system: String,
     pub user: String,
+    /// How many bytes at the start of `user` (the tools, then the goal) stay the same for
+    /// every request of a run: the prefix a provider's prompt cache can serve again.
+    pub stable: usize,
     /// For OpenAI strict structured output.
     pub strict_schema: Value,
     /// For Anthropic's tool input schema and the `json_object` fallback's prompt.
@@ -83,14 +86,17 @@ pub fn build(
             Mode::React => REACT_RULES,
         }
     );
+    // The parts that stay the same through a run come first (system, tools, goal), so that
+    // every request shares one prefix that providers can cache.
     let mut u = String::new();
-    let _ = writeln!(u, "# Goal\n{}\n", req.goal);
     let tools: Vec<Value> = req.tools.iter().map(|t| json!(t)).collect();
     let _ = writeln!(
         u,
         "# Tools you may use (name, operations, parameter and result JSON Schemas)\n{}\n",
         serde_json::to_string_pretty(&tools).unwrap_or_default()
     );
+    let _ = writeln!(u, "# Goal\n{}\n", req.goal);
+    let stable = u.len();
     let r = &req.remaining;
     let _ = writeln!(
         u,
@@ -130,6 +136,7 @@ pub fn build(
         mode: req.mode,
         system,
         user: u,
+        stable,
         strict_schema: schema::strict(req.mode, &req.tools),
         loose_schema: schema::loose(req.mode, &req.tools),
         max_output_tokens,
@@ -207,6 +214,17 @@ pub(crate) fn tokens_for(chars: usize) -> u64 {
 }
 
 impl Prompt {
+    /// `user` as its stable prefix and the rest (all of it the rest when `stable` does not
+    /// fall on a character boundary of it, as after an edit that did not keep the prefix).
+    pub(crate) fn user_parts(&self) -> (&str, &str) {
+        match self.user.get(..self.stable) {
+            Some(head) if self.user.is_char_boundary(self.stable) => {
+                (head, &self.user[self.stable..])
+            }
+            _ => ("", &self.user),
+        }
+    }
+
     /// The input tokens this prompt may take, with its schema and wire overhead.
     pub(crate) fn input_estimate(&self) -> u64 {
         let schema = self.strict_schema.to_string().len() + self.loose_schema.to_string().len();

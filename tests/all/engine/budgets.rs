@@ -180,6 +180,7 @@ fn the_planner_call_that_would_exceed_the_cost_is_never_made() {
         Price {
             input_per_mtok: 10.0,
             output_per_mtok: 0.0,
+            cached_input_per_mtok: None,
         },
     );
     let usage = json!({"model": "priced", "input_tokens": 10_000, "output_tokens": 0});

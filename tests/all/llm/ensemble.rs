@@ -15,10 +15,12 @@ use super::{calc, config, mode, planner, run, strict_plan, strict_step, strict_t
 const FAST: Price = Price {
     input_per_mtok: 0.15,
     output_per_mtok: 0.6,
+    cached_input_per_mtok: None,
 };
 const STRONG: Price = Price {
     input_per_mtok: 3.0,
     output_per_mtok: 15.0,
+    cached_input_per_mtok: None,
 };
 
 fn ensemble(fast: &Server, strong: &Server) -> Ensemble {

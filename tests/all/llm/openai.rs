@@ -31,6 +31,7 @@ fn a_plan_runs_end_to_end_and_the_request_has_the_real_shape() {
         toolhost_engine::Price {
             input_per_mtok: 0.15,
             output_per_mtok: 0.6,
+            cached_input_per_mtok: None,
         },
     );
     let report = run(calc(), cfg, "What is 12 * 4 + 5?", &mut p);

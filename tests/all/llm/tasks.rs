@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use toolhost::task::Task;
 use toolhost::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost_llm::{LlmConfig, ProviderKind, Structured};
+use toolhost_llm::{Api, LlmConfig, ProviderKind, Structured};
 
 fn task(planner: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -35,7 +35,7 @@ fn model_planners_are_configured_in_the_task() {
     assert_eq!(c.kind, ProviderKind::OpenAiCompatible);
     assert_eq!(
         (c.model.as_str(), c.temperature, c.max_retries),
-        ("qwen", 0.2, 1)
+        ("qwen", Some(0.2), 1)
     );
     assert_eq!(c.structured, Structured::JsonObject);
     assert_eq!(c.api_key_env, None);
@@ -47,7 +47,55 @@ fn model_planners_are_configured_in_the_task() {
     };
     assert_eq!(c.api_key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
     assert_eq!(c.base_url.as_deref(), Some("https://api.anthropic.com/v1"));
-    assert_eq!(c.temperature, 0.0);
+    // Anthropic's current Messages API does not declare `temperature`: unset, not sent.
+    assert_eq!(c.temperature, None);
+    assert_eq!(c.structured, Structured::Auto);
+
+    // `kind = "openai"` speaks the Responses API unless `api = "chat"`.
+    let (_dir, path) = task("[planner]\nkind = \"openai\"\nmodel = \"gpt-4.1\"\n");
+    let PlannerSpec::Llm(c) = Task::load(&path, None).unwrap().planner else {
+        panic!()
+    };
+    assert_eq!((c.api, c.temperature), (Api::Responses, Some(0.0)));
+    let (_dir, path) = task("[planner]\nkind = \"openai\"\nmodel = \"gpt-4.1\"\napi = \"chat\"\n");
+    let PlannerSpec::Llm(c) = Task::load(&path, None).unwrap().planner else {
+        panic!()
+    };
+    assert_eq!(c.api, Api::Chat);
+    let (_dir, path) =
+        task("[planner]\nkind = \"anthropic\"\nmodel = \"claude\"\nstructured_output = \"tool\"\n");
+    let PlannerSpec::Llm(c) = Task::load(&path, None).unwrap().planner else {
+        panic!()
+    };
+    assert_eq!(c.structured, Structured::Tool);
+}
+
+#[test]
+fn api_and_structured_output_must_fit_the_provider() {
+    let e = error("[planner]\nkind = \"anthropic\"\nmodel = \"c\"\napi = \"chat\"\n");
+    assert!(
+        e.ends_with(
+            "[planner] sets `api = \"chat\"`, which only `kind = \"openai\"` uses (`anthropic` has one wire format)"
+        ),
+        "{e}"
+    );
+    let e = error(
+        "[planner]\nkind = \"openai-compatible\"\nmodel = \"q\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi = \"responses\"\n",
+    );
+    assert!(e.contains("only `kind = \"openai\"`"), "{e}");
+    let e = error(
+        "[planner]\nkind = \"anthropic\"\nmodel = \"c\"\nstructured_output = \"json-object\"\n",
+    );
+    assert!(
+        e.ends_with(
+            "`structured_output = \"json-object\"` is not a way `kind = \"anthropic\"` answers (auto, json-schema or tool)"
+        ),
+        "{e}"
+    );
+    let e = error("[planner]\nkind = \"openai\"\nmodel = \"m\"\nstructured_output = \"tool\"\n");
+    assert!(e.contains("auto, json-schema or json-object"), "{e}");
+    let e = error("[planner]\nkind = \"openai\"\nmodel = \"m\"\napi = \"soap\"\n");
+    assert!(e.contains("soap"), "{e}");
 }
 
 #[test]
@@ -157,7 +205,7 @@ fn an_ensemble_names_two_models() {
     );
     assert_eq!(
         (strong.kind, strong.model.as_str(), strong.temperature),
-        (ProviderKind::Anthropic, "claude", 0.5)
+        (ProviderKind::Anthropic, "claude", Some(0.5))
     );
     assert_eq!(escalate_after_invalid, 3);
     let (_dir, path) = task("[planner]\nkind = \"openai\"\nmodel = \"m\"\n");

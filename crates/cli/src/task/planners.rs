@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use toolhost_engine::plan::Plan;
 use toolhost_engine::planner::{Mode, Turn, Usage};
 use toolhost_engine::scripted::ScriptedReplan;
-use toolhost_llm::{LlmConfig, ProviderKind, Structured};
+use toolhost_llm::{Api, LlmConfig, ProviderKind, Structured};
 
 /// Which planner drives the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +110,8 @@ pub struct PlannerConfig {
     pub base_url: Option<String>,
     /// The environment variable holding the key (default by provider).
     pub api_key_env: Option<String>,
+    /// `kind = "openai"`: `responses` (the default) or `chat` (Chat Completions).
+    pub api: Option<Api>,
     pub temperature: Option<f64>,
     pub timeout_ms: Option<u64>,
     pub max_retries: Option<u32>,
@@ -242,6 +244,12 @@ impl PlannerOverrides {
                     turns: Vec::new(),
                     usage_per_call: Usage::default(),
                     cassette: None,
+                    // OpenAI's choice of API and a provider's own way of answering do not
+                    // carry over to another provider.
+                    api: old.api.filter(|_| kind == PlannerKind::OpenAi),
+                    structured_output: old
+                        .structured_output
+                        .filter(|s| matches!(s, Structured::Auto | Structured::JsonSchema)),
                     ..old
                 },
                 _ => PlannerConfig::default(),
@@ -280,6 +288,7 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
         ("model", p.model.is_some()),
         ("base_url", p.base_url.is_some()),
         ("api_key_env", p.api_key_env.is_some()),
+        ("api", p.api.is_some()),
         ("temperature", p.temperature.is_some()),
         ("timeout_ms", p.timeout_ms.is_some()),
         ("max_retries", p.max_retries.is_some()),
@@ -354,7 +363,16 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
         if !(0.0..=2.0).contains(&t) {
             return Err(format!("temperature {t} is not between 0 and 2"));
         }
-        c.temperature = t;
+        c.temperature = Some(t);
+    }
+    if let Some(api) = p.api {
+        if provider != ProviderKind::OpenAi {
+            return Err(format!(
+                "[planner] sets `api = \"{}\"`, which only `kind = \"openai\"` uses (`{kind}` has one wire format)",
+                api.as_str()
+            ));
+        }
+        c.api = api;
     }
     c.timeout_ms = p.timeout_ms.unwrap_or(c.timeout_ms);
     c.max_retries = p.max_retries.unwrap_or(c.max_retries);
@@ -363,6 +381,20 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
     c.max_repairs = p.max_repairs.unwrap_or(c.max_repairs);
     c.context_chars = p.context_chars.unwrap_or(c.context_chars);
     c.structured = p.structured_output.unwrap_or(c.structured);
+    let fits = match provider {
+        ProviderKind::Anthropic => c.structured != Structured::JsonObject,
+        ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => c.structured != Structured::Tool,
+    };
+    if !fits {
+        return Err(format!(
+            "`structured_output = \"{}\"` is not a way `kind = \"{kind}\"` answers ({})",
+            c.structured.as_str(),
+            match provider {
+                ProviderKind::Anthropic => "auto, json-schema or tool",
+                _ => "auto, json-schema or json-object",
+            }
+        ));
+    }
     if c.timeout_ms == 0 || c.max_output_tokens == 0 {
         return Err("timeout_ms and max_output_tokens must be at least 1".into());
     }
