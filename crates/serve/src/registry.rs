@@ -115,9 +115,11 @@ pub struct SubmitRequest {
 }
 
 /// A decision waiting for a person.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Pending {
-    /// `plan` or `step`.
+    /// `plan` or `step`; `unfinished_steps` for a run taken over from a replica that died
+    /// while steps that are not idempotent ran (`step.ids`): approve runs them again,
+    /// reject records them failed.
     pub subject: String,
     /// The plan revision under review (subject `plan`).
     pub revision: Option<u32>,

@@ -9,7 +9,9 @@
 //! submitted [`Spec`]; one with a journal is taken over and carried on exactly as
 //! `toolhost resume` does: no finished step runs again, and a step that started, did not
 //! finish and is not idempotent is not run again either — the run stops
-//! `waiting_for_decision`. A slot whose lease is lost stops working on that run at once
+//! `waiting_for_decision`, until a person's decision (`rerun`/`abandon`, recorded through
+//! `toolhost serve`'s API) makes it claimable again. A run submitted with `approve` parks
+//! for each approval in the database (`approver`), answered through any replica. A slot whose lease is lost stops working on that run at once
 //! (its appends are refused by the fence in any case).
 //!
 //! [`Stopper::stop`] ends claiming; [`Worker::run`] then waits up to the grace period for
@@ -29,6 +31,7 @@ use crate::cli::planner::{ModeArg, PlannerArgs};
 use toolhost_runtime::Runtime;
 use toolhost_store_pg::{Database, Lease, Status};
 
+mod approver;
 mod slot;
 
 /// What a submitted run is started from (the `spec` of its row): the task file, by path
@@ -49,6 +52,17 @@ pub struct Spec {
     /// `--redact` patterns.
     #[serde(default)]
     pub(crate) redact: Vec<String>,
+    /// Park the run for a person's decision on each validated plan and each step that
+    /// needs approval, answered through `toolhost serve`'s API (a run submitted there with
+    /// `approve`).
+    #[serde(default)]
+    pub(crate) approve: bool,
+    /// Who submitted it through the API (a token's name).
+    #[serde(default)]
+    pub(crate) submitter: Option<String>,
+    /// Replaces the task's `budgets.max_steps`.
+    #[serde(default)]
+    pub(crate) max_steps: Option<u32>,
 }
 
 /// How a [`Worker`] works. `Default`:
