@@ -378,6 +378,20 @@ fn approvals_and_cancel_go_through_the_api() {
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["stop"]["reason"], "cancelled");
 
+    // Cancelled while it waits for approval: it ends `cancelled`, no person rejected it.
+    let (_, run) = server.post("/v1/runs", inline_plan("3 + 3"));
+    let parked = run["id"].as_str().unwrap().to_string();
+    server.wait(&parked, |r| r["state"] == "waiting_for_approval");
+    let (status, _) = server.post(&format!("/v1/runs/{parked}/cancel"), json!({}));
+    assert_eq!(status, 202);
+    let cancelled = server.wait(&parked, |r| {
+        r["state"]
+            .as_str()
+            .is_some_and(|s| s != "waiting_for_approval" && s != "running")
+    });
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["stop"]["reason"], "cancelled", "{cancelled}");
+
     let (_, run) = server.post("/v1/runs", inline_plan("7 * 6"));
     let third = run["id"].as_str().unwrap().to_string();
     server.wait(&third, |r| r["state"] == "waiting_for_approval");
