@@ -164,6 +164,10 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
         assert_eq!(metric(api, "toolhost_runs{state=\"cancelled\"}"), 1.0);
         assert_eq!(metric(api, "toolhost_lease_takeovers_total"), 0.0);
     }
+    // Steps count where they ran: the one calc step on one of the two replicas.
+    let steps = metric(&a, "toolhost_steps_total{status=\"succeeded\"}")
+        + metric(&b, "toolhost_steps_total{status=\"succeeded\"}");
+    assert_eq!(steps, 1.0);
 }
 
 /// Fixture `f` with the marks tasks `m` and `n` (steps that append to

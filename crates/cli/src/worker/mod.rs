@@ -165,7 +165,12 @@ struct Shared {
     /// Signalled when a run ends or stopping begins.
     changed: Condvar,
     counters: Counters,
+    /// Told the report of each run a slot drove to a stop (a server's `/metrics`).
+    on_report: std::sync::OnceLock<ReportHook>,
 }
+
+/// What [`Worker::on_report`] is given.
+type ReportHook = Box<dyn Fn(&toolhost_engine::RunReport) + Send + Sync>;
 
 /// Ends a [`Worker`]'s claiming (from a signal handler's thread, say). Cheap to clone.
 #[derive(Clone)]
@@ -197,8 +202,15 @@ impl Worker {
                 active: Mutex::new(BTreeMap::new()),
                 changed: Condvar::new(),
                 counters: Counters::default(),
+                on_report: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Has `f` told the report of each run this worker drives to a stop (once per
+    /// worker: a second hook is ignored).
+    pub fn on_report(&self, f: impl Fn(&toolhost_engine::RunReport) + Send + Sync + 'static) {
+        let _ = self.shared.on_report.set(Box::new(f));
     }
 
     pub fn stopper(&self) -> Stopper {

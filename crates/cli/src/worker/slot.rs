@@ -290,7 +290,7 @@ impl Slot {
             lease: lease.clone(),
             cancel: cancel.clone(),
         };
-        drive_with(
+        let report = drive_with(
             self.rt.clone(),
             loaded,
             journal,
@@ -307,7 +307,11 @@ impl Slot {
                 cancel: Some(cancel),
                 ctrl_c: true,
             },
-        )
+        )?;
+        if let Some(hook) = self.shared.on_report.get() {
+            hook(&report);
+        }
+        Ok(report)
     }
 }
 

@@ -162,8 +162,11 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
                     ),
                 },
             );
-            let backend = Arc::new(PgBackend::new(db, launcher, worker));
+            // Steps, latencies and tokens count the runs this replica executed.
             let metrics = Arc::new(toolhost_serve::Metrics::default());
+            let counting = metrics.clone();
+            worker.on_report(move |r| counting.record(r));
+            let backend = Arc::new(PgBackend::new(db, launcher, worker));
             tokio.block_on(toolhost_serve::serve_backend(config, backend, metrics, out))
         }
         None => tokio.block_on(toolhost_serve::serve(config, state_dir, launcher, out)),
