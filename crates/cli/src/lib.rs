@@ -16,7 +16,7 @@
 //!
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
 //!   `run`, `report`, `resume`, `replay`, `eval`, `serve`, `submit`, `worker`, `cancel`, …);
-//!   [`cli::main`] is the binary. `cli/serve/pg.rs` is `serve --database`'s backend:
+//!   [`cli::main`] is the binary. `cli/serve/pg/` is `serve --database`'s backend:
 //!   the API over the run queue, each replica also a [`worker`].
 //! - [`task`]: task files (`toolhost run TASK`): goal, tools, policy, planner, budgets.
 //! - [`telemetry`]: exporting the run's spans over OpenTelemetry OTLP/HTTP when an endpoint

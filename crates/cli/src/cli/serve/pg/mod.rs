@@ -28,6 +28,9 @@ use toolhost_serve::{
 };
 use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
 
+mod follow;
+
+use self::follow::Follow;
 use super::{CliLauncher, invalid, planner_overrides};
 use crate::cli::planner::{ModeArg, PlannerArgs};
 use crate::cli::{loaded, planner};
@@ -47,6 +50,17 @@ pub(crate) struct PgBackend {
     working: Mutex<Option<JoinHandle<()>>>,
     /// Bumped on each `toolhost_changes` notification (and each poll interval).
     changes: tokio::sync::watch::Sender<u64>,
+}
+
+/// Runs `f`, which waits for the database, without stalling the async runtime the API
+/// serves on: a runtime worker thread hands its other tasks on first.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }
 
 fn pg(e: PgError) -> RegistryError {
@@ -292,21 +306,15 @@ impl Registry for PgBackend {
     }
 
     fn list(&self) -> Vec<RunView> {
-        match self.db.runs() {
-            Ok(runs) => runs.iter().filter_map(|r| self.view(r).ok()).collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot list the runs");
-                Vec::new()
-            }
-        }
+        blocking(|| self.list_now())
     }
 
     fn get(&self, id: &str) -> Result<RunView, RegistryError> {
-        self.view_of(id)
+        blocking(|| self.view_of(id))
     }
 
     fn events(&self, id: &str, after: u64) -> Result<RecordStream, RegistryError> {
-        self.db.run_info(id).map_err(pg)?;
+        blocking(|| self.db.run_info(id)).map_err(pg)?;
         let follow = Follow {
             db: self.db.clone(),
             run: id.to_string(),
@@ -325,6 +333,37 @@ impl Registry for PgBackend {
     }
 
     fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
+        blocking(|| self.decide_now(id, decision))
+    }
+
+    fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
+        blocking(|| self.cancel_now(id))
+    }
+
+    fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError> {
+        blocking(|| self.db.journal(id)).map_err(pg)
+    }
+
+    fn report(&self, id: &str) -> Result<String, RegistryError> {
+        let bytes = blocking(|| self.db.journal(id)).map_err(pg)?;
+        let report = toolhost_journal::report::load_bytes(id, self.db.location(id).into(), &bytes);
+        Ok(report.html())
+    }
+}
+
+/// The calls of [`Registry`] that wait for the database, run through [`blocking`].
+impl PgBackend {
+    fn list_now(&self) -> Vec<RunView> {
+        match self.db.runs() {
+            Ok(runs) => runs.iter().filter_map(|r| self.view(r).ok()).collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the runs");
+                Vec::new()
+            }
+        }
+    }
+
+    fn decide_now(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
         let info = self.db.run_info(id).map_err(pg)?;
         if info.status == Status::WaitingForDecision {
             self.decide_unfinished(&info, decision.decision)?;
@@ -377,7 +416,7 @@ impl Registry for PgBackend {
         self.view_of(id)
     }
 
-    fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
+    fn cancel_now(&self, id: &str) -> Result<RunView, RegistryError> {
         match self.db.cancel(id).map_err(pg)? {
             Cancelled::Over(status) => Err(RegistryError::Conflict(format!(
                 "run `{id}` is {} already",
@@ -385,15 +424,6 @@ impl Registry for PgBackend {
             ))),
             _ => self.view_of(id),
         }
-    }
-
-    fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError> {
-        self.db.journal(id).map_err(pg)
-    }
-
-    fn report(&self, id: &str) -> Result<String, RegistryError> {
-        let bytes = self.db.journal(id).map_err(pg)?;
-        Ok(toolhost_journal::report::load_bytes(id, self.db.location(id).into(), &bytes).html())
     }
 }
 
@@ -450,61 +480,6 @@ impl Backend for PgBackend {
             .take();
         if let Some(h) = handle {
             let _ = h.join();
-        }
-    }
-}
-
-/// Following one run's journal rows.
-struct Follow {
-    db: Database,
-    run: String,
-    after: u64,
-    ready: VecDeque<Record>,
-    changes: tokio::sync::watch::Receiver<u64>,
-    done: bool,
-}
-
-impl Follow {
-    async fn next(&mut self) -> Option<Record> {
-        loop {
-            if let Some(r) = self.ready.pop_front() {
-                return Some(r);
-            }
-            if self.done {
-                return None;
-            }
-            self.changes.mark_unchanged();
-            let (db, run, after) = (self.db.clone(), self.run.clone(), self.after);
-            // Looked at before reading: a run over by then has appended everything.
-            let read = tokio::task::spawn_blocking(move || {
-                let info = db.run_info(&run)?;
-                let lines = db.lines_after(&run, after)?;
-                Ok::<_, PgError>((info, lines))
-            })
-            .await;
-            let Ok(Ok((info, lines))) = read else {
-                return None;
-            };
-            for (seq, line) in lines {
-                let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
-                match serde_json::from_slice::<Record>(trimmed) {
-                    Ok(r) => {
-                        self.after = seq;
-                        self.ready.push_back(r);
-                    }
-                    // A line that is no record ends what a reader can trust.
-                    Err(_) => {
-                        self.done = true;
-                        break;
-                    }
-                }
-            }
-            if self.ready.is_empty() {
-                if state_of(info.status).is_final() {
-                    return None;
-                }
-                let _ = tokio::time::timeout(FOLLOW_POLL, self.changes.changed()).await;
-            }
         }
     }
 }
