@@ -15,12 +15,12 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A task directory (`seed`, the offline example), a tools directory with `calc` only,
 /// the examples' policy, and a state directory.
-struct Fixture {
-    dir: tempfile::TempDir,
+pub(crate) struct Fixture {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().expect("temp dir");
         let tasks = dir.path().join("tasks");
         let tools = dir.path().join("tools");
@@ -40,16 +40,23 @@ impl Fixture {
         Fixture { dir }
     }
 
-    fn p(&self, name: &str) -> PathBuf {
+    pub(crate) fn p(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
-    fn state(&self) -> PathBuf {
+    pub(crate) fn state(&self) -> PathBuf {
         self.p("state")
     }
 
     /// `toolhost serve` with this fixture's directories and `extra` flags.
-    fn start(&self, extra: &[&str]) -> Server {
+    pub(crate) fn start(&self, extra: &[&str]) -> Server {
+        self.start_with(extra, &[])
+    }
+
+    /// [`Fixture::start`] with `env` set, and no database from the environment. The
+    /// server dies with the test's thread (a failing test leaves none behind).
+    pub(crate) fn start_with(&self, extra: &[&str], env: &[(&str, String)]) -> Server {
+        use std::os::unix::process::CommandExt;
         let s = |p: PathBuf| p.display().to_string();
         let mut cmd = Command::new(BIN);
         cmd.args(["--cache-dir", &s(self.p("cache")), "--state-dir"])
@@ -62,9 +69,21 @@ impl Fixture {
             .arg(self.p("tasks/policy.toml"))
             .args(extra)
             .env_remove("TOOLHOST_LOG")
+            .env_remove("TOOLHOST_DATABASE_URL")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
         let mut child = cmd.spawn().expect("start toolhost serve");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let line = lines
@@ -86,9 +105,9 @@ impl Fixture {
 }
 
 /// A running server, killed when dropped.
-struct Server {
-    child: Child,
-    api: Api,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) api: Api,
 }
 
 impl Drop for Server {
@@ -107,20 +126,24 @@ impl std::ops::Deref for Server {
 }
 
 /// A client of the API, with a token or without.
-struct Api {
-    url: String,
-    token: Option<String>,
+pub(crate) struct Api {
+    pub(crate) url: String,
+    pub(crate) token: Option<String>,
 }
 
 impl Api {
-    fn as_token(&self, token: &str) -> Api {
+    pub(crate) fn as_token(&self, token: &str) -> Api {
         Api {
             url: self.url.clone(),
             token: Some(token.to_string()),
         }
     }
 
-    fn req(&self, method: reqwest::Method, p: &str) -> reqwest::blocking::RequestBuilder {
+    pub(crate) fn req(
+        &self,
+        method: reqwest::Method,
+        p: &str,
+    ) -> reqwest::blocking::RequestBuilder {
         let r = reqwest::blocking::Client::new()
             .request(method, format!("{}{p}", self.url))
             .timeout(TIMEOUT);
@@ -130,13 +153,13 @@ impl Api {
         }
     }
 
-    fn get(&self, p: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, p: &str) -> (u16, Value) {
         let r = self.req(reqwest::Method::GET, p).send().unwrap();
         let status = r.status().as_u16();
         (status, r.json().unwrap_or(Value::Null))
     }
 
-    fn post(&self, p: &str, body: Value) -> (u16, Value) {
+    pub(crate) fn post(&self, p: &str, body: Value) -> (u16, Value) {
         let r = self
             .req(reqwest::Method::POST, p)
             .json(&body)
@@ -146,12 +169,12 @@ impl Api {
         (status, r.json().unwrap_or(Value::Null))
     }
 
-    fn text(&self, p: &str) -> (u16, String) {
+    pub(crate) fn text(&self, p: &str) -> (u16, String) {
         let r = self.req(reqwest::Method::GET, p).send().unwrap();
         (r.status().as_u16(), r.text().unwrap())
     }
 
-    fn wait_ready(&self) {
+    pub(crate) fn wait_ready(&self) {
         let started = Instant::now();
         while self.get("/readyz").0 != 200 {
             assert!(started.elapsed() < TIMEOUT, "the server never got ready");
@@ -160,7 +183,7 @@ impl Api {
     }
 
     /// Polls run `id` until `done` holds of it.
-    fn wait(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
         let started = Instant::now();
         loop {
             let (status, run) = self.get(&format!("/v1/runs/{id}"));
@@ -175,7 +198,7 @@ impl Api {
 
     /// The SSE events of run `id` (after `last`, if given) until the stream ends:
     /// `(id, event, data)`.
-    fn events(&self, id: &str, last: Option<u64>) -> Vec<(u64, String, Value)> {
+    pub(crate) fn events(&self, id: &str, last: Option<u64>) -> Vec<(u64, String, Value)> {
         let mut r = self.req(reqwest::Method::GET, &format!("/v1/runs/{id}/events"));
         if let Some(n) = last {
             r = r.header("last-event-id", n.to_string());
@@ -209,12 +232,12 @@ impl Api {
     }
 }
 
-fn named(task: &str) -> Value {
+pub(crate) fn named(task: &str) -> Value {
     json!({"task": {"name": task}})
 }
 
 /// A plan-then-execute task inline: one calc step.
-fn inline_plan(expression: &str) -> Value {
+pub(crate) fn inline_plan(expression: &str) -> Value {
     let toml = format!(
         "goal = \"Evaluate {expression}\"\ntools = [\"calc\"]\n\n[planner.plan]\ngoal = \"g\"\nsteps = [{{ id = \"s1\", tool = \"calc\", operation = \"eval\", args = {{ expression = \"{expression}\" }} }}]\n"
     );
@@ -354,6 +377,20 @@ fn approvals_and_cancel_go_through_the_api() {
     });
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["stop"]["reason"], "cancelled");
+
+    // Cancelled while it waits for approval: it ends `cancelled`, no person rejected it.
+    let (_, run) = server.post("/v1/runs", inline_plan("3 + 3"));
+    let parked = run["id"].as_str().unwrap().to_string();
+    server.wait(&parked, |r| r["state"] == "waiting_for_approval");
+    let (status, _) = server.post(&format!("/v1/runs/{parked}/cancel"), json!({}));
+    assert_eq!(status, 202);
+    let cancelled = server.wait(&parked, |r| {
+        r["state"]
+            .as_str()
+            .is_some_and(|s| s != "waiting_for_approval" && s != "running")
+    });
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["stop"]["reason"], "cancelled", "{cancelled}");
 
     let (_, run) = server.post("/v1/runs", inline_plan("7 * 6"));
     let third = run["id"].as_str().unwrap().to_string();

@@ -9,12 +9,15 @@
 //! | `toolhost-journal` | the run journal, verify, resume, replay, the HTML report |
 //! | `toolhost-eval` | evaluation suites, their checks and metrics, baselines and the gate |
 //! | `toolhost-serve` | `toolhost serve`: runs over an HTTP API, the embedded backend |
+//! | `toolhost-store-pg` | run journals and the run queue in PostgreSQL, leases and fencing |
 //! | `toolhost` (this one) | the command line, task files, telemetry, scaffolds |
 //!
 //! # Layout
 //!
 //! - [`cli`]: the `toolhost` command line (`tool inspect`, `tool call`, `tool pack`, `new tool`,
-//!   `run`, `report`, `resume`, `replay`, `eval`, `serve`, …); [`cli::main`] is the binary.
+//!   `run`, `report`, `resume`, `replay`, `eval`, `serve`, `submit`, `worker`, `cancel`, …);
+//!   [`cli::main`] is the binary. `cli/serve/pg/` is `serve --database`'s backend:
+//!   the API over the run queue, each replica also a [`worker`].
 //! - [`task`]: task files (`toolhost run TASK`): goal, tools, policy, planner, budgets.
 //! - [`telemetry`]: exporting the run's spans over OpenTelemetry OTLP/HTTP when an endpoint
 //!   is configured (`--otlp-endpoint`); off by default.

@@ -73,6 +73,12 @@ impl Engine<'_> {
                     .await
             }
         };
+        // An approver that was waiting when the run was cancelled answers "no": the run
+        // stopped because it was cancelled, not because a person rejected anything.
+        let stop = match stop {
+            StopReason::RejectedByHuman { .. } if st.cancel.is_cancelled() => StopReason::Cancelled,
+            stop => stop,
+        };
         st.tick();
         trace::record_stop(&span, &stop, &st.spent);
         self.finish(goal, st, stop, answer).await

@@ -8,6 +8,9 @@
 //! state_dir = "state"            # journals: state/runs/RUN.jsonl
 //! max_concurrent_runs = 2
 //! shutdown_grace_ms = 30000
+//! # database = "postgres://toolhost@db/toolhost"   # replicas sharing one database
+//! # lease_ms = 30000             # with a database: a dead replica's runs move on after this
+//! # poll_ms = 2000               # with a database: idle replicas look for work this often
 //!
 //! [[tokens]]
 //! name = "ci"
@@ -34,7 +37,11 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// - no task directory (no runs by name), no tools directory, no policy (no inline tasks);
 /// - no state directory (the caller supplies one: the journals must go somewhere);
 /// - one run at a time;
-/// - 30 s for in-flight runs to finish at shutdown before they are cancelled;
+/// - 30 s for in-flight runs to finish at shutdown before they are cancelled (handed back
+///   to the other replicas, with a database);
+/// - no database: runs are journaled in the state directory and executed by this process
+///   only (with one, every replica sharing it claims runs from its queue, under 30 s
+///   leases, looking for work every 2 s when no notification comes);
 /// - no tokens, which is allowed on loopback only.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,8 +57,23 @@ pub struct ServeConfig {
     pub max_concurrent_runs: usize,
     #[serde(default = "default_grace")]
     pub shutdown_grace_ms: u64,
+    /// A PostgreSQL URL: runs queued and journaled there, shared by every replica that
+    /// names it.
+    pub database: Option<String>,
+    #[serde(default = "default_lease")]
+    pub lease_ms: u64,
+    #[serde(default = "default_poll")]
+    pub poll_ms: u64,
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
+}
+
+fn default_lease() -> u64 {
+    30_000
+}
+
+fn default_poll() -> u64 {
+    2_000
 }
 
 fn default_listen() -> SocketAddr {
@@ -76,6 +98,9 @@ impl Default for ServeConfig {
             state_dir: None,
             max_concurrent_runs: 1,
             shutdown_grace_ms: default_grace(),
+            database: None,
+            lease_ms: default_lease(),
+            poll_ms: default_poll(),
             tokens: Vec::new(),
         }
     }
@@ -95,6 +120,12 @@ pub enum ConfigError {
     OpenBind { addr: SocketAddr },
     #[error("max_concurrent_runs 0 would run nothing: give at least 1")]
     NoRuns,
+    #[error("{key} {value} is too short: give at least {min}")]
+    TooShort {
+        key: &'static str,
+        value: u64,
+        min: u64,
+    },
     #[error("token `{name}`: {reason}")]
     Token { name: String, reason: String },
     #[error("two tokens are named `{0}`: names identify submitters, so each must be unique")]
@@ -133,6 +164,14 @@ impl ServeConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         if self.max_concurrent_runs == 0 {
             return Err(ConfigError::NoRuns);
+        }
+        for (key, value, min) in [
+            ("lease_ms", self.lease_ms, 100),
+            ("poll_ms", self.poll_ms, 10),
+        ] {
+            if value < min {
+                return Err(ConfigError::TooShort { key, value, min });
+            }
         }
         let mut names = std::collections::BTreeSet::new();
         for t in &self.tokens {

@@ -17,6 +17,9 @@
 //!   each allows.
 //! - [`registry`]: the [`Registry`] trait a backend implements (submit, list, get,
 //!   events, decide, cancel, journal, report) and the API's JSON shapes.
+//! - [`backend`]: the [`Backend`] trait: a registry the server warms up, asks for
+//!   `/metrics`' counts and drains at shutdown ([`Embedded`]; the CLI's PostgreSQL
+//!   backend, whose replicas share one database).
 //! - [`launch`]: the [`Launcher`] trait: preparing and executing one run.
 //! - [`embedded`]: the embedded backend: worker threads, the approver that parks a run
 //!   until the API answers, following a journal file, runs found in the state directory.
@@ -26,6 +29,7 @@
 
 mod api;
 pub mod auth;
+pub mod backend;
 pub mod config;
 pub mod embedded;
 pub mod launch;
@@ -35,9 +39,13 @@ mod server;
 
 pub use self::api::ApiDoc;
 pub use self::auth::{Caller, Role, TokenSpec};
+pub use self::backend::Backend;
 pub use self::config::{ConfigError, ServeConfig};
-pub use self::embedded::Embedded;
+pub use self::embedded::{Embedded, Outcome};
 pub use self::launch::{Launcher, Prepared};
 pub use self::metrics::Metrics;
-pub use self::registry::{Overrides, Registry, RegistryError, RunState, RunView, TaskSource};
-pub use self::server::{ServeError, serve};
+pub use self::registry::{
+    Decision, DecisionKind, Overrides, Pending, RecordStream, Registry, RegistryError, RunState,
+    RunView, StepCounts, SubmitRequest, TaskSource,
+};
+pub use self::server::{ServeError, serve, serve_backend};

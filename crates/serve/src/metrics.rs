@@ -28,10 +28,6 @@ pub struct Metrics {
     skipped: AtomicU64,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
-    /// Runs taken over from another replica whose lease expired: always 0 for the
-    /// embedded backend, which has no leases; the series exists so dashboards need not
-    /// know the backend.
-    lease_takeovers: AtomicU64,
     latency: Mutex<Histogram>,
 }
 
@@ -63,8 +59,10 @@ impl Metrics {
             .fetch_add(report.spent.output_tokens, Ordering::Relaxed);
     }
 
-    /// The exposition, with `runs` counted by state.
-    pub fn render(&self, runs: &[RunState]) -> String {
+    /// The exposition, with `runs` counted by state and `takeovers` (runs taken over
+    /// after another replica's lease expired: always 0 for the embedded backend, which
+    /// has no leases; the series exists so dashboards need not know the backend).
+    pub fn render(&self, runs: &[RunState], takeovers: u64) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -132,11 +130,7 @@ impl Metrics {
             "# HELP toolhost_lease_takeovers_total Runs taken over after another replica's lease expired."
         );
         let _ = writeln!(out, "# TYPE toolhost_lease_takeovers_total counter");
-        let _ = writeln!(
-            out,
-            "toolhost_lease_takeovers_total {}",
-            self.lease_takeovers.load(Ordering::Relaxed)
-        );
+        let _ = writeln!(out, "toolhost_lease_takeovers_total {takeovers}");
         out
     }
 }

@@ -123,9 +123,11 @@ pub struct SubmitRequest {
 }
 
 /// A decision (or an answer) waiting for a person.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Pending {
-    /// `plan`, `step` or `question`.
+    /// `plan`, `step` or `question`; `unfinished_steps` for a run taken over from a
+    /// replica that died while steps that are not idempotent ran (`step.ids`): approve
+    /// runs them again, reject records them failed.
     pub subject: String,
     /// The plan revision under review (subject `plan`).
     pub revision: Option<u32>,

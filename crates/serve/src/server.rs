@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::api::{AppState, router};
 use crate::auth::Tokens;
+use crate::backend::Backend;
 use crate::config::{ConfigError, ServeConfig};
 use crate::embedded::Embedded;
 use crate::launch::Launcher;
@@ -31,7 +32,8 @@ pub enum ServeError {
 }
 
 /// Serves `config` until a signal, running tasks through `launcher` and journaling under
-/// `state_dir`. Prints `listening on http://ADDR` (one line) to `out` once bound.
+/// `state_dir` (the embedded backend). Prints `listening on http://ADDR` (one line) to
+/// `out` once bound.
 pub async fn serve(
     config: ServeConfig,
     state_dir: PathBuf,
@@ -40,6 +42,25 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     config.check()?;
     writable(&state_dir)?;
+    let metrics = Arc::new(Metrics::default());
+    let backend = Arc::new(Embedded::new(
+        launcher,
+        &state_dir,
+        config.max_concurrent_runs,
+        metrics.clone(),
+    ));
+    serve_backend(config, backend, metrics, out).await
+}
+
+/// Serves `config` until a signal with the runs of `backend` (counting what it reports in
+/// `metrics`). Prints `listening on http://ADDR` (one line) to `out` once bound.
+pub async fn serve_backend(
+    config: ServeConfig,
+    backend: Arc<dyn Backend>,
+    metrics: Arc<Metrics>,
+    out: &mut dyn Write,
+) -> Result<(), ServeError> {
+    config.check()?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServeError::Bind {
@@ -50,13 +71,6 @@ pub async fn serve(
         addr: config.listen.to_string(),
         reason: e.to_string(),
     })?;
-    let metrics = Arc::new(Metrics::default());
-    let backend = Arc::new(Embedded::new(
-        launcher,
-        &state_dir,
-        config.max_concurrent_runs,
-        metrics.clone(),
-    ));
     let state = AppState {
         registry: backend.clone(),
         backend: backend.clone(),

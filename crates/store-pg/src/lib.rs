@@ -31,6 +31,10 @@
 //! - `listen`: [`Listener`], `LISTEN` on the channel the `runs_claimable` trigger
 //!   notifies, read from the connection's message stream, so idle workers wake for work.
 //! - `read`: a run's lines, in `seq` order, as the bytes of a journal file.
+//! - [`served`]: runs served over an API by replicas sharing the database (migration
+//!   0003): parked for a person's answer and answered from any replica, decisions on
+//!   unfinished steps, cancellation, the list of runs and their counts by status;
+//!   `toolhost_changes` notifications for those who follow a run.
 //!
 //! Every method blocks the calling thread for its round trips (as the file journal's
 //! writes do) and runs on the database's own threads, never on the caller's runtime.
@@ -41,6 +45,7 @@ mod listen;
 mod migrate;
 pub mod queue;
 mod read;
+pub mod served;
 pub mod store;
 mod url;
 
@@ -54,6 +59,7 @@ use self::bridge::Bridge;
 pub use self::lease::{Fenced, Lease, LeaseEvent, Renewer, RunState};
 pub use self::listen::Listener;
 pub use self::queue::{RunInfo, Status};
+pub use self::served::{Answer, Cancelled};
 pub use self::store::PgStore;
 pub use self::url::shown as shown_url;
 

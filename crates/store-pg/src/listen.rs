@@ -16,6 +16,10 @@ use super::{Database, PgError, Shared};
 /// The channel the `runs_claimable` trigger (migration 0002) notifies.
 const CHANNEL: &str = "toolhost_runs";
 
+/// The channel of a run's changes (migration 0003): a journal append, a decision, a
+/// cancellation, a new status.
+const CHANGES: &str = "toolhost_changes";
+
 /// How long a lost listening connection waits before connecting again.
 const RECONNECT: Duration = Duration::from_millis(500);
 
@@ -47,13 +51,23 @@ impl Database {
     /// Starts listening for claimable runs on a connection of its own; returns once the
     /// `LISTEN` is in place, so a run submitted after this returns wakes the listener.
     pub fn listen(&self) -> Result<Listener, PgError> {
+        self.listen_on(CHANNEL)
+    }
+
+    /// Starts listening for changes of runs (any run's: a journal append, a decision, a
+    /// cancellation), for those who follow a run or wait for a decision on it.
+    pub fn listen_changes(&self) -> Result<Listener, PgError> {
+        self.listen_on(CHANGES)
+    }
+
+    fn listen_on(&self, channel: &'static str) -> Result<Listener, PgError> {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let db = self.db.clone();
         let task = self.bridge.spawn(async move {
             let mut ready = Some(ready_tx);
             loop {
-                match listen_once(&db, &tx, &mut ready).await {
+                match listen_once(&db, channel, &tx, &mut ready).await {
                     Ok(()) => return, // the listener was dropped
                     Err(e) => {
                         if let Some(r) = ready.take() {
@@ -84,6 +98,7 @@ impl Database {
 /// One listening connection, until it fails (`Err`) or nobody receives (`Ok`).
 async fn listen_once(
     db: &Shared,
+    channel: &str,
     tx: &mpsc::Sender<()>,
     ready: &mut Option<mpsc::SyncSender<Result<(), PgError>>>,
 ) -> Result<(), PgError> {
@@ -110,7 +125,7 @@ async fn listen_once(
         }
     });
     let listening = client
-        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .batch_execute(&format!("LISTEN {channel}"))
         .await
         .map_err(|e| db.query_err(&e));
     if let Err(e) = listening {

@@ -22,6 +22,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "run_queue",
         include_str!("../migrations/0002_run_queue.sql"),
     ),
+    (
+        3,
+        "served_runs",
+        include_str!("../migrations/0003_served_runs.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

@@ -22,8 +22,11 @@ pub enum Status {
     Queued,
     /// A worker holds it (or will take it over once the holder's lease expires).
     Running,
+    /// Held by a worker that waits for a person's answer to its `pending` plan or step
+    /// (a run served with approvals).
+    WaitingForApproval,
     /// Stopped for a person's decision: a step that is not idempotent started and did
-    /// not finish (`toolhost resume --rerun/--abandon` decides).
+    /// not finish (`toolhost resume --rerun/--abandon`, or a decision over the API).
     WaitingForDecision,
     Completed,
     /// Stopped for any other reason (a budget, an escalation, a rejection, a broken
@@ -37,6 +40,7 @@ impl Status {
         match self {
             Status::Queued => "queued",
             Status::Running => "running",
+            Status::WaitingForApproval => "waiting_for_approval",
             Status::WaitingForDecision => "waiting_for_decision",
             Status::Completed => "completed",
             Status::Failed => "failed",
@@ -52,6 +56,7 @@ impl FromStr for Status {
         Ok(match s {
             "queued" => Status::Queued,
             "running" => Status::Running,
+            "waiting_for_approval" => Status::WaitingForApproval,
             "waiting_for_decision" => Status::WaitingForDecision,
             "completed" => Status::Completed,
             "failed" => Status::Failed,
@@ -82,6 +87,37 @@ pub struct RunInfo {
     pub epoch: i64,
     /// Journal records written.
     pub records: i64,
+    /// What the run waits for a person to decide (JSON text), while
+    /// [`Status::WaitingForApproval`].
+    pub pending: Option<String>,
+    /// A person's decision not yet taken by the run's holder (JSON text).
+    pub decision: Option<String>,
+}
+
+/// The columns [`RunInfo::of_row`] reads, in its order.
+pub(crate) const INFO_COLUMNS: &str =
+    "id, status, stop_reason, spec::text, cancel_requested, takeovers, epoch,
+    (SELECT count(*) FROM journal_records WHERE run_id = runs.id), pending::text, decision::text";
+
+impl RunInfo {
+    pub(crate) fn of_row(row: &tokio_postgres::Row, url: &str) -> Result<RunInfo, PgError> {
+        let status: String = row.get(1);
+        Ok(RunInfo {
+            run: row.get(0),
+            status: status.parse().map_err(|reason| PgError::Query {
+                url: url.to_string(),
+                reason,
+            })?,
+            stop_reason: row.get(2),
+            spec: row.get(3),
+            cancel_requested: row.get(4),
+            takeovers: row.get(5),
+            epoch: row.get(6),
+            records: row.get(7),
+            pending: row.get(8),
+            decision: row.get(9),
+        })
+    }
 }
 
 impl Database {
@@ -115,33 +151,18 @@ impl Database {
             let c = db.client().await?;
             let row = c
                 .query_opt(
-                    "SELECT status, stop_reason, spec::text, cancel_requested, takeovers, epoch,
-                         (SELECT count(*) FROM journal_records WHERE run_id = runs.id)
-                     FROM runs WHERE id = $1",
+                    &format!("SELECT {INFO_COLUMNS} FROM runs WHERE id = $1"),
                     &[&run],
                 )
                 .await
                 .map_err(|e| db.query_err(&e))?;
-            let Some(row) = row else {
-                return Err(PgError::NoSuchRun {
+            match row {
+                Some(row) => RunInfo::of_row(&row, db.url()),
+                None => Err(PgError::NoSuchRun {
                     run,
                     url: db.url().to_string(),
-                });
-            };
-            let status: String = row.get(0);
-            Ok(RunInfo {
-                status: status.parse().map_err(|reason| PgError::Query {
-                    url: db.url().to_string(),
-                    reason,
-                })?,
-                run,
-                stop_reason: row.get(1),
-                spec: row.get(2),
-                cancel_requested: row.get(3),
-                takeovers: row.get(4),
-                epoch: row.get(5),
-                records: row.get(6),
-            })
+                }),
+            }
         })
     }
 
@@ -174,7 +195,7 @@ impl Database {
                          status = CASE WHEN $4 = 'active' AND NOT EXISTS
                                            (SELECT 1 FROM journal_records WHERE run_id = runs.id)
                                        THEN 'queued' ELSE $5 END,
-                         stop_reason = $6, updated_at = now()
+                         stop_reason = $6, pending = NULL, decision = NULL, updated_at = now()
                      WHERE id = $1 AND epoch = $2 AND lease_owner = $3 AND lease_expires > now()",
                     &[
                         &l.run,

@@ -10,6 +10,7 @@ mod lease;
 mod migrate;
 mod queue;
 mod replay;
+mod serve;
 mod throughput;
 
 use std::time::Duration;

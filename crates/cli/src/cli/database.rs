@@ -23,6 +23,11 @@ pub(crate) struct DatabaseArg {
 }
 
 impl DatabaseArg {
+    /// The `--database` flag's value, if given (not the environment's).
+    pub(crate) fn given(&self) -> Option<String> {
+        self.database.clone()
+    }
+
     /// The database URL given, if any.
     pub(crate) fn url(&self) -> Option<String> {
         self.database.clone().or_else(|| {
@@ -135,7 +140,7 @@ pub(crate) struct Resuming {
     db: Database,
     lease: Lease,
     renewer: Renewer,
-    before: RunInfo,
+    before: Box<RunInfo>,
 }
 
 impl Resuming {
@@ -193,7 +198,7 @@ pub(crate) fn resume(
         db,
         lease,
         renewer,
-        before,
+        before: Box::new(before),
     };
     let checked = claim
         .db

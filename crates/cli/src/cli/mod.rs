@@ -3,6 +3,7 @@
 
 mod approve;
 mod call;
+mod cancel;
 pub(crate) mod database;
 mod eval;
 mod grants;
@@ -119,6 +120,8 @@ enum Command {
     /// Work the run queue of a PostgreSQL database: start queued runs, take over the runs
     /// of workers that died, until SIGTERM.
     Worker(worker::Args),
+    /// Cancel a run of a PostgreSQL database (queued, running, or waiting for a person).
+    Cancel(cancel::Args),
     /// Verify, show and prune run journals.
     #[command(subcommand)]
     Journal(journal::JournalCommand),
@@ -196,6 +199,7 @@ pub fn run(
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
         Command::Submit(args) => submit::run(args, out),
+        Command::Cancel(args) => cancel::run(args, out),
         Command::Worker(args) => match runtime(cli.cache_dir, cli.no_cache) {
             Ok(rt) => worker::run(rt, args, out, err),
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),

@@ -22,6 +22,11 @@ pub(crate) struct ModeArg {
 }
 
 impl ModeArg {
+    /// `--mode MODE` (none: the task's).
+    pub(crate) fn of(mode: Option<Mode>) -> ModeArg {
+        ModeArg { mode }
+    }
+
     /// `overrides` with this mode.
     pub(crate) fn apply(&self, overrides: PlannerOverrides) -> PlannerOverrides {
         PlannerOverrides {
@@ -79,6 +84,15 @@ pub(crate) struct PlannerArgs {
 }
 
 impl PlannerArgs {
+    /// `--planner KIND --model NAME` (each if given), as an API client may choose them.
+    pub(crate) fn chosen(kind: Option<PlannerKind>, model: Option<String>) -> PlannerArgs {
+        PlannerArgs {
+            kind,
+            model,
+            ..PlannerArgs::default()
+        }
+    }
+
     /// These flags with what they leave to this process's environment filled in
     /// (`TOOLHOST_BASE_URL`), so another process reads them alike.
     pub(crate) fn resolved(mut self) -> PlannerArgs {

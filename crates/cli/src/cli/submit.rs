@@ -57,6 +57,9 @@ pub(crate) fn run(args: Args, out: &mut dyn Write) -> CmdResult {
         planner,
         mode: args.mode,
         redact: args.redact,
+        approve: false,
+        submitter: None,
+        max_steps: None,
     };
     let spec = serde_json::to_string(&spec).expect("a spec serialises");
     let run = database::connect(&url)?

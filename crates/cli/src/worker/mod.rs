@@ -9,7 +9,9 @@
 //! submitted [`Spec`]; one with a journal is taken over and carried on exactly as
 //! `toolhost resume` does: no finished step runs again, and a step that started, did not
 //! finish and is not idempotent is not run again either — the run stops
-//! `waiting_for_decision`. A slot whose lease is lost stops working on that run at once
+//! `waiting_for_decision`, until a person's decision (`rerun`/`abandon`, recorded through
+//! `toolhost serve`'s API) makes it claimable again. A run submitted with `approve` parks
+//! for each approval in the database (`approver`), answered through any replica. A slot whose lease is lost stops working on that run at once
 //! (its appends are refused by the fence in any case).
 //!
 //! [`Stopper::stop`] ends claiming; [`Worker::run`] then waits up to the grace period for
@@ -29,6 +31,7 @@ use crate::cli::planner::{ModeArg, PlannerArgs};
 use toolhost_runtime::Runtime;
 use toolhost_store_pg::{Database, Lease, Status};
 
+mod approver;
 mod slot;
 
 /// What a submitted run is started from (the `spec` of its row): the task file, by path
@@ -49,6 +52,17 @@ pub struct Spec {
     /// `--redact` patterns.
     #[serde(default)]
     pub(crate) redact: Vec<String>,
+    /// Park the run for a person's decision on each validated plan and each step that
+    /// needs approval, answered through `toolhost serve`'s API (a run submitted there with
+    /// `approve`).
+    #[serde(default)]
+    pub(crate) approve: bool,
+    /// Who submitted it through the API (a token's name).
+    #[serde(default)]
+    pub(crate) submitter: Option<String>,
+    /// Replaces the task's `budgets.max_steps`.
+    #[serde(default)]
+    pub(crate) max_steps: Option<u32>,
 }
 
 /// How a [`Worker`] works. `Default`:
@@ -151,7 +165,12 @@ struct Shared {
     /// Signalled when a run ends or stopping begins.
     changed: Condvar,
     counters: Counters,
+    /// Told the report of each run a slot drove to a stop (a server's `/metrics`).
+    on_report: std::sync::OnceLock<ReportHook>,
 }
+
+/// What [`Worker::on_report`] is given.
+type ReportHook = Box<dyn Fn(&toolhost_engine::RunReport) + Send + Sync>;
 
 /// Ends a [`Worker`]'s claiming (from a signal handler's thread, say). Cheap to clone.
 #[derive(Clone)]
@@ -183,8 +202,15 @@ impl Worker {
                 active: Mutex::new(BTreeMap::new()),
                 changed: Condvar::new(),
                 counters: Counters::default(),
+                on_report: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Has `f` told the report of each run this worker drives to a stop (once per
+    /// worker: a second hook is ignored).
+    pub fn on_report(&self, f: impl Fn(&toolhost_engine::RunReport) + Send + Sync + 'static) {
+        let _ = self.shared.on_report.set(Box::new(f));
     }
 
     pub fn stopper(&self) -> Stopper {

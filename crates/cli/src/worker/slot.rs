@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::approver::DbApprover;
 use super::{Shared, Spec, WorkerConfig};
 use crate::cli::database::status_of;
 use crate::cli::loaded::load;
 use crate::cli::planner::PlannerArgs;
 use crate::cli::resume::{BudgetArgs, Prepared, Setup, mark_resumed, needs_decision, prepare};
-use crate::cli::run::{Outputs, Start, View, drive};
+use crate::cli::run::{Control, Outputs, Start, View, drive_with};
 use crate::cli::{Failure, exit};
 use toolhost_engine::{Cancel, RunReport, Unfinished};
 use toolhost_journal::{Journal, Kind};
@@ -158,18 +159,22 @@ impl Slot {
             .counters
             .taken_over
             .fetch_add(1, Ordering::Relaxed);
-        self.take_over(lease, spec.as_ref(), journal, cancel)
+        let unfinished = decided(info.decision.as_deref());
+        self.take_over(lease, spec.as_ref(), journal, unfinished, cancel)
     }
 
     /// Starts run `lease` from `spec`.
     fn start(&self, lease: &Lease, spec: &Spec, cancel: Cancel) -> Result<Ended, Failure> {
         let overrides = spec.mode.apply(spec.planner.overrides());
-        let loaded = load(
+        let mut loaded = load(
             &self.rt,
             &spec.task,
             self.config.tools_dir.as_deref(),
             &overrides,
         )?;
+        if let Some(n) = spec.max_steps {
+            loaded.task.config.budgets.max_steps = n;
+        }
         let now = crate::cli::journal::digest(&spec.task)?;
         crate::cli::resume::same(
             "task file",
@@ -187,17 +192,26 @@ impl Slot {
         let store = PgStore::new(&self.db, lease.clone());
         let journal = Journal::create_in(Box::new(store), &lease.run, &start, redactor)
             .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
-        let report = self.drive(loaded, &journal, planner.as_mut(), Start::Fresh, cancel)?;
+        let report = self.drive(
+            lease,
+            spec.approve,
+            loaded,
+            &journal,
+            planner.as_mut(),
+            Start::Fresh,
+            cancel,
+        )?;
         Ok(ended(&report, false))
     }
 
-    /// Carries run `lease` on from its journal `first`, as `toolhost resume` does without
-    /// decisions on unfinished steps.
+    /// Carries run `lease` on from its journal `first`, as `toolhost resume` does with the
+    /// decisions `unfinished` on its unfinished steps (a person's, through the API).
     fn take_over(
         &self,
         lease: &Lease,
         spec: Option<&Spec>,
         first: toolhost_journal::Verified,
+        unfinished: Unfinished,
         cancel: Cancel,
     ) -> Result<Ended, Failure> {
         let (planner_args, redact) = match spec {
@@ -232,7 +246,6 @@ impl Slot {
                 budgets: &BudgetArgs::default(),
             },
         )?;
-        let unfinished = Unfinished::default();
         let waiting = needs_decision(&resumable, &unfinished);
         let mut planner = crate::cli::planner::build(&loaded.task, &planner_args, None)?;
         let store = PgStore::new(&self.db, lease.clone());
@@ -246,6 +259,8 @@ impl Slot {
             &unfinished,
         )?;
         let report = self.drive(
+            lease,
+            spec.is_some_and(|s| s.approve),
             loaded,
             &journal,
             planner.as_mut(),
@@ -255,8 +270,13 @@ impl Slot {
         Ok(ended(&report, waiting))
     }
 
+    /// Drives the run to its stop; with `approve`, a person decides plans and steps
+    /// through the API ([`DbApprover`]), else the policy's `approval`.
+    #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
+        lease: &Lease,
+        approve: bool,
         loaded: crate::cli::loaded::Loaded,
         journal: &Journal,
         planner: &mut dyn toolhost_engine::Planner,
@@ -265,7 +285,17 @@ impl Slot {
     ) -> Result<RunReport, Failure> {
         let view = View::unattended();
         let (mut out, mut err) = (std::io::sink(), std::io::sink());
-        drive(
+        let mut api = DbApprover {
+            db: self.db.clone(),
+            lease: lease.clone(),
+            cancel: cancel.clone(),
+            reviews: if approve {
+                None
+            } else {
+                Some(loaded.policy.approval)
+            },
+        };
+        let report = drive_with(
             self.rt.clone(),
             loaded,
             journal,
@@ -273,12 +303,46 @@ impl Slot {
             start,
             &view,
             None,
-            cancel,
             Outputs {
                 out: &mut out,
                 err: &mut err,
             },
-        )
+            Control {
+                // Questions always wait for the API; plans and steps with `approve`.
+                approver: Some(&mut api),
+                cancel: Some(cancel),
+                ctrl_c: true,
+            },
+        )?;
+        if let Some(hook) = self.shared.on_report.get() {
+            hook(&report);
+        }
+        Ok(report)
+    }
+}
+
+/// The decisions on unfinished steps a person recorded (`{"rerun": [..], "abandon":
+/// [..]}`), if any.
+fn decided(decision: Option<&str>) -> Unfinished {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Decided {
+        #[serde(default)]
+        rerun: Vec<toolhost_engine::StepId>,
+        #[serde(default)]
+        abandon: Vec<toolhost_engine::StepId>,
+    }
+    let Some(text) = decision else {
+        return Unfinished::default();
+    };
+    // A decision on a pending approval left behind by a holder that died is no decision
+    // on unfinished steps: the run parks again for it.
+    let Ok(d) = serde_json::from_str::<Decided>(text) else {
+        return Unfinished::default();
+    };
+    Unfinished {
+        rerun: d.rerun.into_iter().collect(),
+        abandon: d.abandon.into_iter().collect(),
     }
 }
 

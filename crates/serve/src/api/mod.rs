@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 
 pub use self::doc::ApiDoc;
 use crate::auth::{Caller, Refused, Role, Tokens};
-use crate::embedded::Embedded;
+use crate::backend::Backend;
 use crate::metrics::Metrics;
 use crate::registry::{Registry, RegistryError};
 
@@ -28,7 +28,7 @@ use crate::registry::{Registry, RegistryError};
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub registry: Arc<dyn Registry>,
-    pub backend: Arc<Embedded>,
+    pub backend: Arc<dyn Backend>,
     pub tokens: Arc<Tokens>,
     pub metrics: Arc<Metrics>,
 }

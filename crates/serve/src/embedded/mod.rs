@@ -19,7 +19,9 @@ use serde_json::json;
 use toolhost_journal::{self as journal, Kind};
 
 use self::approver::{ApiApprover, parse_plan};
-use self::run::{Answer, AnswerError, Outcome, Run};
+pub use self::run::Outcome;
+use self::run::{Answer, AnswerError, Run};
+use crate::backend::Backend;
 use crate::launch::{Launcher, Prepared};
 use crate::metrics::Metrics;
 use crate::registry::{
@@ -96,19 +98,27 @@ impl Embedded {
         }
     }
 
+    fn run(&self, id: &str) -> Result<Arc<Run>, RegistryError> {
+        lock(&self.shared.runs)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RegistryError::NotFound(id.to_string()))
+    }
+}
+
+impl Backend for Embedded {
     /// Start-up work (the launcher's), after which the server is ready.
-    pub fn warm(&self) -> Result<(), String> {
+    fn warm(&self) -> Result<(), String> {
         self.shared.launcher.warm()?;
         self.shared.ready.store(true, Ordering::SeqCst);
         Ok(())
     }
 
-    pub fn is_ready(&self) -> bool {
+    fn is_ready(&self) -> bool {
         self.shared.ready.load(Ordering::SeqCst)
     }
 
-    /// The state of every run, for `/metrics`.
-    pub fn states(&self) -> Vec<RunState> {
+    fn states(&self) -> Vec<RunState> {
         lock(&self.shared.runs)
             .values()
             .map(|r| r.state())
@@ -117,7 +127,7 @@ impl Embedded {
 
     /// Stops taking submissions, lets queued and running runs finish for `grace`, then
     /// cancels what is left (each journaled `cancelled`) and waits for the workers.
-    pub fn shut_down(&self, grace: Duration) {
+    fn shut_down(&self, grace: Duration) {
         self.shared.accepting.store(false, Ordering::SeqCst);
         let deadline = Instant::now() + grace;
         {
@@ -143,13 +153,6 @@ impl Embedded {
         for h in lock(&self.workers).drain(..) {
             let _ = h.join();
         }
-    }
-
-    fn run(&self, id: &str) -> Result<Arc<Run>, RegistryError> {
-        lock(&self.shared.runs)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| RegistryError::NotFound(id.to_string()))
     }
 }
 

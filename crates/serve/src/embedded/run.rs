@@ -22,9 +22,10 @@ pub(crate) enum Answer {
     Value(Value),
 }
 
-/// How a run ended.
+/// How a run ended: its stop record (without the answer and usage, shown apart), its
+/// answer, its steps by outcome, and what it spent.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Outcome {
+pub struct Outcome {
     pub stop: Option<Value>,
     pub answer: Option<Value>,
     pub steps: StepCounts,
@@ -59,7 +60,7 @@ impl Outcome {
 
     /// From a journal's records (a run this server did not execute, or executed before a
     /// restart).
-    pub(crate) fn of_records(records: &[Record]) -> Outcome {
+    pub fn of_records(records: &[Record]) -> Outcome {
         let mut o = Outcome::default();
         for r in records {
             match r.kind {

@@ -13,11 +13,17 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
+mod pg;
+
+use self::pg::PgBackend;
+use super::database::{self, DatabaseArg};
 use super::loaded::{self, Loaded};
 use super::run::{Control, Outputs, Start, View, drive_with};
 use super::{CmdResult, Failure, exit, journal, planner};
 use crate::task::{PlannerKind, PlannerOverrides};
+use crate::worker::{Worker, WorkerConfig};
 use toolhost_engine::approval::Approver;
 use toolhost_engine::{Cancel, Mode, Planner, RunReport};
 use toolhost_journal::Journal;
@@ -29,11 +35,17 @@ use toolhost_serve::{
 /// Serve runs over an HTTP API (JSON; OpenAPI document at /openapi.json): submit, list,
 /// follow (SSE), approve, cancel, report. Prints `listening on http://ADDR` once bound.
 /// SIGTERM/SIGINT stop taking runs, let in-flight runs finish for the grace period (then
-/// cancel them), and exit 0. Flags replace the configuration file's values.
+/// cancel them, or with a database hand them back to the other replicas), and exit 0.
+/// Flags replace the configuration file's values.
+///
+/// With a database, runs are queued and journaled in PostgreSQL and every replica that
+/// names it also works its queue (as `toolhost worker`): any number of replicas serve the
+/// same runs.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The server's configuration (TOML): listen, tasks_dir, tools_dir, policy,
-    /// state_dir, max_concurrent_runs, shutdown_grace_ms, [[tokens]].
+    /// state_dir, max_concurrent_runs, shutdown_grace_ms, database, lease_ms, poll_ms,
+    /// [[tokens]].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The address to listen on [default: 127.0.0.1:8080]; port 0 picks a free one.
@@ -56,6 +68,17 @@ pub(crate) struct Args {
     /// [default: 30000].
     #[arg(long, value_name = "MS")]
     shutdown_grace_ms: Option<u64>,
+    #[command(flatten)]
+    database: DatabaseArg,
+    /// With a database: how long a run's lease lasts without renewal (renewed every third
+    /// of it); a replica that dies leaves its runs to the others after this
+    /// [default: 30000].
+    #[arg(long, value_name = "MS")]
+    lease_ms: Option<u64>,
+    /// With a database: how often an idle replica looks for claimable runs without a
+    /// notification [default: 2000].
+    #[arg(long, value_name = "MS")]
+    poll_ms: Option<u64>,
     /// From the global `--state-dir`.
     #[arg(skip)]
     pub state_dir: Option<PathBuf>,
@@ -89,6 +112,18 @@ impl Args {
         if let Some(ms) = self.shutdown_grace_ms {
             c.shutdown_grace_ms = ms;
         }
+        if let Some(ms) = self.lease_ms {
+            c.lease_ms = ms;
+        }
+        if let Some(ms) = self.poll_ms {
+            c.poll_ms = ms;
+        }
+        // The flag, then the configuration file, then TOOLHOST_DATABASE_URL.
+        if let Some(url) = self.database.given() {
+            c.database = Some(url);
+        } else if c.database.is_none() {
+            c.database = self.database.url();
+        }
         c.check().map_err(usage)?;
         Ok(c)
     }
@@ -108,24 +143,50 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
-    tokio
-        .block_on(toolhost_serve::serve(config, state_dir, launcher, out))
-        .map_err(|e| {
-            let code = match e {
-                ServeError::Config(_) | ServeError::Bind { .. } => exit::USAGE,
-                ServeError::StateDir { .. } => exit::JOURNAL,
-                _ => exit::LOAD,
-            };
-            Failure::new(code, e.to_string())
-        })?;
+    let served = match &config.database {
+        Some(url) => {
+            let db = database::connect(url)?;
+            let worker = Worker::new(
+                db.clone(),
+                launcher.rt.clone(),
+                WorkerConfig {
+                    tools_dir: config.tools_dir.clone(),
+                    concurrency: config.max_concurrent_runs,
+                    lease: Duration::from_millis(config.lease_ms),
+                    poll: Duration::from_millis(config.poll_ms),
+                    grace: Duration::from_millis(config.shutdown_grace_ms),
+                    owner: format!(
+                        "toolhost serve, pid {} on {}",
+                        std::process::id(),
+                        toolhost_journal::lock::hostname()
+                    ),
+                },
+            );
+            // Steps, latencies and tokens count the runs this replica executed.
+            let metrics = Arc::new(toolhost_serve::Metrics::default());
+            let counting = metrics.clone();
+            worker.on_report(move |r| counting.record(r));
+            let backend = Arc::new(PgBackend::new(db, launcher, worker));
+            tokio.block_on(toolhost_serve::serve_backend(config, backend, metrics, out))
+        }
+        None => tokio.block_on(toolhost_serve::serve(config, state_dir, launcher, out)),
+    };
+    served.map_err(|e| {
+        let code = match e {
+            ServeError::Config(_) | ServeError::Bind { .. } => exit::USAGE,
+            ServeError::StateDir { .. } => exit::JOURNAL,
+            _ => exit::LOAD,
+        };
+        Failure::new(code, e.to_string())
+    })?;
     Ok(exit::OK)
 }
 
 /// Runs tasks as `toolhost run` does.
-struct CliLauncher {
-    rt: Arc<Runtime>,
+pub(super) struct CliLauncher {
+    pub(super) rt: Arc<Runtime>,
     tasks_dir: Option<PathBuf>,
-    tools_dir: Option<PathBuf>,
+    pub(super) tools_dir: Option<PathBuf>,
     policy: Option<PathBuf>,
     state_dir: PathBuf,
 }
@@ -134,7 +195,7 @@ struct CliLauncher {
 /// of the server, or send them elsewhere.
 const SERVER_ONLY: [&str; 4] = ["script", "cassette", "base_url", "api_key_env"];
 
-fn invalid(f: Failure) -> RegistryError {
+pub(super) fn invalid(f: Failure) -> RegistryError {
     RegistryError::Invalid {
         problems: vec![f.message().to_string()],
     }
@@ -154,7 +215,7 @@ fn server_only_keys(table: &toml::Table, at: &str, found: &mut Vec<String>) {
 
 impl CliLauncher {
     /// The task file to run: one of the task directory, or an inline task written out.
-    fn task_file(&self, task: &TaskSource) -> Result<PathBuf, RegistryError> {
+    pub(super) fn task_file(&self, task: &TaskSource) -> Result<PathBuf, RegistryError> {
         let table = match task {
             TaskSource::Name(name) => return self.named(name),
             TaskSource::Toml(text) => toml::from_str::<toml::Table>(text).map_err(|e| {
@@ -237,7 +298,7 @@ impl CliLauncher {
     }
 }
 
-fn planner_overrides(o: &Overrides) -> Result<PlannerOverrides, RegistryError> {
+pub(super) fn planner_overrides(o: &Overrides) -> Result<PlannerOverrides, RegistryError> {
     let bad = RegistryError::BadRequest;
     let mode = o
         .mode

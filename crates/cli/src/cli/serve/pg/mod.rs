@@ -1,0 +1,516 @@
+//! `toolhost serve --database URL`: the API over the run queue of a PostgreSQL database,
+//! so that any number of stateless replicas share it. A submitted run goes into the queue
+//! (its [`Spec`]); every replica also works the queue ([`Worker`], as `toolhost worker`),
+//! so a run may execute on any replica and is read, followed, decided and cancelled
+//! through any other: runs are listed from the `runs` table, their views built from their
+//! journal rows, events followed from the journal as it grows (woken by the
+//! `toolhost_changes` notification, else polling), approvals parked and answered in the
+//! run's row (the worker's [`DbApprover`](crate::worker)), cancellations asked for in it.
+//!
+//! A run taken over from a replica that died while a step that is not idempotent ran
+//! stops `waiting_for_decision`; the API shows it waiting for approval, its pending
+//! subject `unfinished_steps`: approving runs those steps again, rejecting records them
+//! failed, and the run goes back to the queue with that decision.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_engine::Plan;
+use toolhost_journal::{Kind, Record};
+use toolhost_serve::registry::SubmitRequest;
+use toolhost_serve::{
+    Backend, Decision, DecisionKind, Outcome, Overrides, Pending, RecordStream, Registry,
+    RegistryError, RunState, RunView,
+};
+use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
+
+mod follow;
+
+use self::follow::Follow;
+use super::{CliLauncher, invalid, planner_overrides};
+use crate::cli::planner::{ModeArg, PlannerArgs};
+use crate::cli::{loaded, planner};
+use crate::worker::{Spec, Stopper, Worker};
+
+/// How long an SSE follower waits for a notification before it looks anyway.
+const FOLLOW_POLL: Duration = Duration::from_millis(500);
+
+/// The PostgreSQL backend of one replica.
+pub(crate) struct PgBackend {
+    db: Database,
+    launcher: Arc<CliLauncher>,
+    worker: Arc<Worker>,
+    stopper: Stopper,
+    ready: AtomicBool,
+    accepting: AtomicBool,
+    working: Mutex<Option<JoinHandle<()>>>,
+    /// Bumped on each `toolhost_changes` notification (and each poll interval).
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+/// Runs `f`, which waits for the database, without stalling the async runtime the API
+/// serves on: a runtime worker thread hands its other tasks on first.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+fn pg(e: PgError) -> RegistryError {
+    match e {
+        PgError::NoSuchRun { run, .. } => RegistryError::NotFound(run),
+        e => RegistryError::Internal(e.to_string()),
+    }
+}
+
+impl PgBackend {
+    pub(crate) fn new(db: Database, launcher: Arc<CliLauncher>, worker: Worker) -> PgBackend {
+        PgBackend {
+            db,
+            launcher,
+            stopper: worker.stopper(),
+            worker: Arc::new(worker),
+            ready: AtomicBool::new(false),
+            accepting: AtomicBool::new(true),
+            working: Mutex::new(None),
+            changes: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    /// Relays `toolhost_changes` notifications to the followers, from a thread of its own.
+    fn relay_changes(&self) -> Result<(), String> {
+        let listener = self.db.listen_changes().map_err(|e| e.to_string())?;
+        let tx = self.changes.clone();
+        std::thread::Builder::new()
+            .name("serve-changes".into())
+            .spawn(move || {
+                loop {
+                    listener.wait(FOLLOW_POLL);
+                    tx.send_modify(|n| *n = n.wrapping_add(1));
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The spec run `request` is queued with, after checking everything it needs.
+    fn spec(
+        &self,
+        request: SubmitRequest,
+        submitter: Option<String>,
+    ) -> Result<Spec, RegistryError> {
+        let checked = planner_overrides(&request.overrides)?;
+        let (planner_args, mode) = chosen(&request.overrides)?;
+        let path = self.launcher.task_file(&request.task)?;
+        let l = &self.launcher;
+        let mut loaded =
+            loaded::load(&l.rt, &path, l.tools_dir.as_deref(), &checked).map_err(invalid)?;
+        if let Some(n) = request.overrides.max_steps {
+            loaded.task.config.budgets.max_steps = n;
+        }
+        planner::build(&loaded.task, &planner_args, None).map_err(invalid)?;
+        let task = std::path::absolute(&path).unwrap_or(path);
+        let digest = crate::cli::journal::digest(&task).map_err(invalid)?;
+        let task_text = std::fs::read_to_string(&task).map_err(|e| {
+            RegistryError::Internal(format!("cannot read `{}`: {e}", task.display()))
+        })?;
+        Ok(Spec {
+            task,
+            task_sha256: digest.sha256,
+            task_text,
+            planner: planner_args,
+            mode,
+            redact: Vec::new(),
+            approve: request.approve,
+            submitter,
+            max_steps: request.overrides.max_steps,
+        })
+    }
+
+    /// Run `info` as the API shows it.
+    fn view(&self, info: &RunInfo) -> Result<RunView, RegistryError> {
+        let records = if info.records > 0 {
+            let bytes = self.db.journal(&info.run).map_err(pg)?;
+            parse_lines(bytes.split(|b| *b == b'\n'))
+        } else {
+            Vec::new()
+        };
+        let spec = info
+            .spec
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<Spec>(s).ok());
+        let goal = records
+            .first()
+            .and_then(|r| r.data["goal"].as_str().map(str::to_string))
+            .or_else(|| {
+                let text = &spec.as_ref()?.task_text;
+                let t: toml::Table = toml::from_str(text).ok()?;
+                t.get("goal")?.as_str().map(str::to_string)
+            })
+            .unwrap_or_default();
+        let outcome = Outcome::of_records(&records);
+        let stop = outcome.stop.or_else(|| {
+            let reason = info.stop_reason.as_deref()?;
+            Some(json!({ "reason": reason }))
+        });
+        let pending = match info.status {
+            Status::WaitingForApproval => info
+                .pending
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<Pending>(p).ok()),
+            Status::WaitingForDecision => Some(unfinished_pending(&records)),
+            _ => None,
+        };
+        // A parked question is waiting for input, not for approval.
+        let state = match (state_of(info.status), &pending) {
+            (RunState::WaitingForApproval, Some(p)) if p.subject == "question" => {
+                RunState::WaitingForInput
+            }
+            (state, _) => state,
+        };
+        Ok(RunView {
+            id: info.run.clone(),
+            url: format!("/v1/runs/{}", info.run),
+            state,
+            goal,
+            submitter: spec.and_then(|s| s.submitter),
+            stop,
+            answer: outcome.answer,
+            steps: outcome.steps,
+            usage: outcome.usage,
+            pending,
+        })
+    }
+
+    fn view_of(&self, id: &str) -> Result<RunView, RegistryError> {
+        let info = self.db.run_info(id).map_err(pg)?;
+        self.view(&info)
+    }
+
+    /// The decision on the unfinished steps of run `info` (`waiting_for_decision`).
+    fn decide_unfinished(
+        &self,
+        info: &RunInfo,
+        decision: DecisionKind,
+    ) -> Result<(), RegistryError> {
+        let bytes = self.db.journal(&info.run).map_err(pg)?;
+        let records = parse_lines(bytes.split(|b| *b == b'\n'));
+        let ids = unfinished_ids(&records);
+        let recorded = match decision {
+            DecisionKind::Approve => json!({ "rerun": ids }),
+            DecisionKind::Reject => json!({ "abandon": ids }),
+            DecisionKind::Edit | DecisionKind::Answer => {
+                return Err(RegistryError::BadRequest(
+                    "the pending decision is on unfinished steps: approve reruns them, reject abandons them".into(),
+                ));
+            }
+        };
+        if self
+            .db
+            .decide_unfinished(&info.run, &recorded.to_string())
+            .map_err(pg)?
+        {
+            Ok(())
+        } else {
+            Err(RegistryError::Conflict(format!(
+                "run `{}` is no longer waiting for a decision",
+                info.run
+            )))
+        }
+    }
+}
+
+/// The planner flags and mode of `o`, as a submitted spec holds them.
+fn chosen(o: &Overrides) -> Result<(PlannerArgs, ModeArg), RegistryError> {
+    let bad = RegistryError::BadRequest;
+    let mode = o.mode.as_deref().map(str::parse).transpose().map_err(bad)?;
+    let kind = o
+        .planner
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(bad)?;
+    Ok((
+        PlannerArgs::chosen(kind, o.model.clone()).resolved(),
+        ModeArg::of(mode),
+    ))
+}
+
+fn state_of(status: Status) -> RunState {
+    match status {
+        Status::Queued => RunState::Queued,
+        Status::Running => RunState::Running,
+        Status::WaitingForApproval | Status::WaitingForDecision => RunState::WaitingForApproval,
+        Status::Completed => RunState::Completed,
+        Status::Cancelled => RunState::Cancelled,
+        _ => RunState::Failed,
+    }
+}
+
+/// The records of journal lines (a line that is no record ends them).
+fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>) -> Vec<Record> {
+    lines
+        .filter(|l| !l.is_empty())
+        .map_while(|l| serde_json::from_slice::<Record>(l).ok())
+        .collect()
+}
+
+/// The steps that were cut off when the run was last taken over (its last `resumed`
+/// record's `unfinished`).
+fn unfinished_ids(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r.kind == Kind::Resumed)
+        .and_then(|r| r.data["unfinished"].as_array())
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn unfinished_pending(records: &[Record]) -> Pending {
+    Pending {
+        subject: "unfinished_steps".into(),
+        revision: None,
+        plan: None,
+        step: Some(json!({ "ids": unfinished_ids(records) })),
+        why: Some(
+            "the run was taken over from a replica that stopped while these steps ran; they are not idempotent and may have had effects: approve to run them again, reject to record them failed".into(),
+        ),
+        question: None,
+        schema: None,
+    }
+}
+
+impl Registry for PgBackend {
+    fn submit(
+        &self,
+        request: SubmitRequest,
+        submitter: Option<String>,
+    ) -> Result<RunView, RegistryError> {
+        if !self.accepting.load(Ordering::SeqCst) {
+            return Err(RegistryError::Unavailable(
+                "the server is shutting down and takes no new runs".into(),
+            ));
+        }
+        if !self.ready.load(Ordering::SeqCst) {
+            return Err(RegistryError::Unavailable(
+                "the server is starting up: try again once /readyz answers 200".into(),
+            ));
+        }
+        let spec = self.spec(request, submitter)?;
+        let text = serde_json::to_string(&spec).expect("a spec serialises");
+        let id = self.db.submit(&text).map_err(pg)?;
+        self.view_of(&id)
+    }
+
+    fn list(&self) -> Vec<RunView> {
+        blocking(|| self.list_now())
+    }
+
+    fn get(&self, id: &str) -> Result<RunView, RegistryError> {
+        blocking(|| self.view_of(id))
+    }
+
+    fn events(&self, id: &str, after: u64) -> Result<RecordStream, RegistryError> {
+        blocking(|| self.db.run_info(id)).map_err(pg)?;
+        let follow = Follow {
+            db: self.db.clone(),
+            run: id.to_string(),
+            after,
+            ready: VecDeque::new(),
+            changes: self.changes.subscribe(),
+            done: false,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(
+            follow,
+            |mut f| async move {
+                let r = f.next().await?;
+                Some((r, f))
+            },
+        )))
+    }
+
+    fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
+        blocking(|| self.decide_now(id, decision))
+    }
+
+    fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
+        blocking(|| self.cancel_now(id))
+    }
+
+    fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError> {
+        blocking(|| self.db.journal(id)).map_err(pg)
+    }
+
+    fn report(&self, id: &str) -> Result<String, RegistryError> {
+        let bytes = blocking(|| self.db.journal(id)).map_err(pg)?;
+        let report = toolhost_journal::report::load_bytes(id, self.db.location(id).into(), &bytes);
+        Ok(report.html())
+    }
+}
+
+/// The calls of [`Registry`] that wait for the database, run through [`blocking`].
+impl PgBackend {
+    fn list_now(&self) -> Vec<RunView> {
+        match self.db.runs() {
+            Ok(runs) => runs.iter().filter_map(|r| self.view(r).ok()).collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the runs");
+                Vec::new()
+            }
+        }
+    }
+
+    fn decide_now(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
+        let info = self.db.run_info(id).map_err(pg)?;
+        if info.status == Status::WaitingForDecision {
+            self.decide_unfinished(&info, decision.decision)?;
+            return self.view_of(id);
+        }
+        let not_waiting = || {
+            RegistryError::Conflict(format!(
+                "run `{id}` is {}, not waiting for approval",
+                state_of(info.status).name()
+            ))
+        };
+        let (Status::WaitingForApproval, Some(pending_text)) = (info.status, &info.pending) else {
+            return Err(not_waiting());
+        };
+        let pending: Pending = serde_json::from_str(pending_text)
+            .map_err(|e| RegistryError::Internal(format!("the pending decision: {e}")))?;
+        let Decision {
+            decision,
+            reason,
+            plan,
+            answer,
+        } = decision;
+        let question = pending.subject == "question";
+        let recorded = match decision {
+            DecisionKind::Answer if !question => {
+                return Err(RegistryError::BadRequest(format!(
+                    "nothing asks a question: the pending decision is on a {} (approve, reject or edit it at /v1/runs/{id}/approval)",
+                    pending.subject
+                )));
+            }
+            DecisionKind::Answer => {
+                let answer = answer.ok_or_else(|| {
+                    RegistryError::BadRequest("`answer` needs the `answer`".into())
+                })?;
+                let schema = pending.schema.clone().unwrap_or_default();
+                toolhost_engine::ask::check(&schema, &answer)
+                    .map_err(|problems| RegistryError::Invalid { problems })?;
+                json!({"decision": "answer", "answer": answer})
+            }
+            DecisionKind::Approve | DecisionKind::Edit if question => {
+                return Err(RegistryError::BadRequest(format!(
+                    "the pending decision is a question: answer it with POST /v1/runs/{id}/answer, or reject it to decline"
+                )));
+            }
+            DecisionKind::Approve => json!({"decision": "approve"}),
+            DecisionKind::Reject => json!({
+                "decision": "reject",
+                "reason": reason.unwrap_or_else(|| format!("the {} was rejected", pending.subject)),
+            }),
+            DecisionKind::Edit if pending.subject != "plan" => {
+                return Err(RegistryError::BadRequest(format!(
+                    "only a plan can be edited; the pending decision is on a {}",
+                    pending.subject
+                )));
+            }
+            DecisionKind::Edit => {
+                let plan: Value = plan.ok_or_else(|| {
+                    RegistryError::BadRequest("`edit` needs the edited `plan`".into())
+                })?;
+                serde_json::from_value::<Plan>(plan.clone())
+                    .map_err(|e| RegistryError::BadRequest(format!("`plan` is not a plan: {e}")))?;
+                json!({"decision": "edit", "plan": plan})
+            }
+        };
+        if !self
+            .db
+            .decide(id, pending_text, &recorded.to_string())
+            .map_err(pg)?
+        {
+            return Err(not_waiting());
+        }
+        self.view_of(id)
+    }
+
+    fn cancel_now(&self, id: &str) -> Result<RunView, RegistryError> {
+        match self.db.cancel(id).map_err(pg)? {
+            Cancelled::Over(status) => Err(RegistryError::Conflict(format!(
+                "run `{id}` is {} already",
+                state_of(status).name()
+            ))),
+            _ => self.view_of(id),
+        }
+    }
+}
+
+impl Backend for PgBackend {
+    /// Loads the tools, starts following the database's changes, and starts this
+    /// replica's worker.
+    fn warm(&self) -> Result<(), String> {
+        toolhost_serve::Launcher::warm(self.launcher.as_ref())?;
+        self.relay_changes()?;
+        let worker = self.worker.clone();
+        let handle = std::thread::Builder::new()
+            .name("serve-worker".into())
+            .spawn(move || {
+                if let Err(e) = worker.run() {
+                    tracing::error!(error = %e, "the worker could not start");
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        *self.working.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        self.ready.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && self.accepting.load(Ordering::SeqCst)
+    }
+
+    fn states(&self) -> Vec<RunState> {
+        match self.db.census() {
+            Ok((counts, _)) => counts
+                .into_iter()
+                .flat_map(|(s, n)| std::iter::repeat_n(state_of(s), n as usize))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot count the runs");
+                Vec::new()
+            }
+        }
+    }
+
+    fn lease_takeovers(&self) -> u64 {
+        self.db.census().map(|(_, t)| t).unwrap_or(0)
+    }
+
+    /// Stops claiming; the runs in flight get the worker's grace period, then their
+    /// leases are handed back for another replica to take over.
+    fn shut_down(&self, _grace: Duration) {
+        self.accepting.store(false, Ordering::SeqCst);
+        self.stopper.stop();
+        let handle = self
+            .working
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The approver of a queued run: it parks the run in the database, `waiting_for_approval`
+//! with the pending plan or step on show (a run served with approvals, its spec's
+//! `approve`; otherwise the policy's `approval` decides) or with a plan's question (every
+//! run: the API shows it `waiting_for_input`), and waits for the answer that any replica
+//! records (woken by the `toolhost_changes`
+//! notification, else polling). A cancellation asked for meanwhile ends the wait: the run
+//! stops `cancelled`. The journal wrapper around it records each decision before it takes
+//! effect, as for `toolhost run --approve`.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use toolhost_engine::approval::{
+    Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision,
+};
+use toolhost_engine::validate::{Catalog, ValidPlan};
+use toolhost_engine::{Cancel, Plan, Step};
+use toolhost_serve::Pending;
+use toolhost_store_pg::{Answer, Database, Lease};
+
+/// How long a waiting approver sleeps without a notification.
+const POLL: Duration = Duration::from_millis(500);
+
+/// A person's answer as a replica records it (`decision` column).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Recorded {
+    Approve,
+    Reject {
+        reason: String,
+    },
+    Edit {
+        plan: Value,
+    },
+    /// The answer to a question, checked against its schema when it was recorded.
+    Answer {
+        answer: Value,
+    },
+}
+
+pub(super) struct DbApprover {
+    pub(super) db: Database,
+    pub(super) lease: Lease,
+    pub(super) cancel: Cancel,
+    /// `None` when people review plans and steps through the API; else the policy's
+    /// mode decides steps and plans run as validated.
+    pub(super) reviews: Option<ApprovalMode>,
+}
+
+impl DbApprover {
+    /// The answer to `pending`; `None` when the run was cancelled (or its lease lost)
+    /// first.
+    fn wait(&self, pending: &Pending) -> Option<Recorded> {
+        let text = serde_json::to_string(pending).expect("a pending decision serialises");
+        // Listening before parking: an answer recorded right after is not missed.
+        let listener = self.db.listen_changes().ok();
+        if let Err(e) = self.db.park(&self.lease, &text) {
+            tracing::warn!(run = %self.lease.run, error = %e, "cannot park the run for approval");
+            self.cancel.cancel();
+            return None;
+        }
+        loop {
+            if self.cancel.is_cancelled() {
+                return None;
+            }
+            match self.db.answer(&self.lease) {
+                Ok(Answer::Decided(d)) => match serde_json::from_str(&d) {
+                    Ok(r) => return Some(r),
+                    Err(e) => {
+                        return Some(Recorded::Reject {
+                            reason: format!("the recorded decision cannot be read: {e}"),
+                        });
+                    }
+                },
+                Ok(Answer::Cancelled) => {
+                    self.cancel.cancel();
+                    return None;
+                }
+                // Still waiting.
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(run = %self.lease.run, error = %e, "stopped waiting for approval");
+                    self.cancel.cancel();
+                    return None;
+                }
+            }
+            match &listener {
+                Some(l) => {
+                    l.wait(POLL);
+                }
+                None => std::thread::sleep(POLL),
+            }
+        }
+    }
+}
+
+const CANCELLED: &str = "cancelled while waiting for approval";
+
+impl Approver for DbApprover {
+    fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
+        if self.reviews.is_some() {
+            return PlanDecision::Approve;
+        }
+        let pending = Pending {
+            subject: "plan".into(),
+            revision: Some(plan.plan.revision),
+            plan: Some(serde_json::to_value(&plan.plan).expect("plans serialise")),
+            step: None,
+            why: None,
+            question: None,
+            schema: None,
+        };
+        match self.wait(&pending) {
+            None => PlanDecision::Reject(CANCELLED.into()),
+            Some(Recorded::Approve) => PlanDecision::Approve,
+            Some(Recorded::Reject { reason }) => PlanDecision::Reject(reason),
+            Some(Recorded::Edit { plan }) => match serde_json::from_value::<Plan>(plan) {
+                Ok(p) => PlanDecision::Edit(p),
+                Err(e) => PlanDecision::Reject(format!("the edited plan is not a plan: {e}")),
+            },
+            Some(Recorded::Answer { .. }) => {
+                PlanDecision::Reject("an answer is no approval".into())
+            }
+        }
+    }
+
+    fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {
+        match self.reviews {
+            None => {}
+            Some(ApprovalMode::Deny) => return StepDecision::NoApprover,
+            Some(ApprovalMode::Auto) => return StepDecision::Approve,
+        }
+        let pending = Pending {
+            subject: "step".into(),
+            revision: None,
+            plan: None,
+            step: Some(serde_json::to_value(step).expect("steps serialise")),
+            why: Some(why.to_string()),
+            question: None,
+            schema: None,
+        };
+        match self.wait(&pending) {
+            None => StepDecision::Reject(CANCELLED.into()),
+            Some(Recorded::Approve) => StepDecision::Approve,
+            Some(Recorded::Reject { reason }) => StepDecision::Reject(reason),
+            Some(Recorded::Edit { .. } | Recorded::Answer { .. }) => {
+                StepDecision::Reject("a step can only be approved or rejected".into())
+            }
+        }
+    }
+
+    fn can_answer(&self) -> bool {
+        true
+    }
+
+    fn answer(&mut self, q: &Question<'_>) -> Answered {
+        let pending = Pending {
+            subject: "question".into(),
+            revision: None,
+            plan: None,
+            step: Some(serde_json::to_value(q.step).expect("steps serialise")),
+            why: None,
+            question: Some(q.text.to_string()),
+            schema: Some(q.schema.clone()),
+        };
+        match self.wait(&pending) {
+            None => Answered::Decline("cancelled while waiting for an answer".into()),
+            Some(Recorded::Answer { answer }) => Answered::Answer(answer),
+            Some(Recorded::Reject { reason }) => Answered::Decline(reason),
+            Some(Recorded::Approve | Recorded::Edit { .. }) => {
+                Answered::Decline("a question takes an answer, not an approval".into())
+            }
+        }
+    }
+}
