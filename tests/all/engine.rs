@@ -4,6 +4,7 @@
 mod approval;
 mod budgets;
 mod flow;
+mod provenance;
 mod scale;
 mod stops;
 

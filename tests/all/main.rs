@@ -21,6 +21,7 @@ mod pg;
 mod plan;
 mod policy;
 mod pool;
+mod provenance;
 mod report;
 mod run;
 mod sandbox;

@@ -28,7 +28,11 @@ use toolhost_runtime::policy::Gate;
 /// - `confidence_threshold`: 0.6 (step-wise turns below it need approval);
 /// - `max_plan_steps`: 50;
 /// - `evaluator`: [`EvaluatorConfig::default`];
-/// - `faults`: none (`toolhost replay` and evaluation suites inject them).
+/// - `faults`: none (`toolhost replay` and evaluation suites inject them);
+/// - `quarantine`: off: a replanning planner is shown earlier outputs (untrusted ones
+///   wrapped as untrusted data by model planners), and what it then writes counts as
+///   untrusted for the policy's data-flow rules. On: it is shown only the ids, status,
+///   error kinds and output types of untrusted steps ([`flow`](crate::flow)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub mode: Mode,
@@ -39,6 +43,7 @@ pub struct RunConfig {
     pub max_plan_steps: usize,
     pub evaluator: EvaluatorConfig,
     pub faults: Faults,
+    pub quarantine: bool,
 }
 
 impl Default for RunConfig {
@@ -52,6 +57,7 @@ impl Default for RunConfig {
             max_plan_steps: 50,
             evaluator: EvaluatorConfig::default(),
             faults: Faults::default(),
+            quarantine: false,
         }
     }
 }
@@ -167,9 +173,20 @@ impl Engine<'_> {
         &mut self,
         planner: &mut dyn Planner,
         st: &mut State,
-        req: PlanRequest,
+        mut req: PlanRequest,
     ) -> Result<Reply, StopReason> {
         st.tick();
+        if self.config.quarantine {
+            super::quarantine::withhold(&mut req, &st.revisions, &self.catalog);
+        } else if let Some(t) = req
+            .history
+            .iter()
+            .chain(&req.failure)
+            .map(|r| &r.untrusted)
+            .find(|t| !t.is_trusted())
+        {
+            st.provenance.shown(t);
+        }
         if st.cancel.is_cancelled() {
             return Err(StopReason::Cancelled);
         }

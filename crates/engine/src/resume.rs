@@ -14,7 +14,7 @@ use super::planner::Planner;
 use super::record::{StepRecord, StepStatus};
 use super::report::{PlannerCall, RunReport};
 use super::state::{ResumePoint, State};
-use super::validate::validate;
+use super::validate::validate_in;
 
 /// Where a run stopped, as its journal tells it.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,11 +91,21 @@ impl Engine<'_> {
             st.records = checkpoint.records;
             return self.drive(&goal, planner, st).await;
         };
-        let plan = match validate(
+        // Without quarantine the planner read every earlier output: the current revision's
+        // literals derive from what was untrusted among them.
+        if !self.config.quarantine {
+            for r in &checkpoint.records {
+                if r.revision < current.plan.revision {
+                    st.provenance.shown(&r.untrusted);
+                }
+            }
+        }
+        let plan = match validate_in(
             &current.plan,
             &self.catalog,
             self.config.max_plan_steps,
             &st.done,
+            &st.provenance,
         ) {
             Ok(p) => p,
             Err(problems) => {

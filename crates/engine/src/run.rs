@@ -10,7 +10,7 @@ use super::cancel::Cancel;
 use super::planner::{Mode, PlanRequest, Planner, Reply};
 use super::record::{StepRecord, StepStatus};
 use super::state::State;
-use super::validate::{ProblemKind, ValidPlan, validate};
+use super::validate::{ProblemKind, ValidPlan, validate_in};
 use crate::trace;
 
 // Where callers have always found them; the types live below the loop.
@@ -106,7 +106,13 @@ impl Engine<'_> {
                 }
                 Reply::GiveUp { why } => return Err(StopReason::Escalated { why }),
             };
-            match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
+            match validate_in(
+                &plan,
+                &self.catalog,
+                self.config.max_plan_steps,
+                &st.done,
+                &st.provenance,
+            ) {
                 Ok(v) => {
                     self.observer.plan_accepted(&v);
                     return Ok(v);
@@ -169,7 +175,13 @@ impl Engine<'_> {
                 }
                 PlanDecision::Edit(mut edited) => {
                     edited.revision = plan.plan.revision;
-                    match validate(&edited, &self.catalog, self.config.max_plan_steps, &st.done) {
+                    match validate_in(
+                        &edited,
+                        &self.catalog,
+                        self.config.max_plan_steps,
+                        &st.done,
+                        &st.provenance,
+                    ) {
                         Ok(v) => {
                             // The edited plan is the one that runs: record it as accepted.
                             self.observer.plan_accepted(&v);

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::budget::Spent;
 use super::cancel::Cancel;
+use super::flow::Provenance;
 use super::plan::{OperationName, Plan, StepId, ToolName};
 use super::record::{StepRecord, StepStatus};
 use super::report::PlannerCall;
@@ -35,6 +36,8 @@ pub(crate) struct State {
     pub pending: Option<PlannerCall>,
     /// How many calls each configured fault has matched so far (`fault::Faults::fire`).
     pub fault_calls: Vec<u32>,
+    /// The taint of each succeeded step's output, and of what the planner has read.
+    pub provenance: Provenance,
 }
 
 /// The revision a resumed run carries on with (taken by the mode's loop).
@@ -61,6 +64,7 @@ impl State {
             prior: BTreeMap::new(),
             pending: None,
             fault_calls: Vec::new(),
+            provenance: Provenance::default(),
         }
     }
 
@@ -80,5 +84,8 @@ impl State {
         }
         self.done
             .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
+        self.provenance
+            .steps
+            .insert(r.id.clone(), r.untrusted.clone());
     }
 }

@@ -12,7 +12,7 @@ use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::StepStatus;
 use super::state::State;
-use super::validate::{ProblemKind, ValidPlan, validate};
+use super::validate::{ProblemKind, ValidPlan, validate_in};
 
 impl Engine<'_> {
     pub(super) async fn step_wise(
@@ -95,7 +95,13 @@ impl Engine<'_> {
                         false,
                     ),
                 };
-                match validate(&plan, &self.catalog, self.config.max_plan_steps, &st.done) {
+                match validate_in(
+                    &plan,
+                    &self.catalog,
+                    self.config.max_plan_steps,
+                    &st.done,
+                    &st.provenance,
+                ) {
                     Ok(v) => {
                         self.observer.plan_accepted(&v);
                         st.revisions.push(plan);

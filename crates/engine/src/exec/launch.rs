@@ -14,6 +14,7 @@ use crate::approval::StepDecision;
 use crate::budget::{Budget, StopReason};
 use crate::engine::Engine;
 use crate::fault::{FaultKind, Injected};
+use crate::flow;
 use crate::plan::OperationName;
 use crate::plan::Step;
 use crate::record::{StepError, StepRecord, StepStatus};
@@ -162,15 +163,38 @@ impl Engine<'_> {
         st.spent.steps += 1;
         x.schedule.launched(id);
         self.observer.step_started(step, x.revision);
-        let args = reference::substitute(&step.args, &mut |r| {
-            let out = st
-                .outputs
-                .get(&r.step)
-                .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
-            reference::value_at(out, &r.path)
-                .cloned()
-                .map_err(|why| format!("`{}`: {why}", r.text))
-        });
+        // The policy's data-flow rules, checked at validation, hold again at the call.
+        let taint = flow::output(
+            step,
+            &self.catalog,
+            &st.provenance.steps,
+            &st.provenance.planner,
+        );
+        let args = match &taint {
+            Err(problems) => Err(StepError {
+                kind: "untrusted_flow".into(),
+                message: problems
+                    .iter()
+                    .map(|p| p.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                value: None,
+            }),
+            Ok(_) => reference::substitute(&step.args, &mut |r| {
+                let out = st
+                    .outputs
+                    .get(&r.step)
+                    .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
+                reference::value_at(out, &r.path)
+                    .cloned()
+                    .map_err(|why| format!("`{}`: {why}", r.text))
+            })
+            .map_err(|why| StepError {
+                kind: "bad_reference".into(),
+                message: why,
+                value: None,
+            }),
+        };
         let started_us = st.micros();
         let base = StepRecord {
             id: id.clone(),
@@ -182,6 +206,7 @@ impl Engine<'_> {
             output: None,
             error: None,
             evaluation: None,
+            untrusted: taint.unwrap_or_default(),
             fuel: 0,
             started_us,
             finished_us: started_us,
@@ -220,8 +245,9 @@ struct Call {
     gate: Arc<Gate>,
     entry: Entry,
     op: OperationName,
-    /// The arguments with references resolved, or why one could not be.
-    args: Result<Value, String>,
+    /// The arguments with references resolved, or why the call may not be made (a
+    /// reference that cannot be resolved, a data-flow rule broken).
+    args: Result<Value, StepError>,
     /// An injected fault, which stands in for the call or (`malformed`) its output.
     fault: Option<Injected>,
     /// The record as launched.
@@ -253,13 +279,7 @@ impl Call {
                 }
                 record.error = faulted;
             }
-            Err(why) => {
-                record.error = Some(StepError {
-                    kind: "bad_reference".into(),
-                    message: why,
-                    value: None,
-                });
-            }
+            Err(refused) => record.error = Some(refused),
             Ok(args) => {
                 let entry = &self.entry;
                 let CallOutcome { result, report, .. } = self

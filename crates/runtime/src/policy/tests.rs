@@ -174,7 +174,10 @@ fn trusted_args_name_operations_and_arguments() {
     assert!(e.to_string().contains("lists no argument"), "{e}");
     let e = parse("version = 1\n[tools.bank]\ntrusted_args = { send-money = [\"a b\"] }\n")
         .unwrap_err();
-    assert!(e.to_string().contains("`a b` is not an argument name"), "{e}");
+    assert!(
+        e.to_string().contains("`a b` is not an argument name"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -193,7 +196,11 @@ fn untrusted_may_reach_only_the_tools_it_lists() {
         panic!("not located: {e}");
     };
     assert_eq!((at.line, at.column), (4, 24), "{e}");
-    assert!(at.message.contains("`mail`, which has no `[tools.mail]` section"), "{e}");
+    assert!(
+        at.message
+            .contains("`mail`, which has no `[tools.mail]` section"),
+        "{e}"
+    );
     let e = parse("version = 1\n[flows]\nuntrusted = []\n").unwrap_err();
     assert!(e.to_string().contains("unknown field `untrusted`"), "{e}");
 }
