@@ -16,12 +16,17 @@ use super::validate::Catalog;
 use toolhost_runtime::tool::Returns;
 
 /// What stands in for a withheld message.
-const WITHHELD: &str = "withheld: the step's output is untrusted (quarantined replanning)";
+const WITHHELD: &str = "withheld: it may hold untrusted data (quarantined replanning)";
 
 /// Withholds the untrusted text of `req`'s records.
 pub(crate) fn withhold(req: &mut PlanRequest, revisions: &[Plan], catalog: &Catalog) {
     for r in req.history.iter_mut().chain(req.failure.as_mut()) {
         r.args = planned_args(r, revisions);
+        // A reference that did not resolve is told with the value it met, which may be
+        // an untrusted output even when this step's own output is vouched for.
+        if let Some(e) = r.error.as_mut().filter(|e| e.kind == "bad_reference") {
+            e.message = WITHHELD.into();
+        }
         if r.untrusted.is_trusted() {
             continue;
         }

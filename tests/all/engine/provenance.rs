@@ -144,3 +144,57 @@ fn quarantined_replanning_shows_types_not_text_and_keeps_the_planner_trusted() {
     assert_eq!(error.kind, "tool_error");
     assert!(error.message.starts_with("withheld") && error.value.is_none());
 }
+
+/// Step-wise: read the note, then evaluate a literal expression, then stop.
+fn turns() -> Value {
+    json!({"turns": [
+        {"tool": "fs", "operation": "read-file", "arguments": {"path": "/inbox/note.txt"}},
+        {"tool": "calc", "operation": "eval", "arguments": {"expression": "6 * 7"}},
+        {"stop": true}
+    ]})
+}
+
+#[test]
+fn step_wise_turns_after_an_untrusted_observation_are_untrusted_unless_quarantined() {
+    let dir = inbox();
+    let step_wise = RunConfig {
+        mode: toolhost_engine::Mode::StepWise,
+        ..RunConfig::default()
+    };
+    let mut planner = Recording::new(turns());
+    let report = run(
+        catalog_in(POLICY, dir.path()),
+        step_wise.clone(),
+        "count the note",
+        &mut planner,
+    );
+    // The script answers the repair with its next turn, `stop`: the refused call never ran.
+    assert_eq!(report.stop, StopReason::PlannerStopped);
+    assert!(
+        report.steps.iter().all(|r| r.tool.as_str() != "calc"),
+        "{report:#?}"
+    );
+    assert!(
+        planner.requests[2].problems[0]
+            .to_string()
+            .contains("→ shown to the planner, which wrote the value → `t2` args.expression"),
+        "{:#?}",
+        planner.requests[2].problems
+    );
+
+    let mut planner = Recording::new(turns());
+    let quarantined = RunConfig {
+        quarantine: true,
+        ..step_wise
+    };
+    let report = run(
+        catalog_in(POLICY, dir.path()),
+        quarantined,
+        "count the note",
+        &mut planner,
+    );
+    assert_eq!(report.stop, StopReason::PlannerStopped, "{report:#?}");
+    assert_eq!(record(&report, "t2").output, Some(json!(42)));
+    let shown = serde_json::to_string(&planner.requests[1]).unwrap();
+    assert!(!shown.contains("IGNORE"), "{shown}");
+}
