@@ -22,10 +22,20 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::{Plan, Step, StepId};
+use super::plan::{Plan, Step, StepId, ToolName};
 use super::reference;
-use super::validate::{Catalog, Problem, ProblemKind};
-use toolhost_runtime::policy::Trust;
+use toolhost_runtime::policy::{Flow, Trust};
+
+/// A rule a step breaks: validation reports it as a problem, the executor as the step's
+/// `untrusted_flow` error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Violation {
+    pub step: StepId,
+    pub message: String,
+}
+
+/// The data-flow rules of each tool, by name (`None`: a built-in step, no tool).
+pub(crate) type Rules<'a> = &'a dyn Fn(&ToolName) -> Option<&'a Flow>;
 
 /// How untrusted data reached a value: the hops from its source, in order; empty when the
 /// value can be trusted.
@@ -71,15 +81,15 @@ impl Provenance {
 pub(crate) fn check(
     plan: &Plan,
     order: &[StepId],
-    catalog: &Catalog,
+    rules: Rules<'_>,
     known: &Provenance,
-) -> Vec<Problem> {
+) -> Vec<Violation> {
     let by_id: BTreeMap<&StepId, &Step> = plan.steps.iter().map(|s| (&s.id, s)).collect();
     let mut steps = known.steps.clone();
     let mut problems = Vec::new();
     for id in order {
         let Some(step) = by_id.get(id) else { continue };
-        match output(step, catalog, &steps, &known.planner) {
+        match output(step, rules, &steps, &known.planner) {
             Ok(t) => {
                 steps.insert(id.clone(), t);
             }
@@ -93,16 +103,15 @@ pub(crate) fn check(
 /// the planner that wrote it; the rules it breaks, if it breaks any.
 pub(crate) fn output(
     step: &Step,
-    catalog: &Catalog,
+    rules: Rules<'_>,
     steps: &BTreeMap<StepId, Taint>,
     planner: &Taint,
-) -> Result<Taint, Vec<Problem>> {
+) -> Result<Taint, Vec<Violation>> {
     let what = format!("`{}.{}`", step.tool, step.operation);
-    let Some(entry) = catalog.tools.get(&step.tool) else {
+    let Some(flow) = rules(&step.tool) else {
         // A built-in step (no tool): its value comes from the run or a person.
         return Ok(Taint::default());
     };
-    let flow = &entry.policy.flow;
     let mut problems = Vec::new();
     let mut first: Option<Taint> = None;
     let args = step.args.as_object().into_iter().flatten();
@@ -140,10 +149,9 @@ pub(crate) fn output(
     })
 }
 
-fn refused(step: &Step, message: String) -> Problem {
-    Problem {
-        kind: ProblemKind::UntrustedFlow,
-        step: Some(step.id.clone()),
+fn refused(step: &Step, message: String) -> Violation {
+    Violation {
+        step: step.id.clone(),
         message,
     }
 }

@@ -152,7 +152,15 @@ pub fn validate_in(
     }
     let order = v.order(plan);
     if v.problems.is_empty() {
-        v.problems = flow::check(plan, &order, catalog, known);
+        let rules = |t: &ToolName| catalog.tools.get(t).map(|e| &e.policy.flow);
+        v.problems = flow::check(plan, &order, &rules, known)
+            .into_iter()
+            .map(|f| Problem {
+                kind: ProblemKind::UntrustedFlow,
+                step: Some(f.step),
+                message: f.message,
+            })
+            .collect();
     }
     if v.problems.is_empty() {
         Ok(ValidPlan {

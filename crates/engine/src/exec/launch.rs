@@ -164,12 +164,9 @@ impl Engine<'_> {
         x.schedule.launched(id);
         self.observer.step_started(step, x.revision);
         // The policy's data-flow rules, checked at validation, hold again at the call.
-        let taint = flow::output(
-            step,
-            &self.catalog,
-            &st.provenance.steps,
-            &st.provenance.planner,
-        );
+        let catalog = &self.catalog;
+        let rules = |t: &crate::plan::ToolName| catalog.tools.get(t).map(|e| &e.policy.flow);
+        let taint = flow::output(step, &rules, &st.provenance.steps, &st.provenance.planner);
         let args = match &taint {
             Err(problems) => Err(StepError {
                 kind: "untrusted_flow".into(),
