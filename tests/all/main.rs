@@ -1,5 +1,6 @@
 //! toolhost integration tests: one binary, a module per area.
 
+mod bank;
 mod bfcl;
 mod cache;
 mod calc;
@@ -37,6 +38,7 @@ mod values;
 fn every_tool_has_tests() {
     const TESTED: &[&str] = &[
         "calc",
+        "bank",
         "text",
         "json",
         "fs",
