@@ -23,6 +23,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("json", "JSON"),
     ("fs", "FS"),
     ("http", "HTTP"),
+    ("bank", "BANK"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("hog", "HOG"),

@@ -6,6 +6,7 @@ mod approval;
 mod ask;
 mod budgets;
 mod flow;
+mod provenance;
 mod scale;
 mod stops;
 

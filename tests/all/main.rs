@@ -1,5 +1,6 @@
 //! toolhost integration tests: one binary, a module per area.
 
+mod bank;
 mod bfcl;
 mod cache;
 mod calc;
@@ -22,6 +23,7 @@ mod pg;
 mod plan;
 mod policy;
 mod pool;
+mod provenance;
 mod report;
 mod run;
 mod sandbox;
@@ -37,6 +39,7 @@ mod values;
 fn every_tool_has_tests() {
     const TESTED: &[&str] = &[
         "calc",
+        "bank",
         "text",
         "json",
         "fs",

@@ -45,8 +45,12 @@ files = [{ host = ".", guest = "/data", access = "read" }]
 network = { http = ["https://api.example.com", "https://*.example.com:8443"], tcp = ["10.0.0.0/8:5432"] }
 env = { API_BASE = "https://api.example.com", SECRET = "hunter2-literal" }
 limits = { memory_mib = 32, max_calls_per_minute = 30, max_written_bytes = 4096, max_resources = 12 }
+trusted_args = { get-text = ["url"] }
 
 [tools.calc]
+
+[flows]
+untrusted_may_reach = ["fetch"]
 "#,
     );
     let out = cli(["policy", "check", file.to_str().unwrap()]);
@@ -60,6 +64,8 @@ limits = { memory_mib = 32, max_calls_per_minute = 30, max_written_bytes = 4096,
         "operations:  get-text",
         "sensitive:   yes",
         "idempotent:  yes",
+        "outputs:     untrusted\n  trusted args: get-text(url)\n",
+        "outputs:     as trusted as its arguments (no file or network grant)\n  untrusted data: refused",
         &format!(
             "/data = {} (read, directory)",
             dir.path().join(".").display()

@@ -10,6 +10,7 @@
 //! # tools = { calc = "build/calc.wasm" }   # … or paths
 //! max_parallel = 4
 //! confidence_threshold = 0.6
+//! quarantine = true               # replanning sees untrusted outputs' types, not their text
 //!
 //! [planner]                       # the embedded scripted planner:
 //! script = "seed.script.json"     # a script file, or the script inline:
@@ -97,6 +98,10 @@ pub(crate) struct TaskFile {
     pub max_plan_steps: Option<usize>,
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// Quarantined replanning: the planner is shown types, not the text, of untrusted
+    /// outputs ([`toolhost_engine::flow`]).
+    #[serde(default)]
+    pub quarantine: bool,
 }
 
 /// The `[memory]` table: plan memory ([`toolhost_engine::memory`]), off unless enabled.
@@ -329,6 +334,7 @@ impl Task {
                 max_plan_steps: raw.max_plan_steps.unwrap_or(defaults.max_plan_steps),
                 evaluator: raw.evaluator,
                 faults: defaults.faults,
+                quarantine: raw.quarantine,
             },
             script,
             planner,

@@ -19,7 +19,7 @@ use super::planner::{
 };
 use super::report::PlannerCall;
 use super::state::State;
-use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate};
+use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate_in};
 use crate::trace;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Gate;
@@ -32,7 +32,11 @@ use toolhost_runtime::policy::Gate;
 /// - `confidence_threshold`: 0.6 (step-wise turns below it need approval);
 /// - `max_plan_steps`: 50;
 /// - `evaluator`: [`EvaluatorConfig::default`];
-/// - `faults`: none (`toolhost replay` and evaluation suites inject them).
+/// - `faults`: none (`toolhost replay` and evaluation suites inject them);
+/// - `quarantine`: off: a replanning planner is shown earlier outputs (untrusted ones
+///   wrapped as untrusted data by model planners), and what it then writes counts as
+///   untrusted for the policy's data-flow rules. On: it is shown only the ids, status,
+///   error kinds and output types of untrusted steps ([`flow`](crate::flow)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub mode: Mode,
@@ -43,6 +47,7 @@ pub struct RunConfig {
     pub max_plan_steps: usize,
     pub evaluator: EvaluatorConfig,
     pub faults: Faults,
+    pub quarantine: bool,
 }
 
 impl Default for RunConfig {
@@ -56,6 +61,7 @@ impl Default for RunConfig {
             max_plan_steps: 50,
             evaluator: EvaluatorConfig::default(),
             faults: Faults::default(),
+            quarantine: false,
         }
     }
 }
@@ -171,9 +177,20 @@ impl Engine<'_> {
         &mut self,
         planner: &mut dyn Planner,
         st: &mut State,
-        req: PlanRequest,
+        mut req: PlanRequest,
     ) -> Result<Reply, StopReason> {
         st.tick();
+        if self.config.quarantine {
+            super::quarantine::withhold(&mut req, &st.revisions, &self.catalog);
+        } else if let Some(t) = req
+            .history
+            .iter()
+            .chain(&req.failure)
+            .map(|r| &r.untrusted)
+            .find(|t| !t.is_trusted())
+        {
+            st.provenance.shown(t);
+        }
         if st.cancel.is_cancelled() {
             return Err(StopReason::Cancelled);
         }
@@ -263,7 +280,13 @@ impl Engine<'_> {
     /// Validates `plan` for this run: against the catalog and the steps that already
     /// succeeded, and, if it asks a person anything, that a person can answer.
     pub(crate) fn validate_plan(&self, plan: &Plan, st: &State) -> Result<ValidPlan, Vec<Problem>> {
-        let checked = validate(plan, &self.catalog, self.config.max_plan_steps, &st.done);
+        let checked = validate_in(
+            plan,
+            &self.catalog,
+            self.config.max_plan_steps,
+            &st.done,
+            &st.provenance,
+        );
         if self.approver.can_answer() {
             return checked;
         }

@@ -236,6 +236,9 @@ impl Engine<'_> {
             st.outputs.insert(id.clone(), out.clone());
             st.done
                 .insert(id.clone(), (record.tool.clone(), record.operation.clone()));
+            st.provenance
+                .steps
+                .insert(id.clone(), record.untrusted.clone());
         }
         x.schedule.finished(&id, record.status);
         trace::record_step(&span, &record);

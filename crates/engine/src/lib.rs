@@ -16,6 +16,10 @@
 //! - [`mod@reference`]: `{"$ref": "s1.output.x"}` and `${s1.output.x}` in arguments.
 //! - `sample`: stand-in values used to type-check references.
 //! - [`mod@validate`]: every problem of a plan, before any step runs.
+//! - [`flow`]: provenance ([`Taint`]) of every step output, and the policy's data-flow
+//!   rules, checked at validation and before each call; `quarantine`: what a planner
+//!   with quarantined replanning is shown of untrusted steps (their types, not their
+//!   text).
 //! - [`planner`]: the [`Planner`] trait and what it is asked; [`canned`]: [`Canned`], the
 //!   planner answering from a record (a [`scripted`] task's script here; a cassette in
 //!   `toolhost-llm`, a journal's calls in `toolhost-journal`); [`ensemble`]: a fast
@@ -53,10 +57,12 @@ pub mod ensemble;
 pub mod evaluate;
 mod exec;
 pub mod fault;
+pub mod flow;
 pub mod memory;
 mod observe;
 pub mod plan;
 pub mod planner;
+mod quarantine;
 pub mod record;
 pub mod reference;
 mod report;
@@ -79,6 +85,7 @@ pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};
 pub use self::fault::{Fault, FaultKind, FaultSpec, Faults, Target, Trigger};
+pub use self::flow::{Provenance, Taint};
 pub use self::memory::{MemoryPlanner, PlanMemory};
 pub use self::observe::{Observer, Quiet};
 pub use self::plan::{Expect, OperationName, Plan, Step, StepId, ToolName, plan_schema};
@@ -87,4 +94,4 @@ pub use self::record::{StepRecord, StepStatus, Verdict};
 pub use self::report::{PlannerCall, RunReport};
 pub use self::resume::{Checkpoint, Current, Unfinished};
 pub use self::scripted::Script;
-pub use self::validate::{Catalog, Entry, Problem, ProblemKind, ValidPlan, validate};
+pub use self::validate::{Catalog, Entry, Problem, ProblemKind, ValidPlan, validate, validate_in};

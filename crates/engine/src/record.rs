@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::flow::Taint;
 use super::plan::{OperationName, StepId, ToolName};
 use toolhost_runtime::sandbox::AuditEvent;
 
@@ -63,6 +64,10 @@ pub struct StepRecord {
     pub error: Option<StepError>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Evaluation>,
+    /// Empty when the output (or error) can be trusted; else how untrusted data reached
+    /// it ([`flow`](super::flow)).
+    #[serde(default, skip_serializing_if = "Taint::is_trusted")]
+    pub untrusted: Taint,
     pub fuel: u64,
     /// Microseconds from the start of the run.
     pub started_us: u64,
@@ -97,6 +102,7 @@ impl StepRecord {
                 value: None,
             }),
             evaluation: None,
+            untrusted: Taint::default(),
             fuel: 0,
             started_us: at_us,
             finished_us: at_us,

@@ -135,6 +135,25 @@ fn whole_ref(m: &Map<String, Value>) -> Option<&str> {
     }
 }
 
+/// Whether `m` is a whole-value reference, `{"$ref": "…"}`.
+pub(crate) fn is_whole(m: &Map<String, Value>) -> bool {
+    whole_ref(m).is_some()
+}
+
+/// `s` with every `${…}` taken out: the text written around the references.
+pub(crate) fn without_interpolations(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        match rest[start + 2..].find('}') {
+            Some(end) => rest = &rest[start + 2 + end + 1..],
+            None => return out + &rest[start..],
+        }
+    }
+    out + rest
+}
+
 /// The texts inside each `${…}` of `s`; an unclosed `${` is an error.
 fn interpolations(s: &str) -> Vec<Result<&str, String>> {
     let mut out = Vec::new();
@@ -330,6 +349,14 @@ mod tests {
             got,
             json!({"n": 5, "t": "name=x, all={\"n\":5,\"name\":\"x\"}"})
         );
+    }
+
+    #[test]
+    fn text_around_interpolations() {
+        assert_eq!(without_interpolations("${s1.output}"), "");
+        assert_eq!(without_interpolations("a ${s1.output} b${x}"), "a  b");
+        assert_eq!(without_interpolations("no refs"), "no refs");
+        assert_eq!(without_interpolations("open ${s1"), "open ${s1");
     }
 
     #[test]

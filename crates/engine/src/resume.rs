@@ -94,6 +94,15 @@ impl Engine<'_> {
             st.records = checkpoint.records;
             return self.drive(&goal, planner, st).await;
         };
+        // Without quarantine the planner read every earlier output: the current revision's
+        // literals derive from what was untrusted among them.
+        if !self.config.quarantine {
+            for r in &checkpoint.records {
+                if r.revision < current.plan.revision {
+                    st.provenance.shown(&r.untrusted);
+                }
+            }
+        }
         let plan = match self.validate_plan(&current.plan, &st) {
             Ok(p) => p,
             Err(problems) => {

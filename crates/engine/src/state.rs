@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::budget::Spent;
 use super::cancel::Cancel;
+use super::flow::Provenance;
 use super::plan::{OperationName, Plan, StepId, ToolName};
 use super::record::{StepRecord, StepStatus};
 use super::report::PlannerCall;
@@ -39,6 +40,8 @@ pub(crate) struct State {
     pub fault_calls: Vec<u32>,
     /// Actions the policy refused before a resume.
     pub refused_before: u64,
+    /// The taint of each succeeded step's output, and of what the planner has read.
+    pub provenance: Provenance,
 }
 
 /// The revision a resumed run carries on with (taken by the mode's loop).
@@ -67,6 +70,7 @@ impl State {
             pending: None,
             fault_calls: Vec::new(),
             refused_before: 0,
+            provenance: Provenance::default(),
         }
     }
 
@@ -98,5 +102,8 @@ impl State {
         }
         self.done
             .insert(r.id.clone(), (r.tool.clone(), r.operation.clone()));
+        self.provenance
+            .steps
+            .insert(r.id.clone(), r.untrusted.clone());
     }
 }

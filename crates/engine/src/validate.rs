@@ -4,7 +4,8 @@
 //! allows the operation; arguments convert to the operation's WIT parameter types, with
 //! each reference type-checked against the producing step's result type; references and
 //! `depends_on` point at other steps of the plan (or at steps that succeeded in an earlier
-//! revision); no cycles; step deadlines within policy.
+//! revision); no cycles; step deadlines within policy; then the policy's data-flow rules
+//! ([`flow`](super::flow)).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -14,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ask;
+use super::flow::{self, Provenance};
 use super::plan::{OperationName, Plan, Step, StepId, ToolName};
 use super::reference::{self, Found};
 use super::sample::sample;
@@ -37,6 +39,8 @@ pub enum ProblemKind {
     UnknownDependency,
     Cycle,
     TimeoutAbovePolicy,
+    /// Untrusted data would reach an argument the policy keeps for trusted data.
+    UntrustedFlow,
 }
 
 /// One thing wrong with a plan.
@@ -112,11 +116,27 @@ fn output_type(op: &Operation) -> Option<WitType> {
 /// The checks run in this order, and problems are listed in it (a step's own problems
 /// together): the step cap and ids; then per step its tool and operation, what the policy
 /// allows, its dependencies, its references and its arguments' types; last the order.
+///
+/// Last, if nothing else is wrong, the policy's data-flow rules, with the plan written
+/// by a planner that has read nothing untrusted; see [`validate_in`] for a plan written
+/// during a run.
 pub fn validate(
     plan: &Plan,
     catalog: &Catalog,
     max_steps: usize,
     prior: &BTreeMap<StepId, (ToolName, OperationName)>,
+) -> Result<ValidPlan, Vec<Problem>> {
+    validate_in(plan, catalog, max_steps, prior, &Provenance::default())
+}
+
+/// [`validate`] for a plan written during a run: the data-flow rules are checked with
+/// what `known` says of the earlier steps' outputs and of what the planner had read.
+pub fn validate_in(
+    plan: &Plan,
+    catalog: &Catalog,
+    max_steps: usize,
+    prior: &BTreeMap<StepId, (ToolName, OperationName)>,
+    known: &Provenance,
 ) -> Result<ValidPlan, Vec<Problem>> {
     let mut v = Validation {
         catalog,
@@ -161,6 +181,18 @@ pub fn validate(
         v.answer(answer);
     }
     let order = v.order(plan);
+    if v.problems.is_empty() {
+        let rules = |t: &ToolName| catalog.tools.get(t).map(|e| &e.policy.flow);
+        v.problems = flow::check(plan, &order, &rules, known)
+            .into_iter()
+            .map(|f| Problem {
+                kind: ProblemKind::UntrustedFlow,
+                step: Some(f.step),
+                nth: None,
+                message: f.message,
+            })
+            .collect();
+    }
     if v.problems.is_empty() {
         Ok(ValidPlan {
             plan: plan.clone(),

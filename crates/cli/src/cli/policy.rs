@@ -63,6 +63,34 @@ fn list<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
     }
 }
 
+/// The tool's data-flow rules: whether its outputs are trusted, and where untrusted data
+/// may not go.
+fn flow(f: &toolhost_runtime::policy::Flow) -> String {
+    use toolhost_runtime::policy::Trust;
+    let mut s = format!(
+        "  outputs:     {}\n",
+        match f.outputs {
+            Trust::Trusted => "trusted (the operator's word)",
+            Trust::Untrusted => "untrusted",
+            Trust::Derived => "as trusted as its arguments (no file or network grant)",
+        }
+    );
+    if !f.trusted_args.is_empty() {
+        s += &format!(
+            "  trusted args: {}\n",
+            f.trusted_args
+                .iter()
+                .map(|(op, args)| format!("{op}({})", args.join(", ")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !f.accepts_untrusted {
+        s += "  untrusted data: refused (not in `[flows] untrusted_may_reach`)\n";
+    }
+    s
+}
+
 /// The effective grants of one tool, one line per kind.
 fn describe(t: &ToolPolicy) -> String {
     let caps = &t.capabilities;
@@ -93,6 +121,7 @@ fn describe(t: &ToolPolicy) -> String {
     if t.idempotent {
         s += "  idempotent:  yes (the operator's word; advertised to MCP clients)\n";
     }
+    s += &flow(&t.flow);
     s += &format!(
         "  files:       {}\n",
         list(&caps.files, |f| format!(

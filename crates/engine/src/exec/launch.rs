@@ -15,6 +15,7 @@ use crate::ask;
 use crate::budget::{Budget, StopReason};
 use crate::engine::Engine;
 use crate::fault::{FaultKind, Injected};
+use crate::flow;
 use crate::plan::OperationName;
 use crate::plan::Step;
 use crate::record::{StepError, StepRecord, StepStatus};
@@ -173,15 +174,35 @@ impl Engine<'_> {
         st.spent.steps += 1;
         x.schedule.launched(id);
         self.observer.step_started(step, x.revision);
-        let args = reference::substitute(&step.args, &mut |r| {
-            let out = st
-                .outputs
-                .get(&r.step)
-                .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
-            reference::value_at(out, &r.path)
-                .cloned()
-                .map_err(|why| format!("`{}`: {why}", r.text))
-        });
+        // The policy's data-flow rules, checked at validation, hold again at the call.
+        let catalog = &self.catalog;
+        let rules = |t: &crate::plan::ToolName| catalog.tools.get(t).map(|e| &e.policy.flow);
+        let taint = flow::output(step, &rules, &st.provenance.steps, &st.provenance.planner);
+        let args = match &taint {
+            Err(problems) => Err(StepError {
+                kind: "untrusted_flow".into(),
+                message: problems
+                    .iter()
+                    .map(|p| p.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                value: None,
+            }),
+            Ok(_) => reference::substitute(&step.args, &mut |r| {
+                let out = st
+                    .outputs
+                    .get(&r.step)
+                    .ok_or_else(|| format!("`{}`: step `{}` has no output", r.text, r.step))?;
+                reference::value_at(out, &r.path)
+                    .cloned()
+                    .map_err(|why| format!("`{}`: {why}", r.text))
+            })
+            .map_err(|why| StepError {
+                kind: "bad_reference".into(),
+                message: why,
+                value: None,
+            }),
+        };
         let started_us = st.micros();
         let base = StepRecord {
             id: id.clone(),
@@ -193,6 +214,7 @@ impl Engine<'_> {
             output: None,
             error: None,
             evaluation: None,
+            untrusted: taint.unwrap_or_default(),
             fuel: 0,
             started_us,
             finished_us: started_us,
@@ -241,7 +263,7 @@ impl Engine<'_> {
     fn put_question(
         &mut self,
         step: &Step,
-        args: Result<Value, String>,
+        args: Result<Value, StepError>,
         mut record: StepRecord,
         x: &mut Progress<'_>,
         st: &mut State,
@@ -254,7 +276,7 @@ impl Engine<'_> {
             });
         };
         match args {
-            Err(why) => fail(&mut record, "bad_reference", why, None),
+            Err(e) => record.error = Some(e),
             Ok(args) => {
                 // Validation checked the schema.
                 let schema = ask::answer_schema(&args);
@@ -304,8 +326,9 @@ struct Call {
     gate: Arc<Gate>,
     entry: Entry,
     op: OperationName,
-    /// The arguments with references resolved, or why one could not be.
-    args: Result<Value, String>,
+    /// The arguments with references resolved, or why the call may not be made (a
+    /// reference that cannot be resolved, a data-flow rule broken).
+    args: Result<Value, StepError>,
     /// An injected fault, which stands in for the call or (`malformed`) its output.
     fault: Option<Injected>,
     /// The record as launched.
@@ -337,13 +360,7 @@ impl Call {
                 }
                 record.error = faulted;
             }
-            Err(why) => {
-                record.error = Some(StepError {
-                    kind: "bad_reference".into(),
-                    message: why,
-                    value: None,
-                });
-            }
+            Err(refused) => record.error = Some(refused),
             Ok(args) => {
                 let entry = &self.entry;
                 let CallOutcome { result, report, .. } = self

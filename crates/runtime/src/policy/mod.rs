@@ -22,13 +22,24 @@
 //! operations = ["get-text"]       # optional: default all
 //! sensitive = true                # the engine asks for approval first
 //! idempotent = true               # the operator vouches a repeated call changes nothing more
+//! outputs = "untrusted"           # optional: "trusted" or "untrusted"; default below
+//! trusted_args = { post = ["url"] } # arguments (by operation, or "*") no untrusted data may reach
 //! files = [{ host = "data", guest = "/data", access = "read" }]
 //! network = { http = ["https://api.example.com", "https://*.example.com:8443"] }
 //! env = { API_BASE = "https://api.example.com", TOKEN = { from_host = "FETCH_TOKEN" } }
 //! limits = { memory_mib = 32, max_calls_per_minute = 30 }
+//!
+//! [flows]
+//! untrusted_may_reach = ["fetch"]  # optional: the only tools untrusted data may reach
 //! ```
+//!
+//! A tool's `outputs` default to untrusted when its section grants files or network, and
+//! otherwise derive from its arguments (untrusted if any argument is): such a tool reaches
+//! nothing but what it is given. Without `[flows]`, untrusted data may reach any tool
+//! (subject to `trusted_args`).
 
 mod error;
+pub mod flow;
 pub mod gate;
 mod raw;
 #[cfg(test)]
@@ -42,6 +53,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 pub use self::error::{Located, PolicyError};
+pub use self::flow::{Flow, Trust};
 pub use self::gate::Gate;
 pub use self::raw::EnvValue;
 use self::raw::{Access, RawLimits, RawPolicy, RawTool};
@@ -92,6 +104,9 @@ pub struct ToolPolicy {
     /// arguments has the effect of calling them once; advertised to MCP clients as
     /// `idempotentHint`. Not checked by the sandbox.
     pub idempotent: bool,
+    /// Data-flow rules: whether outputs are trusted, which arguments must not derive
+    /// from untrusted data (checked by the engine, on plans and again before each call).
+    pub flow: Flow,
     #[serde(serialize_with = "limits_json")]
     pub limits: Limits,
     /// Calls allowed per tool in any 60-second window of one run or process; `None`:
@@ -157,6 +172,14 @@ impl Policy {
                 tools.insert(name.get_ref().clone(), tool);
             }
         }
+        let sections: Vec<&str> = raw.tools.keys().map(|k| k.get_ref().as_str()).collect();
+        flow::untrusted_may_reach(
+            raw.flows.untrusted_may_reach.as_ref(),
+            &mut tools,
+            &sections,
+            &at,
+            &mut problems,
+        );
         if let Some(e) = PolicyError::all(problems.0) {
             return Err(e);
         }
@@ -336,6 +359,7 @@ fn tool_policy(
     });
     let (limits, rate) = limits(defaults.0.clone(), &raw.limits, at, problems);
     let rate = rate.or(defaults.1);
+    let flow = flow::flow(raw, at, problems);
     if problems.0.len() > found_before {
         return None;
     }
@@ -348,6 +372,7 @@ fn tool_policy(
         operations,
         sensitive: raw.sensitive,
         idempotent: raw.idempotent,
+        flow,
         limits,
         max_calls_per_minute: rate,
     })

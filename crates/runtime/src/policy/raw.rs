@@ -18,6 +18,24 @@ pub(crate) struct RawPolicy {
     pub defaults: RawDefaults,
     #[serde(default)]
     pub tools: BTreeMap<Spanned<String>, RawTool>,
+    #[serde(default)]
+    pub flows: RawFlows,
+}
+
+/// `[flows]`: rules on where untrusted data may go, beyond each tool's `trusted_args`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFlows {
+    /// If set, untrusted data may be an argument of these tools only.
+    pub untrusted_may_reach: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// Whether a tool's outputs can be trusted, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RawOutputs {
+    Trusted,
+    Untrusted,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +63,10 @@ pub(crate) struct RawTool {
     pub sensitive: bool,
     #[serde(default)]
     pub idempotent: bool,
+    pub outputs: Option<RawOutputs>,
+    /// Operation (or `*`) → arguments that must not derive from untrusted data.
+    #[serde(default)]
+    pub trusted_args: BTreeMap<Spanned<String>, Vec<Spanned<String>>>,
 }
 
 /// `read` or `read-write`.

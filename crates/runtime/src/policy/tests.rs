@@ -30,6 +30,9 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("idempotent = true\n".to_string()),
         Just("idempotent = \"yes\"\n".to_string()),
         Just("sha256 = \"xyz\"\n".to_string()),
+        Just("outputs = \"trusted\"\n".to_string()),
+        Just("trusted_args = { send = [\"to\"], \"*\" = [] }\n".to_string()),
+        Just("[flows]\nuntrusted_may_reach = [\"calc\", \"nope\"]\n".to_string()),
         "[a-z_=\\[\\]\"{}., 0-9\n-]{0,40}",
         any::<String>(),
     ]
@@ -135,4 +138,69 @@ fn every_problem_is_reported_in_source_order() {
     )
     .unwrap_err();
     assert!(e.to_string().starts_with("p.toml:3:19: `fuel = 0`"), "{e}");
+}
+
+#[test]
+fn outputs_default_to_untrusted_for_tools_that_reach_out_and_derived_otherwise() {
+    use super::Trust;
+    let p = parse(
+        "version = 1\n[tools.calc]\n[tools.fetch]\nnetwork = { http = [\"https://a.example.com\"] }\n[tools.files]\nfiles = [{ host = \".\", guest = \"/d\", access = \"read\" }]\n[tools.lookup]\nnetwork = { name_lookup = true }\n[tools.clean]\nfiles = [{ host = \".\", guest = \"/d\", access = \"read\" }]\noutputs = \"trusted\"\n[tools.dirty]\noutputs = \"untrusted\"\n",
+    )
+    .unwrap();
+    let trust = |t: &str| p.tools[t].flow.outputs;
+    assert_eq!(trust("calc"), Trust::Derived);
+    assert_eq!(trust("fetch"), Trust::Untrusted);
+    assert_eq!(trust("files"), Trust::Untrusted);
+    assert_eq!(trust("lookup"), Trust::Untrusted);
+    assert_eq!(trust("clean"), Trust::Trusted);
+    assert_eq!(trust("dirty"), Trust::Untrusted);
+    let e = parse("version = 1\n[tools.calc]\noutputs = \"maybe\"\n").unwrap_err();
+    assert!(e.to_string().contains("unknown variant `maybe`"), "{e}");
+}
+
+#[test]
+fn trusted_args_name_operations_and_arguments() {
+    let p = parse(
+        "version = 1\n[tools.bank]\ntrusted_args = { send-money = [\"recipient\", \"amount\"], \"*\" = [\"iban\"] }\n",
+    )
+    .unwrap();
+    let f = &p.tools["bank"].flow;
+    assert!(f.needs_trusted("send-money", "recipient"));
+    assert!(f.needs_trusted("send-money", "amount"));
+    assert!(f.needs_trusted("update-account", "iban"));
+    assert!(!f.needs_trusted("update-account", "recipient"));
+    assert!(!f.needs_trusted("send-money", "subject"));
+    let e = parse("version = 1\n[tools.bank]\ntrusted_args = { send-money = [] }\n").unwrap_err();
+    assert!(e.to_string().contains("lists no argument"), "{e}");
+    let e = parse("version = 1\n[tools.bank]\ntrusted_args = { send-money = [\"a b\"] }\n")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("`a b` is not an argument name"),
+        "{e}"
+    );
+}
+
+#[test]
+fn untrusted_may_reach_only_the_tools_it_lists() {
+    let p = parse("version = 1\n[tools.calc]\n[tools.text]\n").unwrap();
+    assert!(p.tools["calc"].flow.accepts_untrusted && p.tools["text"].flow.accepts_untrusted);
+    let p = parse(
+        "version = 1\n[tools.calc]\n[tools.text]\n[flows]\nuntrusted_may_reach = [\"text\"]\n",
+    )
+    .unwrap();
+    assert!(!p.tools["calc"].flow.accepts_untrusted);
+    assert!(p.tools["text"].flow.accepts_untrusted);
+    let e = parse("version = 1\n[tools.calc]\n[flows]\nuntrusted_may_reach = [\"mail\"]\n")
+        .unwrap_err();
+    let PolicyError::At(at) = &e else {
+        panic!("not located: {e}");
+    };
+    assert_eq!((at.line, at.column), (4, 24), "{e}");
+    assert!(
+        at.message
+            .contains("`mail`, which has no `[tools.mail]` section"),
+        "{e}"
+    );
+    let e = parse("version = 1\n[flows]\nuntrusted = []\n").unwrap_err();
+    assert!(e.to_string().contains("unknown field `untrusted`"), "{e}");
 }
