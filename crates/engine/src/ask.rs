@@ -13,10 +13,9 @@
 //! `toolhost run`, through the API for `toolhost serve` — and the wait does not count
 //! against `max_wall_ms`. A plan that asks is refused when nobody can answer.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::plan::Step;
-use super::planner::{OperationSummary, ToolSummary};
 use toolhost_runtime::convert;
 use toolhost_runtime::types::WitType;
 
@@ -166,34 +165,6 @@ pub fn parse_typed(schema: &Value, text: &str) -> Value {
     match serde_json::from_str::<Value>(text) {
         Ok(v) if !is_string || v.is_string() => v,
         _ => Value::String(text.to_string()),
-    }
-}
-
-/// The built-in tool as the planner sees it, listed when a person can answer.
-pub(crate) fn summary() -> ToolSummary {
-    let mut params = Map::new();
-    params.insert("type".into(), "object".into());
-    params.insert(
-        "properties".into(),
-        json!({
-            "question": {"type": "string", "description": "The question, in words; `${STEP.output.PATH}` interpolates earlier outputs."},
-            "answer": {"type": "object", "description": "The JSON Schema of the answer (default {\"type\": \"string\"}): type string (enum allowed), integer, number, boolean, array (with items) or object (with properties, required)."}
-        }),
-    );
-    params.insert("required".into(), json!(["question"]));
-    params.insert("additionalProperties".into(), false.into());
-    ToolSummary {
-        name: TOOL.into(),
-        description: Some(
-            "Asks the person running the task a question and waits for the answer, which becomes the step's output. Use it when the goal leaves a choice to the person.".into(),
-        ),
-        operations: vec![OperationSummary {
-            name: OPERATION.into(),
-            description: Some("Ask a question; the output is the answer, matching `answer`.".into()),
-            params_schema: Value::Object(params),
-            result_schema: json!({"description": "The answer, matching the step's `answer` schema."}),
-        }],
-        sensitive: false,
     }
 }
 

@@ -206,14 +206,6 @@ pub fn cost(price: &Price, input: u64, output: u64) -> f64 {
     (input as f64 * price.input_per_mtok + output as f64 * price.output_per_mtok) / 1e6
 }
 
-/// The cost of one call's `usage` at `price`: its cached input tokens at the cached price.
-pub fn usage_cost(price: &Price, usage: &crate::planner::Usage) -> f64 {
-    let cached = usage.cached_input_tokens.min(usage.input_tokens);
-    let cached_price = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
-    cost(price, usage.input_tokens - cached, usage.output_tokens)
-        + cached as f64 * cached_price / 1e6
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,13 +9,14 @@ use tracing::Instrument;
 
 use super::approval::{ApprovalMode, Approver, Unattended};
 use super::ask;
-use super::budget::{Budgets, Prices, StopReason, usage_cost};
+use super::budget::{Budgets, Prices, StopReason};
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
 use super::observe::{Observer, Quiet};
 use super::plan::Plan;
 use super::planner::{
-    Ask, Mode, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage, tool_summaries,
+    Ask, Mode, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage, ask_summary,
+    tool_summaries,
 };
 use super::report::PlannerCall;
 use super::state::State;
@@ -262,7 +263,7 @@ impl Engine<'_> {
             st.spent.cached_input_tokens += usage.cached_input_tokens;
             st.spent.output_tokens += usage.output_tokens;
             if let Some(p) = self.config.prices.get(&usage.model) {
-                st.spent.cost_usd += usage_cost(p, usage);
+                st.spent.cost_usd += usage.cost_at(p);
             }
         }
     }
@@ -272,7 +273,7 @@ impl Engine<'_> {
     fn tools(&self) -> Vec<ToolSummary> {
         let mut tools = tool_summaries(&self.catalog);
         if self.approver.can_answer() && !self.catalog.tools.contains_key(ask::TOOL) {
-            tools.push(ask::summary());
+            tools.push(ask_summary());
         }
         tools
     }

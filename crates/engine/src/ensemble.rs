@@ -24,7 +24,7 @@
 
 use std::time::Instant;
 
-use super::budget::{Prices, cost, usage_cost};
+use super::budget::{Prices, cost};
 use super::planner::{PlanFuture, PlanRequest, Planner, PlannerError, Reply, Usage};
 
 /// How an [`Ensemble`] decides. `EnsembleConfig::new(threshold)`:
@@ -111,7 +111,7 @@ impl Ensemble {
             r.input_tokens = r.input_tokens.saturating_sub(u.input_tokens);
             r.output_tokens = r.output_tokens.saturating_sub(u.output_tokens);
             if let Some(p) = self.config.prices.get(&u.model) {
-                r.cost_usd = (r.cost_usd - usage_cost(p, u)).max(0.0);
+                r.cost_usd = (r.cost_usd - u.cost_at(p)).max(0.0);
             }
         }
         let elapsed = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -12,8 +12,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
+use super::ask;
 use super::plan::{OperationName, Plan, StepId, ToolName};
 use super::record::StepRecord;
 use super::validate::{Catalog, Problem};
@@ -310,4 +311,43 @@ pub trait Planner: Send {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// The built-in tool as the planner sees it, listed when a person can answer.
+pub(crate) fn ask_summary() -> ToolSummary {
+    let mut params = Map::new();
+    params.insert("type".into(), "object".into());
+    params.insert(
+        "properties".into(),
+        json!({
+            "question": {"type": "string", "description": "The question, in words; `${STEP.output.PATH}` interpolates earlier outputs."},
+            "answer": {"type": "object", "description": "The JSON Schema of the answer (default {\"type\": \"string\"}): type string (enum allowed), integer, number, boolean, array (with items) or object (with properties, required)."}
+        }),
+    );
+    params.insert("required".into(), json!(["question"]));
+    params.insert("additionalProperties".into(), false.into());
+    ToolSummary {
+        name: ask::TOOL.into(),
+        description: Some(
+            "Asks the person running the task a question and waits for the answer, which becomes the step's output. Use it when the goal leaves a choice to the person.".into(),
+        ),
+        operations: vec![OperationSummary {
+            name: ask::OPERATION.into(),
+            description: Some("Ask a question; the output is the answer, matching `answer`.".into()),
+            params_schema: Value::Object(params),
+            result_schema: json!({"description": "The answer, matching the step's `answer` schema."}),
+        }],
+        sensitive: false,
+    }
+}
+
+impl Usage {
+    /// The cost of this call's usage at `price`: its cached input tokens at the cached
+    /// price.
+    pub fn cost_at(&self, price: &super::budget::Price) -> f64 {
+        let cached = self.cached_input_tokens.min(self.input_tokens);
+        let cached_price = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
+        super::budget::cost(price, self.input_tokens - cached, self.output_tokens)
+            + cached as f64 * cached_price / 1e6
+    }
 }

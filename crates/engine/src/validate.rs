@@ -5,7 +5,7 @@
 //! each reference type-checked against the producing step's result type; references and
 //! `depends_on` point at other steps of the plan (or at steps that succeeded in an earlier
 //! revision); no cycles; step deadlines within policy; then the policy's data-flow rules
-//! ([`flow`](super::flow)).
+//! ([`flow`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;

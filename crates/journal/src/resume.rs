@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::{Kind, Record, time};
 use toolhost_engine::PlannerCall;
-use toolhost_engine::budget::{Prices, Spent, StopReason, usage_cost};
+use toolhost_engine::budget::{Prices, Spent, StopReason};
 use toolhost_engine::plan::{Plan, StepId};
 use toolhost_engine::planner::{Mode, Reply, Usage};
 use toolhost_engine::record::StepRecord;
@@ -184,7 +184,7 @@ pub fn checkpoint(
                     spent.cached_input_tokens += u.cached_input_tokens;
                     spent.output_tokens += u.output_tokens;
                     if let Some(p) = prices.get(&u.model) {
-                        spent.cost_usd += usage_cost(p, u);
+                        spent.cost_usd += u.cost_at(p);
                     }
                 }
                 calls.push(call);
