@@ -67,7 +67,9 @@ fn bank_pays_a_bill_as_agentdojo_does() {
                   "subject": "Car Rental\t\t\t98.70", "date": "2022-01-01"}},
         {"id": "recent", "tool": "bank", "operation": "get-most-recent-transactions",
          "depends_on": ["pay"], "args": {"n": 1}},
-        {"id": "who", "tool": "bank", "operation": "update-user-info",
+        // Every bank operation reads and rewrites the one state file: steps that touch it
+        // run one after another (in parallel, one's write could undo another's).
+        {"id": "who", "tool": "bank", "operation": "update-user-info", "depends_on": ["recent"],
          "args": {"first-name": null, "last-name": "", "street": null, "city": "Berlin"}}
     ]));
     assert_eq!(report["stop"]["reason"], "completed", "{report:#}");
