@@ -147,6 +147,47 @@ pub struct Pending {
     pub schema: Option<Value>,
 }
 
+impl Pending {
+    /// A plan's review.
+    pub fn plan(plan: &toolhost_engine::Plan) -> Pending {
+        Pending {
+            subject: "plan".into(),
+            revision: Some(plan.revision),
+            plan: Some(serde_json::to_value(plan).expect("plans serialise")),
+            step: None,
+            why: None,
+            question: None,
+            schema: None,
+        }
+    }
+
+    /// A step's approval, and why it needs one.
+    pub fn step(step: &toolhost_engine::Step, why: &str) -> Pending {
+        Pending {
+            subject: "step".into(),
+            revision: None,
+            plan: None,
+            step: Some(serde_json::to_value(step).expect("steps serialise")),
+            why: Some(why.to_string()),
+            question: None,
+            schema: None,
+        }
+    }
+
+    /// A plan's question (a `human.ask` step).
+    pub fn question(q: &toolhost_engine::approval::Question<'_>) -> Pending {
+        Pending {
+            subject: "question".into(),
+            revision: None,
+            plan: None,
+            step: Some(serde_json::to_value(q.step).expect("steps serialise")),
+            why: None,
+            question: Some(q.text.to_string()),
+            schema: Some(q.schema.clone()),
+        }
+    }
+}
+
 /// Steps by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct StepCounts {

@@ -102,15 +102,7 @@ impl Approver for DbApprover {
         if self.reviews.is_some() {
             return PlanDecision::Approve;
         }
-        let pending = Pending {
-            subject: "plan".into(),
-            revision: Some(plan.plan.revision),
-            plan: Some(serde_json::to_value(&plan.plan).expect("plans serialise")),
-            step: None,
-            why: None,
-            question: None,
-            schema: None,
-        };
+        let pending = Pending::plan(&plan.plan);
         match self.wait(&pending) {
             None => PlanDecision::Reject(CANCELLED.into()),
             Some(Recorded::Approve) => PlanDecision::Approve,
@@ -131,15 +123,7 @@ impl Approver for DbApprover {
             Some(ApprovalMode::Deny) => return StepDecision::NoApprover,
             Some(ApprovalMode::Auto) => return StepDecision::Approve,
         }
-        let pending = Pending {
-            subject: "step".into(),
-            revision: None,
-            plan: None,
-            step: Some(serde_json::to_value(step).expect("steps serialise")),
-            why: Some(why.to_string()),
-            question: None,
-            schema: None,
-        };
+        let pending = Pending::step(step, why);
         match self.wait(&pending) {
             None => StepDecision::Reject(CANCELLED.into()),
             Some(Recorded::Approve) => StepDecision::Approve,
@@ -155,15 +139,7 @@ impl Approver for DbApprover {
     }
 
     fn answer(&mut self, q: &Question<'_>) -> Answered {
-        let pending = Pending {
-            subject: "question".into(),
-            revision: None,
-            plan: None,
-            step: Some(serde_json::to_value(q.step).expect("steps serialise")),
-            why: None,
-            question: Some(q.text.to_string()),
-            schema: Some(q.schema.clone()),
-        };
+        let pending = Pending::question(q);
         match self.wait(&pending) {
             None => Answered::Decline("cancelled while waiting for an answer".into()),
             Some(Recorded::Answer { answer }) => Answered::Answer(answer),

@@ -38,15 +38,7 @@ impl Approver for ApiApprover {
         if self.reviews.is_some() {
             return PlanDecision::Approve;
         }
-        let pending = Pending {
-            subject: "plan".into(),
-            revision: Some(plan.plan.revision),
-            plan: Some(serde_json::to_value(&plan.plan).expect("plans serialise")),
-            step: None,
-            why: None,
-            question: None,
-            schema: None,
-        };
+        let pending = Pending::plan(&plan.plan);
         match self.wait(pending) {
             None => PlanDecision::Reject("cancelled while waiting for approval".into()),
             Some(Answer::Approve) => PlanDecision::Approve,
@@ -63,15 +55,7 @@ impl Approver for ApiApprover {
             Some(ApprovalMode::Deny) => return StepDecision::NoApprover,
             Some(ApprovalMode::Auto) => return StepDecision::Approve,
         }
-        let pending = Pending {
-            subject: "step".into(),
-            revision: None,
-            plan: None,
-            step: Some(serde_json::to_value(step).expect("steps serialise")),
-            why: Some(why.to_string()),
-            question: None,
-            schema: None,
-        };
+        let pending = Pending::step(step, why);
         match self.wait(pending) {
             None => StepDecision::Reject("cancelled while waiting for approval".into()),
             Some(Answer::Approve) => StepDecision::Approve,
@@ -89,15 +73,7 @@ impl Approver for ApiApprover {
     }
 
     fn answer(&mut self, q: &Question<'_>) -> Answered {
-        let pending = Pending {
-            subject: "question".into(),
-            revision: None,
-            plan: None,
-            step: Some(serde_json::to_value(q.step).expect("steps serialise")),
-            why: None,
-            question: Some(q.text.to_string()),
-            schema: Some(q.schema.clone()),
-        };
+        let pending = Pending::question(q);
         match self.wait(pending) {
             None => Answered::Decline("cancelled while waiting for an answer".into()),
             Some(Answer::Value(v)) => Answered::Answer(v),
