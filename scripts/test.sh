@@ -15,14 +15,14 @@ fi
 echo "== guest-language toolchains"
 ./scripts/guest-langs.sh
 
-# Headless Chromium renders the HTML run report in a test (tests/all/report/browser.rs),
-# which fails without it unless TOOLHOST_SKIP_BROWSER=1. Installed from Debian's archive
-# when missing and we are root with apt; otherwise say what to do.
 # @copilotkit/aimock, pinned, under target/aimock: the independent mock model server the LLM
 # example tasks run against (tests/all/llm/aimock.rs).
 echo "== mock model server"
 ./scripts/aimock.sh
 
+# Headless Chromium renders the HTML run report in a test (tests/all/report/browser.rs),
+# which fails without it unless TOOLHOST_SKIP_BROWSER=1. Installed from Debian's archive
+# when missing and we are root with apt; otherwise say what to do.
 echo "== chromium (report rendering test)"
 if [ "${TOOLHOST_SKIP_BROWSER:-}" = 1 ]; then
     echo "TOOLHOST_SKIP_BROWSER=1: the browser test is skipped"
