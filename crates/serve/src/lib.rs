@@ -46,6 +46,6 @@ pub use self::launch::{Launcher, Prepared};
 pub use self::metrics::Metrics;
 pub use self::registry::{
     Decision, DecisionKind, Overrides, Pending, RecordStream, Registry, RegistryError, RunState,
-    RunView, StepCounts, SubmitRequest, TaskSource,
+    RunView, StepCounts, SubmitRequest, Taken, TaskSource,
 };
 pub use self::server::{ServeError, serve, serve_backend};

@@ -188,6 +188,64 @@ impl Pending {
     }
 }
 
+/// A person's decision, checked against what is pending ([`Pending::take`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Taken {
+    Approve,
+    Reject(String),
+    /// The plan to run instead (it is validated again).
+    Edit(Box<toolhost_engine::Plan>),
+    /// The answer to a question, matching its schema.
+    Answer(Value),
+}
+
+impl Pending {
+    /// Checks `decision` (on run `id`) against this pending subject: what may be decided
+    /// on it, and that an edit is a plan and an answer fits the question's schema (422
+    /// with every problem when it does not).
+    pub fn take(&self, id: &str, decision: Decision) -> Result<Taken, RegistryError> {
+        let bad = |why: String| Err(RegistryError::BadRequest(why));
+        let question = self.subject == "question";
+        match decision.decision {
+            DecisionKind::Answer if !question => bad(format!(
+                "nothing asks a question: the pending decision is on a {} (approve, reject or edit it at /v1/runs/{id}/approval)",
+                self.subject
+            )),
+            DecisionKind::Answer => {
+                let Some(answer) = decision.answer else {
+                    return bad("`answer` needs the `answer`".into());
+                };
+                let schema = self.schema.clone().unwrap_or_default();
+                toolhost_engine::ask::check(&schema, &answer)
+                    .map_err(|problems| RegistryError::Invalid { problems })?;
+                Ok(Taken::Answer(answer))
+            }
+            DecisionKind::Approve | DecisionKind::Edit if question => bad(format!(
+                "the pending decision is a question: answer it with POST /v1/runs/{id}/answer, or reject it to decline"
+            )),
+            DecisionKind::Approve => Ok(Taken::Approve),
+            DecisionKind::Reject => {
+                Ok(Taken::Reject(decision.reason.unwrap_or_else(|| {
+                    format!("the {} was rejected", self.subject)
+                })))
+            }
+            DecisionKind::Edit if self.subject != "plan" => bad(format!(
+                "only a plan can be edited; the pending decision is on a {}",
+                self.subject
+            )),
+            DecisionKind::Edit => {
+                let Some(plan) = decision.plan else {
+                    return bad("`edit` needs the edited `plan`".into());
+                };
+                match serde_json::from_value(plan) {
+                    Ok(p) => Ok(Taken::Edit(Box::new(p))),
+                    Err(e) => bad(format!("`plan` is not a plan: {e}")),
+                }
+            }
+        }
+    }
+}
+
 /// Steps by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct StepCounts {

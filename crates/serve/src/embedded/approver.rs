@@ -7,11 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use toolhost_engine::Step;
 use toolhost_engine::approval::{
     Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision,
 };
 use toolhost_engine::validate::{Catalog, ValidPlan};
-use toolhost_engine::{Plan, Step};
 
 use super::run::{Answer, Run};
 use crate::registry::Pending;
@@ -45,7 +45,7 @@ impl Approver for ApiApprover {
             Some(Answer::Edit(plan)) => PlanDecision::Edit(*plan),
             Some(Answer::Reject(why)) => PlanDecision::Reject(why),
             // `decide` gives answers to questions only.
-            Some(Answer::Value(_)) => PlanDecision::Reject("an answer is no approval".into()),
+            Some(Answer::Answer(_)) => PlanDecision::Reject("an answer is no approval".into()),
         }
     }
 
@@ -62,7 +62,7 @@ impl Approver for ApiApprover {
             Some(Answer::Reject(why)) => StepDecision::Reject(why),
             // `decide` refuses to edit a step or answer it; should one arrive, it is no
             // approval.
-            Some(Answer::Edit(_) | Answer::Value(_)) => {
+            Some(Answer::Edit(_) | Answer::Answer(_)) => {
                 StepDecision::Reject("a step can only be approved or rejected".into())
             }
         }
@@ -76,16 +76,11 @@ impl Approver for ApiApprover {
         let pending = Pending::question(q);
         match self.wait(pending) {
             None => Answered::Decline("cancelled while waiting for an answer".into()),
-            Some(Answer::Value(v)) => Answered::Answer(v),
+            Some(Answer::Answer(v)) => Answered::Answer(v),
             Some(Answer::Reject(why)) => Answered::Decline(why),
             Some(Answer::Approve | Answer::Edit(_)) => {
                 Answered::Decline("a question takes an answer, not an approval".into())
             }
         }
     }
-}
-
-/// The plan of an `edit` decision.
-pub(crate) fn parse_plan(v: serde_json::Value) -> Result<Plan, String> {
-    serde_json::from_value(v).map_err(|e| format!("`plan` is not a plan: {e}"))
 }

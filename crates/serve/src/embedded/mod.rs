@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost_journal::{self as journal, Kind};
 
-use self::approver::{ApiApprover, parse_plan};
+use self::approver::ApiApprover;
 pub use self::run::Outcome;
-use self::run::{Answer, AnswerError, Run};
+use self::run::{AnswerError, Run};
 use crate::backend::Backend;
 use crate::launch::{Launcher, Prepared};
 use crate::metrics::Metrics;
 use crate::registry::{
-    Decision, DecisionKind, RecordStream, Registry, RegistryError, RunState, RunView, SubmitRequest,
+    Decision, RecordStream, Registry, RegistryError, RunState, RunView, SubmitRequest,
 };
 
 struct Job {
@@ -298,54 +298,14 @@ impl Registry for Embedded {
 
     fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
         let run = self.run(id)?;
-        let Decision {
-            decision,
-            reason,
-            plan,
-            answer,
-        } = decision;
-        let answered = run.answer(|pending| match decision {
-            DecisionKind::Answer if pending.subject != "question" => Err(format!(
-                "nothing asks a question: the pending decision is on a {} (approve, reject or edit it at /v1/runs/{id}/approval)",
-                pending.subject
-            )
-            .into()),
-            DecisionKind::Answer => {
-                let answer = answer.ok_or("`answer` needs the `answer`")?;
-                let schema = pending.schema.clone().unwrap_or_default();
-                toolhost_engine::ask::check(&schema, &answer).map_err(AnswerError::Invalid)?;
-                Ok(Answer::Value(answer))
-            }
-            DecisionKind::Approve | DecisionKind::Edit if pending.subject == "question" => {
-                Err(format!(
-                    "the pending decision is a question: answer it with POST /v1/runs/{id}/answer, or reject it to decline"
-                )
-                .into())
-            }
-            DecisionKind::Approve => Ok(Answer::Approve),
-            DecisionKind::Reject => {
-                Ok(Answer::Reject(reason.unwrap_or_else(|| {
-                    format!("the {} was rejected", pending.subject)
-                })))
-            }
-            DecisionKind::Edit if pending.subject != "plan" => Err(format!(
-                "only a plan can be edited; the pending decision is on a {}",
-                pending.subject
-            )
-            .into()),
-            DecisionKind::Edit => {
-                let plan = plan.ok_or("`edit` needs the edited `plan`")?;
-                Ok(Answer::Edit(Box::new(parse_plan(plan)?)))
-            }
-        });
+        let answered = run.answer(|pending| pending.take(id, decision));
         match answered {
             Ok(()) => Ok(run.view()),
             Err(AnswerError::NothingPending) => Err(RegistryError::Conflict(format!(
                 "run `{id}` is {}, not waiting for a decision or an answer",
                 run.state().name()
             ))),
-            Err(AnswerError::Refused(why)) => Err(RegistryError::BadRequest(why)),
-            Err(AnswerError::Invalid(problems)) => Err(RegistryError::Invalid { problems }),
+            Err(AnswerError::Refused(e)) => Err(e),
         }
     }
 

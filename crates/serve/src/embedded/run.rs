@@ -7,20 +7,13 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_engine::{Cancel, Plan, RunReport, StepStatus};
+use toolhost_engine::{Cancel, RunReport, StepStatus};
 use toolhost_journal::{Kind, Record};
 
-use crate::registry::{Pending, RunState, RunView, StepCounts};
+use crate::registry::{Pending, RegistryError, RunState, RunView, StepCounts};
 
 /// A person's answer, as the approver takes it.
-#[derive(Debug, Clone)]
-pub(crate) enum Answer {
-    Approve,
-    Edit(Box<Plan>),
-    Reject(String),
-    /// The answer to a question, checked against its schema.
-    Value(Value),
-}
+pub(crate) use crate::registry::Taken as Answer;
 
 /// How a run ended: its stop record (without the answer and usage, shown apart), its
 /// answer, its steps by outcome, and what it spent.
@@ -224,14 +217,14 @@ impl Run {
     /// subject; `Err` when nothing is pending or `check` refuses.
     pub(crate) fn answer(
         &self,
-        check: impl FnOnce(&Pending) -> Result<Answer, AnswerError>,
+        check: impl FnOnce(&Pending) -> Result<Answer, RegistryError>,
     ) -> Result<(), AnswerError> {
         let mut s = self.status();
         let pending = match (&s.pending, &s.answer) {
             (Some(p), None) => p,
             _ => return Err(AnswerError::NothingPending),
         };
-        let a = check(pending)?;
+        let a = check(pending).map_err(AnswerError::Refused)?;
         s.answer = Some(a);
         self.changed.notify_all();
         Ok(())
@@ -256,19 +249,6 @@ impl Run {
 
 pub(crate) enum AnswerError {
     NothingPending,
-    Refused(String),
-    /// An answer that does not match the question's schema: every problem.
-    Invalid(Vec<String>),
-}
-
-impl From<String> for AnswerError {
-    fn from(why: String) -> AnswerError {
-        AnswerError::Refused(why)
-    }
-}
-
-impl From<&str> for AnswerError {
-    fn from(why: &str) -> AnswerError {
-        AnswerError::Refused(why.to_string())
-    }
+    /// The decision does not fit what is pending.
+    Refused(RegistryError),
 }

@@ -18,13 +18,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use toolhost_engine::Plan;
+use serde_json::json;
 use toolhost_journal::{Kind, Record};
 use toolhost_serve::registry::SubmitRequest;
 use toolhost_serve::{
     Backend, Decision, DecisionKind, Outcome, Overrides, Pending, RecordStream, Registry,
-    RegistryError, RunState, RunView,
+    RegistryError, RunState, RunView, Taken,
 };
 use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
 
@@ -389,53 +388,11 @@ impl PgBackend {
         };
         let pending: Pending = serde_json::from_str(pending_text)
             .map_err(|e| RegistryError::Internal(format!("the pending decision: {e}")))?;
-        let Decision {
-            decision,
-            reason,
-            plan,
-            answer,
-        } = decision;
-        let question = pending.subject == "question";
-        let recorded = match decision {
-            DecisionKind::Answer if !question => {
-                return Err(RegistryError::BadRequest(format!(
-                    "nothing asks a question: the pending decision is on a {} (approve, reject or edit it at /v1/runs/{id}/approval)",
-                    pending.subject
-                )));
-            }
-            DecisionKind::Answer => {
-                let answer = answer.ok_or_else(|| {
-                    RegistryError::BadRequest("`answer` needs the `answer`".into())
-                })?;
-                let schema = pending.schema.clone().unwrap_or_default();
-                toolhost_engine::ask::check(&schema, &answer)
-                    .map_err(|problems| RegistryError::Invalid { problems })?;
-                json!({"decision": "answer", "answer": answer})
-            }
-            DecisionKind::Approve | DecisionKind::Edit if question => {
-                return Err(RegistryError::BadRequest(format!(
-                    "the pending decision is a question: answer it with POST /v1/runs/{id}/answer, or reject it to decline"
-                )));
-            }
-            DecisionKind::Approve => json!({"decision": "approve"}),
-            DecisionKind::Reject => json!({
-                "decision": "reject",
-                "reason": reason.unwrap_or_else(|| format!("the {} was rejected", pending.subject)),
-            }),
-            DecisionKind::Edit if pending.subject != "plan" => {
-                return Err(RegistryError::BadRequest(format!(
-                    "only a plan can be edited; the pending decision is on a {}",
-                    pending.subject
-                )));
-            }
-            DecisionKind::Edit => {
-                let plan: Value = plan.ok_or_else(|| {
-                    RegistryError::BadRequest("`edit` needs the edited `plan`".into())
-                })?;
-                serde_json::from_value::<Plan>(plan.clone())
-                    .map_err(|e| RegistryError::BadRequest(format!("`plan` is not a plan: {e}")))?;
-                json!({"decision": "edit", "plan": plan})
-            }
+        let recorded = match pending.take(id, decision)? {
+            Taken::Approve => json!({"decision": "approve"}),
+            Taken::Reject(reason) => json!({"decision": "reject", "reason": reason}),
+            Taken::Edit(plan) => json!({"decision": "edit", "plan": plan}),
+            Taken::Answer(answer) => json!({"decision": "answer", "answer": answer}),
         };
         if !self
             .db
