@@ -465,8 +465,7 @@ impl<'a> Validation<'a> {
                 match self
                     .by_id
                     .get(&r.step)
-                    .and_then(|p| ask::schema_of(&p.args).ok())
-                    .and_then(|s| ask::answer_type(&s).ok())
+                    .and_then(|p| ask::answer_type(&ask::answer_schema(&p.args)).ok())
                 {
                     Some(t) => Some(t),
                     None => {
@@ -585,8 +584,7 @@ impl<'a> Validation<'a> {
             let ty = if ask::is(tool, op) {
                 self.by_id
                     .get(&r.step)
-                    .and_then(|p| ask::schema_of(&p.args).ok())
-                    .and_then(|s| ask::answer_type(&s).ok())
+                    .and_then(|p| ask::answer_type(&ask::answer_schema(&p.args)).ok())
             } else {
                 self.catalog.operation(tool, op).and_then(output_type)
             };
