@@ -7,8 +7,10 @@ mod ask;
 mod budgets;
 mod flow;
 mod provenance;
+mod refusals;
 mod scale;
 mod stops;
+mod waits;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,9 +18,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_engine::planner::PlanFuture;
 use toolhost_engine::{
-    ApprovalMode, Approver, Canned, Catalog, Engine, Observer, PlanDecision, PlanRequest, Planner,
-    Quiet, RunConfig, RunReport, Script, Step, StepDecision, StepRecord, Unattended, Usage,
-    ValidPlan,
+    ApprovalMode, Approver, Cancel, Canned, Catalog, Engine, Observer, PlanDecision, PlanRequest,
+    Planner, Quiet, RunConfig, RunReport, Script, Step, StepDecision, StepRecord, Unattended,
+    Usage, ValidPlan,
 };
 use toolhost_runtime::Runtime;
 
@@ -105,6 +107,18 @@ fn run_with(
     goal: &str,
     planner: &mut dyn Planner,
 ) -> RunReport {
+    run_until(catalog, config, approver, goal, planner, &Cancel::new())
+}
+
+/// [`run_with`] until `cancel` is cancelled.
+fn run_until(
+    catalog: Arc<Catalog>,
+    config: RunConfig,
+    approver: &mut dyn Approver,
+    goal: &str,
+    planner: &mut dyn Planner,
+    cancel: &Cancel,
+) -> RunReport {
     let mut observer = Quiet;
     let observer: &mut dyn Observer = &mut observer;
     let mut engine = Engine::builder(rt(), catalog)
@@ -117,7 +131,7 @@ fn run_with(
         .enable_all()
         .build()
         .expect("tokio runtime")
-        .block_on(engine.run(goal, planner))
+        .block_on(engine.run_until(goal, planner, cancel))
 }
 
 /// Runs unattended, denying steps that need approval.

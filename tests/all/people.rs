@@ -171,3 +171,30 @@ fn review_time_does_not_spend_the_wall_budget() {
         "{approval}"
     );
 }
+
+/// Nobody answers the plan review: with `max_wait_ms` the prompt is abandoned at the wait
+/// budget (the terminal is still open; nobody typed anything) and the run stops there.
+#[test]
+fn an_unanswered_review_ends_at_the_wait_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = task(
+        dir.path(),
+        "{ id = \"s\", tool = \"calc\", operation = \"eval\", args = { expression = \"1 + 1\" } },",
+        60_000,
+    );
+    let text = std::fs::read_to_string(&task).unwrap();
+    std::fs::write(
+        &task,
+        text.replace(
+            "max_wall_ms = 60000\n",
+            "max_wall_ms = 60000\nmax_wait_ms = 500\n",
+        ),
+    )
+    .unwrap();
+    // The terminal stays open, silent, for 4 s: long past the wait budget.
+    let (code, text, doc) = on_a_terminal(dir.path(), &task, &[], &[], Duration::from_secs(4));
+    assert_eq!(code, 7, "{text}");
+    assert_eq!(doc["stop"]["reason"], "budget_exhausted", "{text}");
+    assert_eq!(doc["stop"]["which"], "wait", "{text}");
+    assert_eq!(doc["steps"].as_array().map(Vec::len), Some(0), "{text}");
+}

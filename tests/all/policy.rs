@@ -58,6 +58,7 @@ untrusted_may_reach = ["fetch"]
     for expected in [
         "valid, 2 tools",
         "approval: deny",
+        "refusals: each is refused and counted; runs go on",
         "tool `calc`",
         "operations:  all",
         "tool `fetch`",

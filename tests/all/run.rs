@@ -216,3 +216,83 @@ fn refused_actions_are_security_events_in_every_report() {
     let (_, seed) = run_json(&example("seed.toml"));
     assert_eq!(seed["refused"], 0);
 }
+
+/// A planner that keeps trying files it was never granted: with `max_refusals = 2` in the
+/// policy, the binary stops the run at the second refusal, exit 7, and says why everywhere.
+#[test]
+fn a_policy_stops_a_run_at_its_refusal_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("notes")).unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\nmax_refusals = 2\n[tools.fs]\nfiles = [{ host = \"notes\", guest = \"/notes\", access = \"read\" }]\n",
+    )
+    .unwrap();
+    let mut task = String::from(
+        "goal = \"pry\"\nmode = \"step-wise\"\npolicy = \"policy.toml\"\ntools = [\"fs\"]\n",
+    );
+    for path in ["/private/a", "/private/b", "/private/c"] {
+        task += &format!(
+            "\n[[planner.turns]]\nthought = \"look\"\ntool = \"fs\"\noperation = \"read-file\"\narguments = {{ path = \"{path}\" }}\nconfidence = 0.9\n"
+        );
+    }
+    task += "\n[[planner.turns]]\nthought = \"done\"\nstop = true\nanswer = \"nothing\"\n";
+    let task_path = dir.path().join("pry.toml");
+    std::fs::write(&task_path, task).unwrap();
+
+    let state = dir.path().join("state");
+    let s = state.to_str().unwrap();
+    let tools = tools_dir();
+    let json = |out: &toolhost_tests::CliOutput| -> Value {
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    };
+    let out = cli([
+        "--state-dir",
+        s,
+        "run",
+        task_path.to_str().unwrap(),
+        "--tools-dir",
+        &tools,
+        "--json",
+    ]);
+    let doc = json(&out);
+    assert_eq!(out.code, 7, "{doc}");
+    assert_eq!(doc["stop"]["reason"], "refusal_limit", "{doc}");
+    assert_eq!(doc["stop"]["refused"], 2);
+    assert_eq!(doc["refused"], 2);
+    assert_eq!(doc["steps"].as_array().unwrap().len(), 2, "{doc}");
+
+    // A resume carries the count on from the journal: the next refusal stops it again.
+    let journal = std::fs::read_dir(state.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let out = cli([
+        "--state-dir",
+        s,
+        "resume",
+        journal.to_str().unwrap(),
+        "--tools-dir",
+        &tools,
+        "--json",
+    ]);
+    let resumed = json(&out);
+    assert_eq!(out.code, 7, "{resumed}");
+    assert_eq!(resumed["stop"]["reason"], "refusal_limit", "{resumed}");
+    assert_eq!(resumed["refused"], 3, "{resumed}");
+
+    let checked = cli([
+        "policy",
+        "check",
+        dir.path().join("policy.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(checked.code, 0, "{checked:?}");
+    assert!(
+        checked
+            .stdout
+            .contains("refusals: a run stops once 2 of its actions are refused"),
+        "{}",
+        checked.stdout
+    );
+}

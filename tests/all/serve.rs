@@ -414,6 +414,29 @@ fn approvals_and_cancel_go_through_the_api() {
     assert_eq!(approval["data"]["reason"], "not today");
 }
 
+/// A served run that waits for approval longer than its task's `max_wait_ms` stops at the
+/// wait budget: nobody rejected it, nobody cancelled it.
+#[test]
+fn a_wait_for_approval_past_max_wait_ms_ends_the_run() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    let mut task = inline_plan("2 + 2");
+    let toml = task["task"]["toml"].as_str().unwrap().to_string();
+    task["task"]["toml"] = json!(format!("{toml}\n[budgets]\nmax_wait_ms = 300\n"));
+    let (status, run) = server.post("/v1/runs", task);
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let stopped = server.wait(&id, |r| {
+        r["state"]
+            .as_str()
+            .is_some_and(|s| !matches!(s, "queued" | "running" | "waiting_for_approval"))
+    });
+    assert_eq!(stopped["state"], "failed", "{stopped}");
+    assert_eq!(stopped["stop"]["reason"], "budget_exhausted", "{stopped}");
+    assert_eq!(stopped["stop"]["which"], "wait", "{stopped}");
+    assert_eq!(stopped["steps"]["succeeded"], 0);
+}
+
 #[test]
 fn a_question_waits_for_its_answer_through_the_api() {
     let f = Fixture::new();

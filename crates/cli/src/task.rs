@@ -335,6 +335,8 @@ impl Task {
                 evaluator: raw.evaluator,
                 faults: defaults.faults,
                 quarantine: raw.quarantine,
+                // The policy's (`load_task`), not the task file's.
+                max_refusals: None,
             },
             script,
             planner,

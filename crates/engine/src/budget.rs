@@ -13,7 +13,11 @@ use serde::{Deserialize, Serialize};
 /// - `max_fuel`: 10,000,000,000 across all tool calls;
 /// - `max_input_tokens` / `max_output_tokens`: 100,000 / 20,000;
 /// - `max_cost_usd`: 1.00 (priced by [`Prices`]);
-/// - `max_plan_repairs`: 2 rounds of handing validation errors back to the planner.
+/// - `max_plan_repairs`: 2 rounds of handing validation errors back to the planner;
+/// - `max_wait_ms`: none: a person may take as long as they need to review, approve or
+///   answer (the run holds no tool call open meanwhile, and the time is not the run's:
+///   `max_wall_ms` does not count it); `Some(ms)`: one wait longer than that ends the run
+///   `budget_exhausted (wait for a person)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Budgets {
@@ -25,6 +29,8 @@ pub struct Budgets {
     pub max_output_tokens: u64,
     pub max_cost_usd: f64,
     pub max_plan_repairs: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_wait_ms: Option<u64>,
 }
 
 impl Default for Budgets {
@@ -38,6 +44,7 @@ impl Default for Budgets {
             max_output_tokens: 20_000,
             max_cost_usd: 1.0,
             max_plan_repairs: 2,
+            max_wait_ms: None,
         }
     }
 }
@@ -88,6 +95,8 @@ pub enum Budget {
     InputTokens,
     OutputTokens,
     Cost,
+    /// One wait for a person (a review, an approval, an answer) outlasted `max_wait_ms`.
+    Wait,
 }
 
 impl std::fmt::Display for Budget {
@@ -99,6 +108,7 @@ impl std::fmt::Display for Budget {
             Budget::InputTokens => "input tokens",
             Budget::OutputTokens => "output tokens",
             Budget::Cost => "cost",
+            Budget::Wait => "wait for a person",
         })
     }
 }
@@ -130,6 +140,11 @@ pub enum StopReason {
         what: String,
     },
     Cancelled,
+    /// The policy refused as many of the run's actions as it allows (`max_refusals`):
+    /// a planner that keeps proposing what it may not is treated as hijacked.
+    RefusalLimit {
+        refused: u64,
+    },
     /// A journal record could not be written (a full disk, an I/O error): the journal is
     /// the run's write-ahead log, so no further step starts.
     JournalFailed {
@@ -148,6 +163,11 @@ impl std::fmt::Display for StopReason {
             StopReason::Escalated { why } => write!(f, "escalated: {why}"),
             StopReason::RejectedByHuman { what } => write!(f, "rejected_by_human: {what}"),
             StopReason::Cancelled => f.write_str("cancelled"),
+            StopReason::RefusalLimit { refused } => write!(
+                f,
+                "refusal_limit ({refused} action{} refused)",
+                if *refused == 1 { "" } else { "s" }
+            ),
             StopReason::JournalFailed { why } => write!(f, "journal_failed: {why}"),
         }
     }

@@ -38,6 +38,9 @@ use toolhost_runtime::policy::Gate;
 ///   wrapped as untrusted data by model planners), and what it then writes counts as
 ///   untrusted for the policy's data-flow rules. On: it is shown only the ids, status,
 ///   error kinds and output types of untrusted steps ([`flow`](crate::flow)).
+/// - `max_refusals`: none: an action the policy refuses (a request outside the grants,
+///   an operation not allowed, a plan breaking a data-flow rule) is refused and counted,
+///   and the run goes on; `Some(n)`: the run stops `refusal_limit` at the `n`th.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub mode: Mode,
@@ -49,6 +52,7 @@ pub struct RunConfig {
     pub evaluator: EvaluatorConfig,
     pub faults: Faults,
     pub quarantine: bool,
+    pub max_refusals: Option<u64>,
 }
 
 impl Default for RunConfig {
@@ -63,6 +67,7 @@ impl Default for RunConfig {
             evaluator: EvaluatorConfig::default(),
             faults: Faults::default(),
             quarantine: false,
+            max_refusals: None,
         }
     }
 }
@@ -159,6 +164,28 @@ impl Engine<'_> {
         }
     }
 
+    /// Counts `n` more actions the policy refused; the stop once that reaches the
+    /// policy's `max_refusals`.
+    pub(crate) fn count_refused(&self, st: &mut State, n: u64) -> Result<(), StopReason> {
+        st.refused += n;
+        match self.config.max_refusals {
+            Some(max) if n > 0 && st.refused >= max => Err(StopReason::RefusalLimit {
+                refused: st.refused,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records a rejected plan, and counts the policy's refusals among its problems.
+    pub(crate) fn reject(
+        &mut self,
+        problems: &[Problem],
+        st: &mut State,
+    ) -> Result<(), StopReason> {
+        self.observer.plan_rejected(problems);
+        self.count_refused(st, super::report::refused_problems(problems))
+    }
+
     pub(crate) fn remaining(&self, st: &State) -> Remaining {
         let b = &self.config.budgets;
         let s = &st.spent;
@@ -251,6 +278,7 @@ impl Engine<'_> {
             .into(),
             cached: usage.cached,
             also: usage.also.clone(),
+            sent_as: usage.sent_as.clone(),
         };
         self.observer.planner_called(&call);
         st.calls.push(call);

@@ -25,7 +25,7 @@
 use std::time::Instant;
 
 use super::budget::{Prices, cost};
-use super::planner::{PlanFuture, PlanRequest, Planner, PlannerError, Reply, Usage};
+use super::planner::{Ask, PlanFuture, PlanRequest, Planner, PlannerError, Reply, Usage};
 
 /// How an [`Ensemble`] decides. `EnsembleConfig::new(threshold)`:
 /// - `escalate_after_invalid`: 2 validation failures in a row;
@@ -170,7 +170,9 @@ impl Planner for Ensemble {
                     problems: Vec::new(),
                     ..req.clone()
                 };
-                return self.strong.plan(&fresh).await;
+                let mut answer = self.strong.plan(&fresh).await;
+                note_sent_as(&mut answer, req, &fresh);
+                return answer;
             }
             let asked = Instant::now();
             let first = self.fast.plan(req).await;
@@ -186,7 +188,9 @@ impl Planner for Ensemble {
                 return first;
             };
             self.escalate(why);
-            match self.strong.plan(&next).await {
+            let mut answer = self.strong.plan(&next).await;
+            note_sent_as(&mut answer, req, &next);
+            match answer {
                 Ok((reply, mut usage)) => {
                     usage.also.push(fast_usage);
                     Ok((reply, usage))
@@ -197,5 +201,22 @@ impl Planner for Ensemble {
                 }
             }
         })
+    }
+}
+
+/// Notes on the strong planner's answer to `sent` what it was asked, when that is not
+/// what the run asked (`req`): the journal must not show a fresh plan as a repair.
+fn note_sent_as(
+    answer: &mut Result<(Reply, Usage), PlannerError>,
+    req: &PlanRequest,
+    sent: &PlanRequest,
+) {
+    let (asked, got) = (Ask::of(req), Ask::of(sent));
+    if asked != got {
+        let usage = match answer {
+            Ok((_, u)) => u,
+            Err(e) => &mut e.usage,
+        };
+        usage.sent_as = Some(got);
     }
 }

@@ -243,7 +243,12 @@ impl Engine<'_> {
         x.schedule.finished(&id, record.status);
         trace::record_step(&span, &record);
         self.observer.step_finished(&record);
+        let refused = super::report::refused_in(&record);
         st.records.push(record);
+        // Steps already running finish; nothing more starts.
+        if let Err(stop) = self.count_refused(st, refused) {
+            x.stop.get_or_insert(stop);
+        }
         Ok(())
     }
 

@@ -26,6 +26,9 @@ use super::plan::{Plan, Step, StepId, ToolName};
 use super::reference;
 use toolhost_runtime::policy::{Flow, Trust};
 
+/// The error kind of a step the rules stopped before its call.
+pub(crate) const UNTRUSTED_FLOW: &str = "untrusted_flow";
+
 /// A rule a step breaks: validation reports it as a problem, the executor as the step's
 /// `untrusted_flow` error.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -261,6 +261,12 @@ pub struct Usage {
     /// records the call `cached`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What the answering model was asked, where that differs from the run's request:
+    /// an ensemble's strong planner is asked afresh for a plan where the run asked the
+    /// fast one for a repair. The run's own request stays the call's `ask` (resume
+    /// matches answers to requests by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_as: Option<Ask>,
 }
 
 impl Usage {

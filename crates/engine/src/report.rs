@@ -9,6 +9,7 @@ use super::budget::{Spent, StopReason};
 use super::plan::Plan;
 use super::planner::{Ask, Mode, Reply, Usage};
 use super::record::StepRecord;
+use super::validate::{Problem, ProblemKind};
 
 /// One planner call, for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +36,24 @@ pub struct PlannerCall {
     /// Other models the reply needed, e.g. an ensemble's fast model before it escalated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<Usage>,
+    /// What the answering model was sent, where it differs from `ask` ([`Usage::sent_as`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_as: Option<Ask>,
+}
+
+impl PlannerCall {
+    /// What the call used, as its planner reported it.
+    pub fn usage(&self) -> Usage {
+        Usage {
+            model: self.model.clone(),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cached_input_tokens: self.cached_input_tokens,
+            also: self.also.clone(),
+            cached: self.cached,
+            sent_as: self.sent_as.clone(),
+        }
+    }
 }
 
 /// The result of a run.
@@ -57,12 +76,24 @@ pub struct RunReport {
     pub refused: u64,
 }
 
-/// How many actions the policy refused in `steps`.
-pub fn refusals(steps: &[StepRecord]) -> u64 {
-    steps
+/// How many actions the policy refused in one step: requests its audit events show
+/// refused, and its call if the data-flow rules stopped it before it was made.
+pub(crate) fn refused_in(step: &StepRecord) -> u64 {
+    let events = step.events.iter().filter(|e| e.is_refusal()).count() as u64;
+    let flow = step
+        .error
+        .as_ref()
+        .is_some_and(|e| e.kind == crate::flow::UNTRUSTED_FLOW);
+    events + u64::from(flow)
+}
+
+/// How many of a rejected plan's problems are the policy's refusals (a tool or operation
+/// it does not allow, untrusted data where a data-flow rule forbids it), rather than
+/// mistakes.
+pub(crate) fn refused_problems(problems: &[Problem]) -> u64 {
+    problems
         .iter()
-        .flat_map(|s| &s.events)
-        .filter(|e| e.is_refusal())
+        .filter(|p| matches!(p.kind, ProblemKind::NotAllowed | ProblemKind::UntrustedFlow))
         .count() as u64
 }
 

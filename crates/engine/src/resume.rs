@@ -75,7 +75,7 @@ impl Engine<'_> {
         planner.fast_forward(&asked);
         let mut st = State::new(cancel);
         st.pending = checkpoint.pending;
-        st.refused_before = checkpoint.refused;
+        st.refused = checkpoint.refused;
         // Wall time spent before the stop still counts against the budget.
         st.started = Instant::now()
             .checked_sub(checkpoint.spent.wall)

@@ -5,7 +5,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::approval::PlanDecision;
-use super::budget::StopReason;
+use super::budget::{Budget, StopReason};
 use super::cancel::Cancel;
 use super::planner::{Mode, PlanRequest, Planner, Reply};
 use super::record::{StepRecord, StepStatus};
@@ -60,6 +60,11 @@ impl Engine<'_> {
         planner: &mut dyn Planner,
         mut st: State,
     ) -> RunReport {
+        st.wait_limit = self
+            .config
+            .budgets
+            .max_wait_ms
+            .map(std::time::Duration::from_millis);
         let span = trace::run_span(self.config.mode, self.observer.run_id().as_deref());
         let (stop, answer) = match self.config.mode {
             Mode::PlanThenExecute => {
@@ -74,8 +79,12 @@ impl Engine<'_> {
             }
         };
         // An approver that was waiting when the run was cancelled answers "no": the run
-        // stopped because it was cancelled, not because a person rejected anything.
+        // stopped because it was cancelled (by someone, or because a wait for a person
+        // outlasted `max_wait_ms`), not because a person rejected anything.
         let stop = match stop {
+            _ if st.wait_expired => StopReason::BudgetExhausted {
+                which: Budget::Wait,
+            },
             StopReason::RejectedByHuman { .. } if st.cancel.is_cancelled() => StopReason::Cancelled,
             stop => stop,
         };
@@ -99,7 +108,7 @@ impl Engine<'_> {
         RunReport {
             goal: goal.to_string(),
             mode: self.config.mode,
-            refused: st.refused_before + super::report::refusals(&st.records),
+            refused: st.refused,
             stop,
             answer,
             revisions: st.revisions,
@@ -138,7 +147,7 @@ impl Engine<'_> {
                     return Ok(v);
                 }
                 Err(problems) => {
-                    self.observer.plan_rejected(&problems);
+                    self.reject(&problems, st)?;
                     if let Some(p) = problems.iter().find(|p| {
                         matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed)
                     }) {
@@ -189,7 +198,7 @@ impl Engine<'_> {
                             decision = st.waiting(|| approver.confirm_edit(&plan, &catalog));
                         }
                         Err(problems) => {
-                            self.observer.plan_rejected(&problems);
+                            self.reject(&problems, st)?;
                             let approver = &mut self.approver;
                             match st.waiting(|| approver.revise_edit(&edited, &problems, &catalog))
                             {

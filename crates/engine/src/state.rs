@@ -21,6 +21,11 @@ pub(crate) struct State {
     pub started: Instant,
     /// Time spent waiting for people (reviews, approvals, answers): not the run's time.
     pub waited: Duration,
+    /// How long one wait for a person may last (`max_wait_ms`).
+    pub wait_limit: Option<Duration>,
+    /// A wait outlasted `wait_limit`: the run was cancelled to end it, and stops
+    /// `budget_exhausted (wait for a person)`.
+    pub wait_expired: bool,
     pub spent: Spent,
     pub outputs: BTreeMap<StepId, Value>,
     /// `(tool, operation)` of each succeeded step, for references from later revisions.
@@ -38,8 +43,8 @@ pub(crate) struct State {
     pub pending: Option<PlannerCall>,
     /// How many calls each configured fault has matched so far (`fault::Faults::fire`).
     pub fault_calls: Vec<u32>,
-    /// Actions the policy refused before a resume.
-    pub refused_before: u64,
+    /// Actions the policy refused so far, before a resume too.
+    pub refused: u64,
     /// The taint of each succeeded step's output, and of what the planner has read.
     pub provenance: Provenance,
 }
@@ -59,6 +64,8 @@ impl State {
             cancel: cancel.clone(),
             started: Instant::now(),
             waited: Duration::ZERO,
+            wait_limit: None,
+            wait_expired: false,
             spent: Spent::default(),
             outputs: BTreeMap::new(),
             done: BTreeMap::new(),
@@ -69,7 +76,7 @@ impl State {
             prior: BTreeMap::new(),
             pending: None,
             fault_calls: Vec::new(),
-            refused_before: 0,
+            refused: 0,
             provenance: Provenance::default(),
         }
     }
@@ -81,10 +88,17 @@ impl State {
     }
 
     /// Runs `f`, which waits for a person, and counts its time as waiting, not as the
-    /// run's.
+    /// run's. A wait that outlasts `wait_limit` cancels the run, which every approver
+    /// heeds: `f` returns, and the run stops at the wait budget.
     pub fn waiting<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let at = Instant::now();
+        let watchdog = self
+            .wait_limit
+            .map(|limit| Watchdog::arm(limit, &self.cancel));
         let out = f();
+        if let Some(w) = watchdog {
+            self.wait_expired |= w.disarm();
+        }
         self.waited += at.elapsed();
         self.tick();
         out
@@ -105,5 +119,37 @@ impl State {
         self.provenance
             .steps
             .insert(r.id.clone(), r.untrusted.clone());
+    }
+}
+
+/// Cancels a run when one wait for a person lasts longer than its limit. A thread per
+/// wait: waits are for people, seconds to days apart, never on a hot path.
+struct Watchdog {
+    /// Dropped (or sent to) when the wait ends in time.
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<bool>,
+}
+
+impl Watchdog {
+    fn arm(limit: Duration, cancel: &Cancel) -> Watchdog {
+        let (done, ended) = std::sync::mpsc::channel::<()>();
+        let cancel = cancel.clone();
+        let thread = std::thread::spawn(move || {
+            let expired = matches!(
+                ended.recv_timeout(limit),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            );
+            if expired {
+                cancel.cancel();
+            }
+            expired
+        });
+        Watchdog { done, thread }
+    }
+
+    /// Ends the watch; whether the limit was reached first.
+    fn disarm(self) -> bool {
+        let _ = self.done.send(());
+        self.thread.join().unwrap_or(false)
     }
 }

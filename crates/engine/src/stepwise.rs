@@ -103,7 +103,9 @@ impl Engine<'_> {
                         break (v, turn.confidence, handoff);
                     }
                     Err(problems) => {
-                        self.observer.plan_rejected(&problems);
+                        if let Err(stop) = self.reject(&problems, st) {
+                            return (stop, None);
+                        }
                         if let Some(p) = problems.iter().find(|p| {
                             matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed)
                         }) {

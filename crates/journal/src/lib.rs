@@ -43,7 +43,8 @@
 //! - `report` (feature `report`, on by default): the self-contained HTML report
 //!   (`toolhost report`).
 //! - [`prune()`]: retention by age.
-//! - [`refusals`]: actions the policy refused, counted from `step_finished` records.
+//! - [`refusals`]: actions the policy refused, counted from `step_finished` and
+//!   `plan_rejected` records.
 //! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal file (dropping a torn last
 //!   line), [`Journal::reopen_in`] to its journal in another store (a database's, under a

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use super::{Kind, Record, Redactor};
 use toolhost_engine::StepRecord;
-use toolhost_engine::planner::Usage;
 use toolhost_engine::{Answer, Canned, Order, Serves};
 use toolhost_engine::{PlannerCall, RunReport};
 
@@ -37,7 +36,7 @@ pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
             Ok(Answer {
                 serves: Serves::Ask(call.ask.clone()),
                 revision: Some(call.revision),
-                usage: usage_of(&call),
+                usage: call.usage(),
                 reply: Ok(call.response),
             })
         })
@@ -48,17 +47,6 @@ pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
         Order::Recorded,
         answers,
     ))
-}
-
-fn usage_of(c: &PlannerCall) -> Usage {
-    Usage {
-        model: c.model.clone(),
-        input_tokens: c.input_tokens,
-        output_tokens: c.output_tokens,
-        cached_input_tokens: c.cached_input_tokens,
-        also: c.also.clone(),
-        cached: c.cached,
-    }
 }
 
 /// One difference between a recording and its replay.

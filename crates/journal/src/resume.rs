@@ -18,7 +18,7 @@ use super::{Kind, Record, time};
 use toolhost_engine::PlannerCall;
 use toolhost_engine::budget::{Prices, Spent, StopReason};
 use toolhost_engine::plan::{Plan, StepId};
-use toolhost_engine::planner::{Mode, Reply, Usage};
+use toolhost_engine::planner::{Mode, Reply};
 use toolhost_engine::record::StepRecord;
 use toolhost_engine::resume::{Checkpoint, Current};
 
@@ -156,6 +156,7 @@ pub fn checkpoint(
     // Whether the last planner answer was acted on (accepted, rejected, or it ended the run).
     let mut answered = true;
     for r in records {
+        refused += super::refusals::refused_in(r.kind.as_str(), &r.data);
         if matches!(
             r.kind,
             Kind::PlanAccepted | Kind::PlanRejected | Kind::Stopped
@@ -171,14 +172,7 @@ pub fn checkpoint(
             Kind::PlannerCalled => {
                 let call: PlannerCall = parse(r)?;
                 spent.planner_calls += 1;
-                let own = Usage {
-                    model: call.model.clone(),
-                    input_tokens: call.input_tokens,
-                    output_tokens: call.output_tokens,
-                    cached_input_tokens: call.cached_input_tokens,
-                    also: call.also.clone(),
-                    cached: call.cached,
-                };
+                let own = call.usage();
                 for u in own.calls() {
                     spent.input_tokens += u.input_tokens;
                     spent.cached_input_tokens += u.cached_input_tokens;
@@ -246,7 +240,6 @@ pub fn checkpoint(
                 running.insert((s.revision, s.id));
             }
             Kind::StepFinished => {
-                refused += super::refusals::refused_in(&r.data);
                 let rec: StepRecord = parse(r)?;
                 spent.fuel += rec.fuel;
                 running.remove(&(rec.revision, rec.id.clone()));

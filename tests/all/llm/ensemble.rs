@@ -3,6 +3,7 @@
 //! strong model, which keeps it; every call is charged at its own model's price.
 
 use serde_json::{Value, json};
+use toolhost_engine::planner::Ask;
 use toolhost_engine::{
     Ensemble, EnsembleConfig, Mode, Planner, Price, RunConfig, RunReport, StopReason,
 };
@@ -97,6 +98,21 @@ fn two_invalid_fast_plans_escalate_to_the_strong_model() {
     // The strong model is asked afresh: the problems were about an answer it never gave.
     let asked = prompt(&strong.received()[0]);
     assert!(!asked.contains("previous answer was rejected"), "{asked}");
+    // The record says so: the run asked for a repair, the strong model for a first plan.
+    let calls = &report.planner_calls;
+    assert_eq!((&calls[1].ask, &calls[1].sent_as), (&Ask::Repair, &None));
+    assert_eq!(
+        (&calls[2].ask, &calls[2].sent_as),
+        (&Ask::Repair, &Some(Ask::Plan))
+    );
+    let journaled = serde_json::to_value(&calls[2]).unwrap();
+    assert_eq!(journaled["sent_as"], json!({"kind": "plan"}), "{journaled}");
+    assert!(
+        serde_json::to_value(&calls[0])
+            .unwrap()
+            .get("sent_as")
+            .is_none()
+    );
     spent(
         &report,
         (510, 51),

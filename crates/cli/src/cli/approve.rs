@@ -73,7 +73,10 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
         let _ = self.output.flush();
         let mut line = String::new();
         match self.input.read_line(&mut line) {
-            Ok(0) | Err(_) => String::new(),
+            Ok(0) | Err(_) => {
+                self.no_answer();
+                String::new()
+            }
             Ok(_) => line.trim().to_ascii_lowercase(),
         }
     }
@@ -155,9 +158,18 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
         let _ = self.output.flush();
         let mut line = String::new();
         match self.input.read_line(&mut line) {
-            Ok(0) | Err(_) => None,
+            Ok(0) | Err(_) => {
+                self.no_answer();
+                None
+            }
             Ok(_) => Some(line),
         }
+    }
+
+    /// Ends a prompt that got no answer (the input ended, the run was cancelled, or the
+    /// wait outlasted `max_wait_ms`) on its own line, so what follows is not glued to it.
+    fn no_answer(&mut self) {
+        let _ = writeln!(self.output, "\n(no answer)");
     }
 }
 

@@ -66,11 +66,13 @@ pub(crate) fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
 /// Loads a task's policy and its tools (each of which the policy must name), each tool
 /// by `tool` (which may hand out one already loaded).
 pub(crate) fn load_task(
-    task: Task,
+    mut task: Task,
     tool: &mut dyn FnMut(&Path) -> Result<Arc<Tool>, Failure>,
 ) -> Result<Loaded, Failure> {
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
+    // The operator's word on how many refusals a run may collect, whatever the task says.
+    task.config.max_refusals = policy.max_refusals;
     let mut tools = BTreeMap::new();
     for (name, path) in &task.tools {
         let section = policy.tools.get(name).ok_or_else(|| {

@@ -22,6 +22,7 @@ mod report;
 pub(crate) mod resume;
 pub(crate) mod run;
 mod serve;
+mod stdin;
 mod submit;
 mod worker;
 
@@ -74,7 +75,7 @@ Exit codes:
   5  a capability was denied (denied)
   6  the component could not be loaded
   7  `toolhost run` stopped before completing (budget_exhausted, replan_limit,
-     evaluator_failed, escalated, rejected_by_human, cancelled)
+     evaluator_failed, escalated, rejected_by_human, cancelled, refusal_limit)
   8  a run journal is broken or torn, or could not be written (journal_failed)
   9  `toolhost replay` diverged from the recorded run
  10  `toolhost resume`: another process is writing the run";

@@ -49,6 +49,14 @@ pub(crate) fn check(args: CheckArgs, out: &mut dyn Write) -> CmdResult {
                 "auto (unattended runs approve steps that need approval)",
         }
     );
+    let _ = writeln!(
+        out,
+        "refusals: {}",
+        match policy.max_refusals {
+            Some(n) => format!("a run stops once {n} of its actions are refused"),
+            None => "each is refused and counted; runs go on".into(),
+        }
+    );
     for tool in policy.tools.values() {
         let _ = write!(out, "\n{}", describe(tool));
     }

@@ -81,6 +81,10 @@ pub(crate) struct BudgetArgs {
     /// Planner cost in US dollars for the whole run, counting what was spent.
     #[arg(long, value_name = "USD")]
     max_cost_usd: Option<f64>,
+    /// How long one wait for a person (a review, an approval, an answer) may last before
+    /// the run stops; such waits never count against --max-wall-ms.
+    #[arg(long, value_name = "MS")]
+    max_wait_ms: Option<u64>,
 }
 
 impl BudgetArgs {
@@ -93,6 +97,7 @@ impl BudgetArgs {
             max_input_tokens,
             max_output_tokens,
             max_cost_usd,
+            max_wait_ms,
         } = self;
         b.max_steps = max_steps.unwrap_or(b.max_steps);
         b.max_replans = max_replans.unwrap_or(b.max_replans);
@@ -101,6 +106,7 @@ impl BudgetArgs {
         b.max_input_tokens = max_input_tokens.unwrap_or(b.max_input_tokens);
         b.max_output_tokens = max_output_tokens.unwrap_or(b.max_output_tokens);
         b.max_cost_usd = max_cost_usd.unwrap_or(b.max_cost_usd);
+        b.max_wait_ms = max_wait_ms.or(b.max_wait_ms);
     }
 }
 

@@ -175,13 +175,18 @@ pub(crate) fn drive_with(
         policy,
         tools,
     } = loaded;
+    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
+    let interrupt = control.ctrl_c || control.cancel.is_none();
+    let cancel = control.cancel.unwrap_or_default();
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
     let approver: &mut dyn Approver = if let Some(a) = control.approver {
         a
     } else if view.approve {
         terminal = TerminalApprover {
-            input: std::io::stdin().lock(),
+            input: std::io::BufReader::new(super::stdin::Interruptible {
+                cancel: cancel.clone(),
+            }),
             output: std::io::stderr(),
             editor: None,
         };
@@ -213,9 +218,6 @@ pub(crate) fn drive_with(
         .approver(&mut approvals)
         .observer(&mut tee)
         .build();
-    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
-    let interrupt = control.ctrl_c || control.cancel.is_none();
-    let cancel = control.cancel.unwrap_or_default();
     if interrupt {
         let on_interrupt = cancel.clone();
         tokio.spawn(async move {

@@ -180,7 +180,7 @@ impl Engine<'_> {
         let taint = flow::output(step, &rules, &st.provenance.steps, &st.provenance.planner);
         let args = match &taint {
             Err(problems) => Err(StepError {
-                kind: "untrusted_flow".into(),
+                kind: flow::UNTRUSTED_FLOW.into(),
                 message: problems
                     .iter()
                     .map(|p| p.message.as_str())

@@ -296,6 +296,9 @@ pub(crate) fn explain(reason: &str) -> &'static str {
         "escalated" => "it needs a person",
         "rejected_by_human" => "a reviewer rejected it",
         "cancelled" => "the run was cancelled",
+        "refusal_limit" => {
+            "the policy refused as many of the run's actions as it allows (max_refusals)"
+        }
         "session_ended" => "the MCP session ended",
         _ => "",
     }

@@ -177,8 +177,9 @@ fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
             // A run that ended well after the policy refused what it tried is not green:
             // refusals are security events (a hijacked planner, a misbehaving tool).
             let refused: u64 = r
-                .of_kind("step_finished")
-                .map(|e| crate::refusals::refused_in(&e.data))
+                .entries
+                .iter()
+                .map(|e| crate::refusals::refused_in(&e.kind, &e.data))
                 .sum();
             if refused > 0 {
                 detail = format!(

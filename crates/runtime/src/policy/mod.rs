@@ -13,6 +13,7 @@
 //! ```toml
 //! version = 1
 //! approval = "deny"               # unattended runs: steps needing approval escalate
+//! max_refusals = 3                # optional: stop a run once 3 of its actions were refused
 //!
 //! [defaults.limits]
 //! timeout_ms = 2000
@@ -82,6 +83,11 @@ pub struct Policy {
     /// What unattended runs do with a step that needs approval (a `sensitive` tool, a
     /// low-confidence turn): `deny` (default: the run escalates) or `auto`.
     pub approval: ApprovalMode,
+    /// A run stops (`refusal_limit`) once the policy has refused this many of its actions
+    /// (requests outside the grants, operations not allowed, plans breaking a data-flow
+    /// rule): a planner that keeps trying what it may not is treated as hijacked. `None`
+    /// (the default): each such action is refused and counted, and the run goes on.
+    pub max_refusals: Option<u64>,
     pub tools: BTreeMap<String, ToolPolicy>,
 }
 
@@ -162,6 +168,18 @@ impl Policy {
                 ),
             ));
         }
+        let max_refusals = raw.max_refusals.as_ref().and_then(|n| {
+            problems.take(match u64::try_from(*n.get_ref()) {
+                Ok(v) if v > 0 => Ok(v),
+                _ => Err(at(
+                    n.span(),
+                    format!(
+                        "max_refusals = {} is not a count of refusals: write 1 or more (leave it out to let runs go on after refusals)",
+                        n.get_ref()
+                    ),
+                )),
+            })
+        });
         let defaults = limits(Limits::default(), &raw.defaults.limits, &at, &mut problems);
         let mut tools = BTreeMap::new();
         for (name, section) in &raw.tools {
@@ -186,6 +204,7 @@ impl Policy {
         Ok(Policy {
             source: file.to_string(),
             approval: raw.approval,
+            max_refusals,
             tools,
         })
     }

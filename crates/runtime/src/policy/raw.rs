@@ -14,6 +14,8 @@ pub(crate) struct RawPolicy {
     /// What unattended runs do with steps that need approval.
     #[serde(default)]
     pub approval: super::ApprovalMode,
+    /// A run stops once the policy has refused this many of its actions.
+    pub max_refusals: Option<Spanned<i64>>,
     #[serde(default)]
     pub defaults: RawDefaults,
     #[serde(default)]
