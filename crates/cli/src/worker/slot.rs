@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::approver::DbApprover;
-use super::pool::{Outcomes, PgDispatch};
+use super::pool::PgDispatch;
 use super::{Shared, Spec, WorkerConfig};
 use crate::cli::database::status_of;
 use crate::cli::loaded::load;
@@ -317,11 +317,7 @@ impl Slot {
                     db: self.db.clone(),
                     run: lease.run.clone(),
                     slack: self.config.lease,
-                    outcomes: self
-                        .shared
-                        .outcomes
-                        .get_or_init(|| Outcomes::start(&self.db))
-                        .clone(),
+                    shared: self.shared.clone(),
                 })),
             },
         )?;

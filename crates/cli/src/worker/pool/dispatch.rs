@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use toolhost_engine::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 use toolhost_store_pg::{CallState, Database, NewCall};
 
+use super::super::Shared;
 use super::wire::{WireCall, WireLimits, WireOutcome};
 
 /// How often a waiting owner looks at its call without a notification.
@@ -24,13 +25,13 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// Wakes the owners waiting for pool calls: one `LISTEN` connection per process, its
 /// notifications counted in a watch channel that every waiting call subscribes to.
-pub(crate) struct Outcomes {
+pub(in crate::worker) struct Outcomes {
     tx: watch::Sender<u64>,
 }
 
 impl Outcomes {
     /// Starts listening; without a listening connection the waits only poll.
-    pub(crate) fn start(db: &Database) -> Arc<Outcomes> {
+    pub(in crate::worker) fn start(db: &Database) -> Arc<Outcomes> {
         let (tx, _) = watch::channel(0);
         let outcomes = Arc::new(Outcomes { tx });
         match db.listen_call_changes() {
@@ -60,13 +61,15 @@ impl Outcomes {
 }
 
 /// The [`Dispatch`] of one run held by this process.
-pub(crate) struct PgDispatch {
+pub(in crate::worker) struct PgDispatch {
     pub db: Database,
     pub run: String,
     /// Time a worker of the pool has to take a call, beyond the call's own timeout: the
     /// lease's length, the time after which a dead worker's calls are given up as well.
     pub slack: Duration,
-    pub outcomes: Arc<Outcomes>,
+    /// Where the worker keeps its [`Outcomes`], started with its first pooled call (a
+    /// worker whose runs have no pooled tools opens no listening connection for them).
+    pub shared: Arc<Shared>,
 }
 
 impl Dispatch for PgDispatch {
@@ -75,7 +78,12 @@ impl Dispatch for PgDispatch {
             db: self.db.clone(),
             run: self.run.clone(),
             claim_within: call.limits.timeout + self.slack,
-            changes: self.outcomes.tx.subscribe(),
+            changes: self
+                .shared
+                .outcomes
+                .get_or_init(|| Outcomes::start(&self.db))
+                .tx
+                .subscribe(),
         };
         Box::pin(waiter.wait(call))
     }

@@ -29,7 +29,7 @@ use toolhost_runtime::policy::{Gate, PoolName};
 use toolhost_runtime::{AuditEvent, Decision, Policy, Runtime, Tool};
 use toolhost_store_pg::{ClaimedCall, Database, Listener};
 
-pub(crate) use self::dispatch::{Outcomes, PgDispatch};
+pub(super) use self::dispatch::{Outcomes, PgDispatch};
 use self::wire::{WireCall, WireOutcome, WireResult};
 use super::Shared;
 
