@@ -421,7 +421,7 @@ fn mean_step_us(t: &TestDb, run: &str) -> f64 {
 }
 
 /// The latency a pool hop adds to a step (BENCHMARKS.md, section "Scale-out on
-/// PostgreSQL"): the same 30 sequential `fs` `write-file` steps, run by one worker with the
+/// PostgreSQL"): the same 15 sequential `fs` `write-file` steps, run by one worker with the
 /// grant in the run's own policy, then with `fs` on pool `data` and a `--pool data`
 /// worker holding the grant. `cargo test --release -p toolhost-tests --test all --
 /// --ignored pg::pools --nocapture` prints them.
@@ -436,7 +436,7 @@ fn pool_hop_latency() {
         "version = 1\n[tools.fs]\nfiles = [{ host = \"data\", guest = \"/data\", access = \"read-write\" }]\n",
     )
     .unwrap();
-    let steps: Vec<String> = (1..=30)
+    let steps: Vec<String> = (1..=15)
         .map(|n| {
             let after = if n > 1 { format!(", depends_on = [\"s{}\"]", n - 1) } else { String::new() };
             format!(r#"  {{ id = "s{n}", tool = "fs", operation = "write-file", args = {{ path = "/data/hop", content = "x\n", mode = "append" }}{after} }}"#)
