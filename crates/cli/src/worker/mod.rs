@@ -17,7 +17,7 @@
 //! A worker may also (or only: `--pool` without `--runs`) be a worker of executor pools
 //! ([`pool`]): its call slots run the calls of pooled tools that the owners of runs queue,
 //! under the worker's own policy. A run slot hands the calls of its runs' pooled tools to
-//! the pools ([`pool::PgDispatch`]) and journals what comes back.
+//! the pools (`pool::PgDispatch`) and journals what comes back.
 //!
 //! [`Stopper::stop`] ends claiming; [`Worker::run`] then waits up to the grace period for
 //! the runs in flight and hands back the leases of those still going, for another worker

@@ -2,12 +2,12 @@
 //! data mount, network egress) and runs the calls that runs' owners queue for it. A
 //! tool's policy section names its pool (`pool = "NAME"`); the owner of a run (any
 //! worker slot, which needs the tool's component for validation but not its grants)
-//! queues each call of that tool in the database ([`PgDispatch`]), a [`CallSlot`] of a
+//! queues each call of that tool in the database (`PgDispatch`), a call slot (`CallSlots`) of a
 //! worker of the pool claims it under a lease, runs it under the worker's own policy
 //! section for the tool (its grants; the owner's limits capped by its own), and writes
 //! the outcome back, which the owner journals as it would a local call's.
 //!
-//! - `dispatch`: the owner's side, [`PgDispatch`] and the [`Outcomes`] it waits on.
+//! - `dispatch`: the owner's side, `PgDispatch` and the `Outcomes` it waits on.
 //! - `wire`: what a call and its outcome look like in the queue's rows.
 //!
 //! A worker's own policy is the last word: a tool it has no section for, another build of
