@@ -48,6 +48,7 @@ limits = { memory_mib = 32, max_calls_per_minute = 30, max_written_bytes = 4096,
 trusted_args = { get-text = ["url"] }
 
 [tools.calc]
+pool = "compute-1"
 
 [flows]
 untrusted_may_reach = ["fetch"]
@@ -65,6 +66,7 @@ untrusted_may_reach = ["fetch"]
         "operations:  get-text",
         "sensitive:   yes",
         "idempotent:  yes",
+        "pool:        compute-1 (calls run on `toolhost worker --pool compute-1` workers, under their own policy)",
         "outputs:     untrusted\n  trusted args: get-text(url)\n",
         "outputs:     as trusted as its arguments (no file or network grant)\n  untrusted data: refused",
         &format!(
@@ -94,6 +96,8 @@ untrusted_may_reach = ["fetch"]
         json!(["API_BASE", "SECRET"])
     );
     assert_eq!(doc["tools"]["fetch"]["idempotent"], true);
+    assert_eq!(doc["tools"]["calc"]["pool"], "compute-1");
+    assert!(doc["tools"]["fetch"].get("pool").is_none());
     assert_eq!(doc["tools"]["calc"]["idempotent"], false);
 }
 

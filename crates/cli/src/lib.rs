@@ -24,6 +24,9 @@
 //! - [`worker`]: a replica of the run queue in PostgreSQL (`toolhost worker`, and what a
 //!   server embeds): claims queued runs under renewed leases, starts them from their
 //!   submitted spec or takes them over from their journal as `toolhost resume` would.
+//!   `worker::pool`: executor pools — a run slot queues the calls of pooled tools for
+//!   their pool (`PgDispatch`, the engine's `Dispatch`) and journals what comes back; a
+//!   `--pool` worker's call slots claim and run them under its own policy.
 //! - [`stderr_log`]: where `tracing` lines go: a bounded queue to one writer thread, so
 //!   that logging never blocks the engine, whatever holds stderr.
 

@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::approval::{ApprovalMode, Approver, Unattended};
 use super::ask;
 use super::budget::{Budgets, Prices, StopReason};
+use super::dispatch::Dispatch;
 use super::evaluate::EvaluatorConfig;
 use super::fault::Faults;
 use super::observe::{Observer, Quiet};
@@ -81,6 +82,8 @@ pub struct Engine<'a> {
     pub(crate) observer: Box<dyn Observer + 'a>,
     /// Shared by the run's calls, so per-tool rate limits hold across the run.
     pub(crate) gate: Arc<Gate>,
+    /// Where the calls of tools routed to an executor pool run.
+    pub(crate) dispatch: Option<Arc<dyn Dispatch>>,
 }
 
 /// Builds an [`Engine`]; see [`Engine::builder`] for what it starts with.
@@ -96,7 +99,9 @@ impl<'a> Engine<'a> {
     ///   as validated, and a step that needs approval (a `sensitive` tool, a step-wise turn
     ///   below the confidence threshold) does not run: the run stops `escalated`;
     /// - `observer`: [`Quiet`], nothing recorded (no journal: nothing is made durable);
-    /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls.
+    /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls;
+    /// - `dispatch`: none: a step of a tool whose policy names an executor pool fails
+    ///   (`pool_unavailable`) rather than run here without the pool's grants.
     pub fn builder(rt: Arc<Runtime>, catalog: Arc<Catalog>) -> EngineBuilder<'a> {
         EngineBuilder {
             engine: Engine {
@@ -106,6 +111,7 @@ impl<'a> Engine<'a> {
                 approver: Box::new(Unattended(ApprovalMode::Deny)),
                 observer: Box::new(Quiet),
                 gate: Arc::new(Gate::new()),
+                dispatch: None,
             },
         }
     }
@@ -133,6 +139,13 @@ impl<'a> EngineBuilder<'a> {
     /// A gate shared with other engines, so per-tool rate limits count their calls too.
     pub fn gate(mut self, gate: Arc<Gate>) -> EngineBuilder<'a> {
         self.engine.gate = gate;
+        self
+    }
+
+    /// Runs the calls of tools whose policy section names an executor pool on that
+    /// pool's workers (see [`crate::dispatch`]).
+    pub fn dispatch(mut self, dispatch: Arc<dyn Dispatch>) -> EngineBuilder<'a> {
+        self.engine.dispatch = Some(dispatch);
         self
     }
 

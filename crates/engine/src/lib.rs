@@ -44,6 +44,9 @@
 //! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
 //!   journal by `toolhost-journal`); [`fault`]: faults injected into calls (replay,
 //!   evaluation suites), and `exec::output`, the check that an output fits its result type.
+//! - [`dispatch`]: where a call runs: here through the policy gate, or (a tool whose
+//!   policy names an executor pool) on that pool's workers through the embedder's
+//!   [`Dispatch`], whose outcome becomes the step's record as a local call's would.
 //! - [`trace`]: the spans of a run (run → plan_revision → step; planner_call), around
 //!   the runtime's `tool_call` span.
 
@@ -52,6 +55,7 @@ pub mod ask;
 pub mod budget;
 pub mod cancel;
 pub mod canned;
+pub mod dispatch;
 mod engine;
 pub mod ensemble;
 pub mod evaluate;
@@ -81,6 +85,7 @@ pub use self::approval::{
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
 pub use self::canned::{Answer, Canned, Order, Serves};
+pub use self::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};

@@ -30,6 +30,21 @@ pub struct StepError {
     pub value: Option<Value>,
 }
 
+impl StepError {
+    /// A failed call as the planner sees it: its kind, its message, and the tool's error
+    /// value for `tool_error`.
+    pub fn of_call(e: &toolhost_runtime::error::CallError) -> StepError {
+        StepError {
+            kind: e.kind().as_str().to_string(),
+            message: e.to_string(),
+            value: match e {
+                toolhost_runtime::error::CallError::ToolError { value } => Some(value.clone()),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// The evaluator's verdict on a step's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -94,6 +94,29 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// Each limit the lower of `self`'s and `cap`'s: what a call asked for under `self`
+    /// may have where `cap` is the most allowed (an executor pool's worker running a call
+    /// another process resolved the limits of).
+    pub fn capped_by(&self, cap: &Limits) -> Limits {
+        Limits {
+            fuel: self.fuel.min(cap.fuel),
+            timeout: self.timeout.min(cap.timeout),
+            memory_mib: self.memory_mib.min(cap.memory_mib),
+            max_result_bytes: self.max_result_bytes.min(cap.max_result_bytes),
+            max_stdio_bytes: self.max_stdio_bytes.min(cap.max_stdio_bytes),
+            max_log_bytes: self.max_log_bytes.min(cap.max_log_bytes),
+            max_http_response_bytes: self
+                .max_http_response_bytes
+                .min(cap.max_http_response_bytes),
+            max_host_bytes: self.max_host_bytes.min(cap.max_host_bytes),
+            max_resources: self.max_resources.min(cap.max_resources),
+            max_written_bytes: self.max_written_bytes.min(cap.max_written_bytes),
+            max_file_bytes: self.max_file_bytes.min(cap.max_file_bytes),
+            max_args_bytes: self.max_args_bytes.min(cap.max_args_bytes),
+            max_audit_bytes: self.max_audit_bytes.min(cap.max_audit_bytes),
+        }
+    }
+
     /// The memory cap in bytes (saturating, so absurd settings cannot wrap to small ones).
     pub fn memory_bytes(&self) -> usize {
         usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)

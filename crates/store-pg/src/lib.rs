@@ -29,17 +29,24 @@
 //!   its public [`Status`], [`Database::finish`] / [`Database::hand_back`] by the worker
 //!   that held it, [`Database::claim_to_resume`] for `toolhost resume`.
 //! - `listen`: [`Listener`], `LISTEN` on the channel the `runs_claimable` trigger
-//!   notifies, read from the connection's message stream, so idle workers wake for work.
+//!   notifies (or the pool calls' channels), read from the connection's message stream,
+//!   so idle workers wake for work.
 //! - `read`: a run's lines, in `seq` order, as the bytes of a journal file.
 //! - [`served`]: runs served over an API by replicas sharing the database (migration
 //!   0003): parked for a person's answer and answered from any replica, decisions on
 //!   unfinished steps, cancellation, the list of runs and their counts by status;
 //!   `toolhost_changes` notifications for those who follow a run.
+//! - [`calls`]: executor pools (migration 0004): calls of pooled tools queued by the
+//!   run's owner, claimed by a worker of the pool under a lease with a fencing epoch, the
+//!   outcome written back for the owner to journal; queued again or given up when the
+//!   worker dies (by whether the call is idempotent), withdrawn when nobody takes it or
+//!   the run is cancelled.
 //!
 //! Every method blocks the calling thread for its round trips (as the file journal's
 //! writes do) and runs on the database's own threads, never on the caller's runtime.
 
 mod bridge;
+pub mod calls;
 pub mod lease;
 mod listen;
 mod migrate;
@@ -56,6 +63,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use self::bridge::Bridge;
+pub use self::calls::{CallState, ClaimedCall, NewCall};
 pub use self::lease::{Fenced, Lease, LeaseEvent, Renewer, RunState};
 pub use self::listen::Listener;
 pub use self::queue::{RunInfo, Status};

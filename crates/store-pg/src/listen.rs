@@ -20,6 +20,12 @@ const CHANNEL: &str = "toolhost_runs";
 /// cancellation, a new status.
 const CHANGES: &str = "toolhost_changes";
 
+/// The channel of queued pool calls (migration 0004).
+const CALLS: &str = "toolhost_calls";
+
+/// The channel of pool calls that ended, were taken or were given up (migration 0004).
+const CALLS_ENDED: &str = "toolhost_call_ended";
+
 /// How long a lost listening connection waits before connecting again.
 const RECONNECT: Duration = Duration::from_millis(500);
 
@@ -58,6 +64,17 @@ impl Database {
     /// cancellation), for those who follow a run or wait for a decision on it.
     pub fn listen_changes(&self) -> Result<Listener, PgError> {
         self.listen_on(CHANGES)
+    }
+
+    /// Starts listening for pool calls being queued, for the workers of executor pools.
+    pub fn listen_calls(&self) -> Result<Listener, PgError> {
+        self.listen_on(CALLS)
+    }
+
+    /// Starts listening for pool calls changing state (taken, done, given up), for the
+    /// owners of runs waiting for their outcomes.
+    pub fn listen_call_changes(&self) -> Result<Listener, PgError> {
+        self.listen_on(CALLS_ENDED)
     }
 
     fn listen_on(&self, channel: &'static str) -> Result<Listener, PgError> {

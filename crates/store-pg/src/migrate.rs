@@ -27,6 +27,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "served_runs",
         include_str!("../migrations/0003_served_runs.sql"),
     ),
+    (
+        4,
+        "step_calls",
+        include_str!("../migrations/0004_step_calls.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

@@ -8,6 +8,7 @@ mod cost;
 mod failover;
 mod lease;
 mod migrate;
+mod pools;
 mod queue;
 mod replay;
 mod serve;

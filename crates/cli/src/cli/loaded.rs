@@ -19,6 +19,29 @@ pub(crate) struct Loaded {
     pub tools: BTreeMap<ToolName, Entry>,
 }
 
+impl Loaded {
+    /// Refuses a task whose policy routes one of its tools to an executor pool, for a run
+    /// this process would carry out alone (the embedded backend: `toolhost run`, `resume`,
+    /// `serve` without a database): the pool's grants live on the pool's workers, and
+    /// running the tool here, without them, is not what the policy says.
+    pub(crate) fn runs_here(&self) -> Result<(), Failure> {
+        let pooled = self
+            .tools
+            .iter()
+            .find_map(|(name, e)| e.policy.pool.as_ref().map(|p| (name, p)));
+        let Some((tool, pool)) = pooled else {
+            return Ok(());
+        };
+        Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "tool `{tool}` runs on executor pool `{pool}` (`pool = \"{pool}\"` in {}), which only the PostgreSQL backend reaches: submit the task with `toolhost submit --database URL` (or to `toolhost serve --database URL`) for `toolhost worker`s, with a `toolhost worker --pool {pool}` holding the tool's grants",
+                self.policy.source
+            ),
+        ))
+    }
+}
+
 /// Loads the task at `path`, its policy and its tools (each of which the policy must name).
 /// Tools are found in `tools_dir`, else `TOOLHOST_TOOLS_DIR`.
 pub(crate) fn load(

@@ -129,6 +129,11 @@ fn describe(t: &ToolPolicy) -> String {
     if t.idempotent {
         s += "  idempotent:  yes (the operator's word; advertised to MCP clients)\n";
     }
+    if let Some(pool) = &t.pool {
+        s += &format!(
+            "  pool:        {pool} (calls run on `toolhost worker --pool {pool}` workers, under their own policy)\n"
+        );
+    }
     s += &flow(&t.flow);
     s += &format!(
         "  files:       {}\n",

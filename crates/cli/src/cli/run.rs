@@ -138,6 +138,7 @@ pub(crate) fn drive(
             approver: None,
             cancel: Some(cancel),
             ctrl_c: true,
+            dispatch: None,
         },
     )
 }
@@ -154,6 +155,9 @@ pub(crate) struct Control<'c> {
     /// Ctrl-C cancels the run as well as `cancel` (`toolhost run`, `resume`, workers);
     /// `toolhost serve` handles its signals itself.
     pub ctrl_c: bool,
+    /// Where the calls of tools routed to an executor pool go (a worker on PostgreSQL);
+    /// without it, a task with such a tool is refused.
+    pub dispatch: Option<Arc<dyn toolhost_engine::Dispatch>>,
 }
 
 /// [`drive`] with the approver and cancellation of `control` (`toolhost serve`).
@@ -170,6 +174,9 @@ pub(crate) fn drive_with(
     control: Control<'_>,
 ) -> Result<RunReport, Failure> {
     let Outputs { out, err } = io;
+    if control.dispatch.is_none() {
+        loaded.runs_here()?;
+    }
     let Loaded {
         task,
         policy,
@@ -216,8 +223,11 @@ pub(crate) fn drive_with(
     let mut engine = Engine::builder(rt.into(), Arc::new(Catalog { tools }))
         .config(task.config.clone())
         .approver(&mut approvals)
-        .observer(&mut tee)
-        .build();
+        .observer(&mut tee);
+    if let Some(d) = control.dispatch {
+        engine = engine.dispatch(d);
+    }
+    let mut engine = engine.build();
     if interrupt {
         let on_interrupt = cancel.clone();
         tokio.spawn(async move {
@@ -300,6 +310,7 @@ pub(crate) fn run(
         args.view.tools_dir.as_deref(),
         &args.mode.apply(args.planner.overrides()),
     )?;
+    loaded.runs_here()?;
     // The whole configuration (planner, API key, cassette, URLs, trace export) is checked
     // before the journal is opened: a run that cannot start leaves no journal behind.
     let catalog = Catalog {

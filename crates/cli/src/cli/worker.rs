@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use super::database::{self, DatabaseArg};
 use super::{CmdResult, Failure, exit};
-use crate::worker::{Worker, WorkerConfig};
+use crate::worker::{Pools, Worker, WorkerConfig};
 use toolhost_runtime::Runtime;
+use toolhost_runtime::policy::{Policy, PoolName};
 
 /// Work the run queue of a PostgreSQL database: claim queued runs and run them, and take
 /// over the runs of workers that died or lost their lease (carried on as `toolhost resume`
@@ -18,6 +19,13 @@ use toolhost_runtime::Runtime;
 /// Idle, it waits for the queue's notification (LISTEN) or the poll interval. On SIGTERM
 /// or Ctrl-C it stops claiming, lets the runs in flight finish within the grace period,
 /// hands back the leases of the others, prints what it did (JSON) and exits 0.
+///
+/// Executor pools: with `--pool NAME` (repeatable) the worker also runs the calls that
+/// runs' owners queue for those pools (the steps of tools whose policy section says
+/// `pool = "NAME"`), under its own `--policy` (the pool's grants: a data mount, network
+/// egress), and hands the outcomes back to the owners, who journal them. A worker given
+/// `--pool` claims no whole runs unless `--runs` is given too: it can be the only
+/// replica holding the pool's grants without also running plans.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -40,6 +48,56 @@ pub(crate) struct Args {
     /// handed back.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     grace_ms: u64,
+    /// Run the queued calls of executor pool NAME (repeatable), under --policy;
+    /// `--concurrency` calls at once.
+    #[arg(long = "pool", value_name = "NAME", value_parser = parse_pool)]
+    pools: Vec<PoolName>,
+    /// The policy the pools' calls run under: this worker's grants and limits for each
+    /// pooled tool (the owner's limits are capped by them). Required with --pool.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// With --pool: claim whole runs as well (a worker without --pool always does).
+    #[arg(long)]
+    runs: bool,
+}
+
+pub(crate) fn parse_pool(s: &str) -> Result<PoolName, String> {
+    s.parse()
+}
+
+/// The pools `args` make the worker a worker of, with its policy for them.
+fn pools(args: &Args) -> Result<Option<Pools>, Failure> {
+    if args.pools.is_empty() && args.policy.is_none() && args.runs {
+        return Err(Failure::new(
+            exit::USAGE,
+            "--runs is for a worker of pools (--pool NAME): a worker without --pool claims runs anyway",
+        ));
+    }
+    pool_setup(&args.pools, args.policy.as_deref(), "--policy")
+}
+
+/// `--pool` names with the policy their calls run under (`policy_flag` names its flag in
+/// messages); `None` without pools.
+pub(crate) fn pool_setup(
+    pools: &[PoolName],
+    policy: Option<&std::path::Path>,
+    policy_flag: &str,
+) -> Result<Option<Pools>, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    match (policy, pools.is_empty()) {
+        (None, true) => Ok(None),
+        (Some(p), true) => Err(usage(format!(
+            "{policy_flag} {} is the policy of a worker of executor pools: name them with --pool NAME",
+            p.display()
+        ))),
+        (None, false) => Err(usage(format!(
+            "a worker of executor pools runs their calls under its own policy: pass {policy_flag} FILE"
+        ))),
+        (Some(p), false) => {
+            let policy = Policy::load(p).map_err(|e| usage(e.to_string()))?;
+            Ok(Some(Pools::new(pools.to_vec(), policy)))
+        }
+    }
 }
 
 pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
@@ -49,8 +107,11 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
             "no database: pass --database URL or set TOOLHOST_DATABASE_URL",
         ));
     };
+    let pools = pools(&args)?;
     let db = database::connect(&url)?;
     let config = WorkerConfig {
+        runs: pools.is_none() || args.runs,
+        pools,
         tools_dir: super::loaded::tools_dir(args.tools_dir.as_deref()),
         concurrency: usize::from(args.concurrency),
         lease: Duration::from_millis(args.lease_ms),
@@ -63,7 +124,8 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
     on_signal(worker.stopper())?;
     let _ = writeln!(
         err,
-        "{owner}: working the queue of {url}",
+        "{owner}: working {what} of {url}",
+        what = what(&args),
         url = toolhost_store_pg::shown_url(&url)
     );
     let stats = worker.run().map_err(database::failure)?;
@@ -73,6 +135,19 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
         serde_json::json!({"worker": owner, "stats": stats})
     );
     Ok(exit::OK)
+}
+
+/// What the worker works, for its first line.
+fn what(args: &Args) -> String {
+    let names: Vec<String> = args.pools.iter().map(|p| format!("`{p}`")).collect();
+    match (names.is_empty(), args.runs) {
+        (true, _) => "the queue".to_string(),
+        (false, false) => format!("the calls of executor pool(s) {}", names.join(", ")),
+        (false, true) => format!(
+            "the queue and the calls of executor pool(s) {}",
+            names.join(", ")
+        ),
+    }
 }
 
 /// Stops `stopper`'s worker on SIGTERM or Ctrl-C, from a thread of its own.

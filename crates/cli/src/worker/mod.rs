@@ -14,13 +14,18 @@
 //! for each approval in the database (`approver`), answered through any replica. A slot whose lease is lost stops working on that run at once
 //! (its appends are refused by the fence in any case).
 //!
+//! A worker may also (or only: `--pool` without `--runs`) be a worker of executor pools
+//! ([`pool`]): its call slots run the calls of pooled tools that the owners of runs queue,
+//! under the worker's own policy. A run slot hands the calls of its runs' pooled tools to
+//! the pools (`pool::PgDispatch`) and journals what comes back.
+//!
 //! [`Stopper::stop`] ends claiming; [`Worker::run`] then waits up to the grace period for
 //! the runs in flight and hands back the leases of those still going, for another worker
 //! to take over.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,7 +37,10 @@ use toolhost_runtime::Runtime;
 use toolhost_store_pg::{Database, Lease, Status};
 
 mod approver;
+pub mod pool;
 mod slot;
+
+pub use self::pool::Pools;
 
 /// What a submitted run is started from (the `spec` of its row): the task file, by path
 /// and digest (a worker refuses a file that changed since), and the flags it was submitted
@@ -71,12 +79,18 @@ pub struct Spec {
 /// - a 30 s lease, renewed every third of it,
 /// - a 2 s poll when no notification comes,
 /// - a 30 s grace period at shutdown,
-/// - an owner name of `toolhost worker, pid P on HOST`.
+/// - an owner name of `toolhost worker, pid P on HOST`;
+/// - runs claimed (`runs`), and no executor pool's calls (`pools`: none).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct WorkerConfig {
     pub tools_dir: Option<PathBuf>,
+    /// Run slots, and as many call slots when the worker serves pools.
     pub concurrency: usize,
+    /// Claim whole runs (a worker of pools only may leave them to others).
+    pub runs: bool,
+    /// The executor pools whose calls this worker runs, and its policy for them.
+    pub pools: Option<Pools>,
     pub lease: Duration,
     pub poll: Duration,
     pub grace: Duration,
@@ -88,6 +102,8 @@ impl Default for WorkerConfig {
         WorkerConfig {
             tools_dir: None,
             concurrency: 1,
+            runs: true,
+            pools: None,
             lease: crate::cli::database::LEASE,
             poll: Duration::from_secs(2),
             grace: Duration::from_secs(30),
@@ -117,6 +133,12 @@ pub struct WorkerStats {
     pub lost: u64,
     /// Runs handed back at shutdown, unfinished.
     pub handed_back: u64,
+    /// Pool calls run and their outcome written (refused ones included).
+    pub calls_run: u64,
+    /// Pool calls this worker's policy refused.
+    pub calls_refused: u64,
+    /// Pool calls withdrawn or given up while they ran: no outcome written.
+    pub calls_dropped: u64,
 }
 
 #[derive(Default)]
@@ -129,6 +151,9 @@ struct Counters {
     cancelled: AtomicU64,
     lost: AtomicU64,
     handed_back: AtomicU64,
+    calls_run: AtomicU64,
+    calls_refused: AtomicU64,
+    calls_dropped: AtomicU64,
 }
 
 impl Counters {
@@ -143,6 +168,9 @@ impl Counters {
             cancelled: n(&self.cancelled),
             lost: n(&self.lost),
             handed_back: n(&self.handed_back),
+            calls_run: n(&self.calls_run),
+            calls_refused: n(&self.calls_refused),
+            calls_dropped: n(&self.calls_dropped),
         }
     }
 
@@ -162,8 +190,13 @@ struct Shared {
     stopping: AtomicBool,
     /// Runs in flight: their leases, to hand back if the grace period ends first.
     active: Mutex<BTreeMap<String, Lease>>,
-    /// Signalled when a run ends or stopping begins.
+    /// Pool calls running in the call slots.
+    calls_in_flight: AtomicUsize,
+    /// Signalled when a run or a pool call ends, or stopping begins.
     changed: Condvar,
+    /// Wakes the run slots waiting for their pool calls' outcomes (started with the
+    /// first).
+    outcomes: std::sync::OnceLock<Arc<pool::Outcomes>>,
     counters: Counters,
     /// Told the report of each run a slot drove to a stop (a server's `/metrics`).
     on_report: std::sync::OnceLock<ReportHook>,
@@ -200,7 +233,9 @@ impl Worker {
             shared: Arc::new(Shared {
                 stopping: AtomicBool::new(false),
                 active: Mutex::new(BTreeMap::new()),
+                calls_in_flight: AtomicUsize::new(0),
                 changed: Condvar::new(),
+                outcomes: std::sync::OnceLock::new(),
                 counters: Counters::default(),
                 on_report: std::sync::OnceLock::new(),
             }),
@@ -226,7 +261,15 @@ impl Worker {
     /// runs in flight and hands back the leases of those still going; returns what it did.
     /// Fails only when a slot cannot listen for the queue's notifications at the start.
     pub fn run(&self) -> Result<WorkerStats, toolhost_store_pg::PgError> {
-        for _ in 0..self.config.concurrency.max(1) {
+        if let Some(pools) = &self.config.pools {
+            self.start_call_slots(pools)?;
+        }
+        let run_slots = if self.config.runs {
+            self.config.concurrency.max(1)
+        } else {
+            0
+        };
+        for _ in 0..run_slots {
             let listener = self.db.listen()?;
             let slot = Slot {
                 db: self.db.clone(),
@@ -250,7 +293,7 @@ impl Worker {
                 .unwrap_or_else(|p| p.into_inner());
         }
         let deadline = Instant::now() + self.config.grace;
-        while !active.is_empty() {
+        while !active.is_empty() || shared.calls_in_flight.load(Ordering::SeqCst) > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -271,5 +314,32 @@ impl Worker {
             }
         }
         Ok(shared.counters.snapshot())
+    }
+
+    /// Starts `concurrency` call slots for `pools`, each listening for queued calls.
+    fn start_call_slots(&self, pools: &Pools) -> Result<(), toolhost_store_pg::PgError> {
+        let slots = Arc::new(pool::CallSlots {
+            db: self.db.clone(),
+            rt: self.rt.clone(),
+            pools: pools.clone(),
+            tools_dir: self.config.tools_dir.clone(),
+            owner: self.config.owner.clone(),
+            lease: self.config.lease,
+            poll: self.config.poll,
+            shared: self.shared.clone(),
+            gate: toolhost_runtime::policy::Gate::new(),
+            tools: Mutex::new(BTreeMap::new()),
+        });
+        for _ in 0..self.config.concurrency.max(1) {
+            let listener = self.db.listen_calls()?;
+            let slots = slots.clone();
+            // Not joined, as the run slots: a call still going at the end of the grace
+            // period is left to its lease.
+            std::thread::Builder::new()
+                .name("toolhost-pool".into())
+                .spawn(move || slots.work(&listener))
+                .map_err(|_| toolhost_store_pg::PgError::Stopped)?;
+        }
+        Ok(())
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::approver::DbApprover;
+use super::pool::PgDispatch;
 use super::{Shared, Spec, WorkerConfig};
 use crate::cli::database::status_of;
 use crate::cli::loaded::load;
@@ -312,6 +313,12 @@ impl Slot {
                 approver: Some(&mut api),
                 cancel: Some(cancel),
                 ctrl_c: true,
+                dispatch: Some(Arc::new(PgDispatch {
+                    db: self.db.clone(),
+                    run: lease.run.clone(),
+                    slack: self.config.lease,
+                    shared: self.shared.clone(),
+                })),
             },
         )?;
         if let Some(hook) = self.shared.on_report.get() {

@@ -13,6 +13,7 @@ use super::{Done, Progress};
 use crate::approval::{Answered, Question, StepDecision};
 use crate::ask;
 use crate::budget::{Budget, StopReason};
+use crate::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 use crate::engine::Engine;
 use crate::fault::{FaultKind, Injected};
 use crate::flow;
@@ -24,8 +25,7 @@ use crate::state::State;
 use crate::trace;
 use crate::validate::Entry;
 use toolhost_runtime::call::CallOutcome;
-use toolhost_runtime::error::CallError;
-use toolhost_runtime::policy::Gate;
+use toolhost_runtime::policy::{Gate, PoolName};
 use toolhost_runtime::{Limits, Runtime};
 
 /// A launched step, not yet spawned.
@@ -47,17 +47,6 @@ pub(super) enum Admission {
     Wait,
     /// No: the revision ends.
     Stop(StopReason),
-}
-
-fn error_of(e: &CallError) -> StepError {
-    StepError {
-        kind: e.kind().as_str().to_string(),
-        message: e.to_string(),
-        value: match e {
-            CallError::ToolError { value } => Some(value.clone()),
-            _ => None,
-        },
-    }
 }
 
 impl Engine<'_> {
@@ -231,10 +220,17 @@ impl Engine<'_> {
                 span,
             }));
         }
+        let entry = &self.catalog.tools[&step.tool];
+        let pooled = entry.policy.pool.as_ref().map(|pool| Pooled {
+            dispatch: self.dispatch.clone(),
+            pool: pool.clone(),
+            idempotent: step.idempotent || entry.policy.idempotent,
+        });
         let call = Call {
             rt: self.rt.clone(),
             gate: self.gate.clone(),
-            entry: self.catalog.tools[&step.tool].clone(),
+            entry: entry.clone(),
+            pooled,
             op: step.operation.clone(),
             args,
             // One emptiness check per call when no fault is configured.
@@ -325,6 +321,8 @@ struct Call {
     rt: Arc<Runtime>,
     gate: Arc<Gate>,
     entry: Entry,
+    /// Set when the tool's calls run on an executor pool's workers.
+    pooled: Option<Pooled>,
     op: OperationName,
     /// The arguments with references resolved, or why the call may not be made (a
     /// reference that cannot be resolved, a data-flow rule broken).
@@ -363,22 +361,32 @@ impl Call {
             Err(refused) => record.error = Some(refused),
             Ok(args) => {
                 let entry = &self.entry;
-                let CallOutcome { result, report, .. } = self
-                    .gate
-                    .call(
-                        &self.rt,
-                        &entry.policy,
-                        &entry.tool,
-                        &self.op,
-                        &args,
-                        &self.limits,
-                    )
-                    .await;
-                record.fuel = report.fuel_consumed;
-                record.events = report.events;
+                let (result, fuel, events) = match self.pooled {
+                    None => {
+                        let CallOutcome { result, report, .. } = self
+                            .gate
+                            .call(
+                                &self.rt,
+                                &entry.policy,
+                                &entry.tool,
+                                &self.op,
+                                &args,
+                                &self.limits,
+                            )
+                            .await;
+                        let result = result.map_err(|e| StepError::of_call(&e));
+                        (result, report.fuel_consumed, report.events)
+                    }
+                    Some(pooled) => {
+                        let call = pooled.call(&record, entry, args, &self.limits).await;
+                        (call.result, call.fuel, call.events)
+                    }
+                };
+                record.fuel = fuel;
+                record.events = events;
                 match result {
                     Ok(v) => take_output(&mut record, entry, &self.op, v, self.fault.as_ref()),
-                    Err(e) => record.error = Some(error_of(&e)),
+                    Err(e) => record.error = Some(e),
                 }
             }
         }
@@ -389,6 +397,40 @@ impl Call {
             reserved_fuel: self.reserved_fuel,
             span: self.span,
         }
+    }
+}
+
+/// How a pooled tool's call reaches its pool.
+struct Pooled {
+    dispatch: Option<Arc<dyn Dispatch>>,
+    pool: PoolName,
+    idempotent: bool,
+}
+
+impl Pooled {
+    /// Hands the call of `record`'s step to the pool; without a dispatcher it fails: the
+    /// pool's grants are not this process's to use.
+    fn call(self, record: &StepRecord, entry: &Entry, args: Value, limits: &Limits) -> PoolFuture {
+        let Some(dispatch) = self.dispatch else {
+            return Box::pin(std::future::ready(PoolOutcome::failed(
+                "pool_unavailable",
+                format!(
+                    "tool `{}` runs on the workers of executor pool `{}` (its policy says so), and this run reaches no pool: run it on the PostgreSQL backend (`toolhost submit` and `toolhost worker --database`, or `toolhost serve --database`) with a `--pool {}` worker",
+                    record.tool, self.pool, self.pool
+                ),
+            )));
+        };
+        dispatch.call(PoolCall {
+            pool: self.pool,
+            step: record.id.clone(),
+            revision: record.revision,
+            tool: record.tool.clone(),
+            digest: entry.tool.digest.clone(),
+            operation: record.operation.clone(),
+            args,
+            limits: limits.clone(),
+            idempotent: self.idempotent,
+        })
     }
 }
 

@@ -23,6 +23,7 @@
 //! operations = ["get-text"]       # optional: default all
 //! sensitive = true                # the engine asks for approval first
 //! idempotent = true               # the operator vouches a repeated call changes nothing more
+//! pool = "egress"                 # optional: calls run on the workers of this executor pool
 //! outputs = "untrusted"           # optional: "trusted" or "untrusted"; default below
 //! trusted_args = { post = ["url"] } # arguments (by operation, or "*") no untrusted data may reach
 //! files = [{ host = "data", guest = "/data", access = "read" }]
@@ -42,6 +43,7 @@
 mod error;
 pub mod flow;
 pub mod gate;
+mod pool;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -56,6 +58,7 @@ use toml::Spanned;
 pub use self::error::{Located, PolicyError};
 pub use self::flow::{Flow, Trust};
 pub use self::gate::Gate;
+pub use self::pool::PoolName;
 pub use self::raw::EnvValue;
 use self::raw::{Access, RawLimits, RawPolicy, RawTool};
 use crate::Limits;
@@ -110,6 +113,11 @@ pub struct ToolPolicy {
     /// arguments has the effect of calling them once; advertised to MCP clients as
     /// `idempotentHint`. Not checked by the sandbox.
     pub idempotent: bool,
+    /// The executor pool whose workers run this tool's calls (they hold its grants); `None`:
+    /// calls run in the process that runs the plan. Only a run on the PostgreSQL backend
+    /// can route a call to a pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolName>,
     /// Data-flow rules: whether outputs are trusted, which arguments must not derive
     /// from untrusted data (checked by the engine, on plans and again before each call).
     pub flow: Flow,
@@ -228,12 +236,7 @@ impl Policy {
 
 /// Tool names: lower-case letters, digits, `-` and `_`, starting with a letter.
 fn check_tool_name(name: &str) -> Result<(), String> {
-    let ok = name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-    if ok {
+    if pool::well_formed(name) {
         Ok(())
     } else {
         Err(format!(
@@ -379,6 +382,13 @@ fn tool_policy(
     let (limits, rate) = limits(defaults.0.clone(), &raw.limits, at, problems);
     let rate = rate.or(defaults.1);
     let flow = flow::flow(raw, at, problems);
+    let pool = raw.pool.as_ref().and_then(|p| {
+        problems.take(
+            p.get_ref()
+                .parse::<PoolName>()
+                .map_err(|why| at(p.span(), why)),
+        )
+    });
     if problems.0.len() > found_before {
         return None;
     }
@@ -391,6 +401,7 @@ fn tool_policy(
         operations,
         sensitive: raw.sensitive,
         idempotent: raw.idempotent,
+        pool,
         flow,
         limits,
         max_calls_per_minute: rate,

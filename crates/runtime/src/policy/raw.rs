@@ -65,6 +65,8 @@ pub(crate) struct RawTool {
     pub sensitive: bool,
     #[serde(default)]
     pub idempotent: bool,
+    /// The executor pool whose workers run this tool's calls.
+    pub pool: Option<Spanned<String>>,
     pub outputs: Option<RawOutputs>,
     /// Operation (or `*`) → arguments that must not derive from untrusted data.
     #[serde(default)]

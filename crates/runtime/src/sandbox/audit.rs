@@ -13,20 +13,21 @@ mod bound;
 pub(crate) use self::bound::cut_to;
 mod log;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub(crate) use self::log::{AuditLog, AuditSpent};
 
 /// Whether the sandbox let an action through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Allowed,
     Denied,
 }
 
-/// One capability decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One capability decision. Deserializable too: a call run by an executor pool's worker
+/// comes back with its decisions, which join the run's journal as a local call's would.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AuditEvent {

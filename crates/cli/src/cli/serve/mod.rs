@@ -79,6 +79,14 @@ pub(crate) struct Args {
     /// notification [default: 2000].
     #[arg(long, value_name = "MS")]
     poll_ms: Option<u64>,
+    /// With a database: also run the queued calls of executor pool NAME (repeatable),
+    /// under --pool-policy, as `toolhost worker --pool` does (the replica still serves
+    /// the API and runs whole runs).
+    #[arg(long = "pool", value_name = "NAME", value_parser = super::worker::parse_pool)]
+    pools: Vec<toolhost_runtime::policy::PoolName>,
+    /// The policy the pools' calls run under: this replica's grants for the pooled tools.
+    #[arg(long, value_name = "FILE")]
+    pool_policy: Option<PathBuf>,
     /// From the global `--state-dir`.
     #[arg(skip)]
     pub state_dir: Option<PathBuf>,
@@ -131,6 +139,14 @@ impl Args {
 
 pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     let config = args.config()?;
+    let pools =
+        super::worker::pool_setup(&args.pools, args.pool_policy.as_deref(), "--pool-policy")?;
+    if pools.is_some() && config.database.is_none() {
+        return Err(Failure::new(
+            exit::USAGE,
+            "--pool needs --database: executor pools share their calls through PostgreSQL",
+        ));
+    }
     let state_dir = journal::state_dir(config.state_dir.clone())?;
     let launcher = Arc::new(CliLauncher {
         rt: Arc::new(rt),
@@ -152,6 +168,8 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
                 WorkerConfig {
                     tools_dir: config.tools_dir.clone(),
                     concurrency: config.max_concurrent_runs,
+                    runs: true,
+                    pools,
                     lease: Duration::from_millis(config.lease_ms),
                     poll: Duration::from_millis(config.poll_ms),
                     grace: Duration::from_millis(config.shutdown_grace_ms),
@@ -340,6 +358,8 @@ impl Launcher for CliLauncher {
             &planner_overrides,
         )
         .map_err(invalid)?;
+        // Only the embedded backend prepares runs here: it has no executor pools.
+        loaded.runs_here().map_err(invalid)?;
         if let Some(n) = overrides.max_steps {
             loaded.task.config.budgets.max_steps = n;
         }
@@ -434,6 +454,7 @@ impl Prepared for CliRun {
                 approver,
                 cancel: Some(cancel),
                 ctrl_c: false,
+                dispatch: None,
             },
         )
         .map_err(|f| f.message().to_string())
