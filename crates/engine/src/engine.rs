@@ -11,6 +11,7 @@ use super::approval::{ApprovalMode, Approver, Unattended};
 use super::ask;
 use super::budget::{Budgets, Prices, StopReason};
 use super::evaluate::EvaluatorConfig;
+use super::extract::{self, Extractor};
 use super::fault::Faults;
 use super::observe::{Observer, Quiet};
 use super::plan::Plan;
@@ -76,6 +77,8 @@ pub struct Engine<'a> {
     pub(crate) observer: Box<dyn Observer + 'a>,
     /// Shared by the run's calls, so per-tool rate limits hold across the run.
     pub(crate) gate: Arc<Gate>,
+    /// Makes the plan's extractions (`model.extract`), if the embedder gave one.
+    pub(crate) extractor: Option<Arc<dyn Extractor>>,
 }
 
 /// Builds an [`Engine`]; see [`Engine::builder`] for what it starts with.
@@ -91,7 +94,9 @@ impl<'a> Engine<'a> {
     ///   as validated, and a step that needs approval (a `sensitive` tool, a step-wise turn
     ///   below the confidence threshold) does not run: the run stops `escalated`;
     /// - `observer`: [`Quiet`], nothing recorded (no journal: nothing is made durable);
-    /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls.
+    /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls;
+    /// - `extractor`: none: a plan with an extraction step (`model.extract`) is refused
+    ///   at validation, and planners are not offered the step.
     pub fn builder(rt: Arc<Runtime>, catalog: Arc<Catalog>) -> EngineBuilder<'a> {
         EngineBuilder {
             engine: Engine {
@@ -101,6 +106,7 @@ impl<'a> Engine<'a> {
                 approver: Box::new(Unattended(ApprovalMode::Deny)),
                 observer: Box::new(Quiet),
                 gate: Arc::new(Gate::new()),
+                extractor: None,
             },
         }
     }
@@ -128,6 +134,13 @@ impl<'a> EngineBuilder<'a> {
     /// A gate shared with other engines, so per-tool rate limits count their calls too.
     pub fn gate(mut self, gate: Arc<Gate>) -> EngineBuilder<'a> {
         self.engine.gate = gate;
+        self
+    }
+
+    /// The model that makes the plan's extractions ([`extract`](crate::extract)); its
+    /// tokens count against the run's budgets.
+    pub fn extractor(mut self, extractor: Arc<dyn Extractor>) -> EngineBuilder<'a> {
+        self.engine.extractor = Some(extractor);
         self
     }
 
@@ -268,18 +281,22 @@ impl Engine<'_> {
         }
     }
 
-    /// The tools the planner may use: the catalog's, and `human.ask` when a person can
-    /// answer.
+    /// The tools the planner may use: the catalog's, `human.ask` when a person can
+    /// answer, and `model.extract` when the run has an extractor.
     fn tools(&self) -> Vec<ToolSummary> {
         let mut tools = tool_summaries(&self.catalog);
         if self.approver.can_answer() && !self.catalog.tools.contains_key(ask::TOOL) {
             tools.push(ask_summary());
         }
+        if self.extractor.is_some() && !self.catalog.tools.contains_key(extract::TOOL) {
+            tools.push(extract::summary());
+        }
         tools
     }
 
     /// Validates `plan` for this run: against the catalog and the steps that already
-    /// succeeded, and, if it asks a person anything, that a person can answer.
+    /// succeeded; if it asks a person anything, that a person can answer; if it extracts,
+    /// that the run has an extractor.
     pub(crate) fn validate_plan(&self, plan: &Plan, st: &State) -> Result<ValidPlan, Vec<Problem>> {
         let checked = validate_in(
             plan,
@@ -288,22 +305,32 @@ impl Engine<'_> {
             &st.done,
             &st.provenance,
         );
-        if self.approver.can_answer() {
-            return checked;
-        }
+        let (answers, extracts) = (self.approver.can_answer(), self.extractor.is_some());
         let nobody: Vec<Problem> = plan
             .steps
             .iter()
-            .filter(|s| ask::is_ask(s))
-            .map(|s| Problem {
-                kind: ProblemKind::NotAllowed,
-                step: Some(s.id.clone()),
-                nth: None,
-                message: format!(
-                    "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
-                    ask::TOOL,
-                    ask::OPERATION
-                ),
+            .filter_map(|s| {
+                let message = if ask::is_ask(s) && !answers {
+                    format!(
+                        "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
+                        ask::TOOL,
+                        ask::OPERATION
+                    )
+                } else if extract::is_extract(s) && !extracts {
+                    format!(
+                        "the step asks a model to extract a value (`{}.{}`) and this run has no extractor: give the task a model planner or an `[extractor]` table",
+                        extract::TOOL,
+                        extract::OPERATION
+                    )
+                } else {
+                    return None;
+                };
+                Some(Problem {
+                    kind: ProblemKind::NotAllowed,
+                    step: Some(s.id.clone()),
+                    nth: None,
+                    message,
+                })
             })
             .collect();
         match (checked, nobody.is_empty()) {

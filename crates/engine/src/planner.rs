@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::ask;
 use super::plan::{OperationName, Plan, StepId, ToolName};
-use super::record::StepRecord;
+use super::record::{ModelCall, StepRecord};
 use super::validate::{Catalog, Problem};
 
 /// How the planner and executor take turns.
@@ -338,6 +338,19 @@ pub(crate) fn ask_summary() -> ToolSummary {
             result_schema: json!({"description": "The answer, matching the step's `answer` schema."}),
         }],
         sensitive: false,
+    }
+}
+
+/// What a step's model call (an extraction's) is charged as.
+impl From<&ModelCall> for Usage {
+    fn from(c: &ModelCall) -> Usage {
+        Usage {
+            model: c.model.clone(),
+            input_tokens: c.input_tokens,
+            output_tokens: c.output_tokens,
+            cached_input_tokens: c.cached_input_tokens,
+            ..Usage::default()
+        }
     }
 }
 

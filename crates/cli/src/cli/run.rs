@@ -174,6 +174,7 @@ pub(crate) fn drive_with(
         task,
         policy,
         tools,
+        extractor,
     } = loaded;
     let mut terminal;
     let mut unattended = Unattended(policy.approval);
@@ -211,8 +212,11 @@ pub(crate) fn drive_with(
     let mut engine = Engine::builder(rt.into(), Arc::new(Catalog { tools }))
         .config(task.config.clone())
         .approver(&mut approvals)
-        .observer(&mut tee)
-        .build();
+        .observer(&mut tee);
+    if let Some(e) = extractor {
+        engine = engine.extractor(e);
+    }
+    let mut engine = engine.build();
     // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
     let interrupt = control.ctrl_c || control.cancel.is_none();
     let cancel = control.cancel.unwrap_or_default();
@@ -292,7 +296,7 @@ pub(crate) fn run(
     err: &mut dyn Write,
 ) -> CmdResult {
     args.view.check()?;
-    let loaded = load(
+    let mut loaded = load(
         &rt,
         &args.task,
         args.view.tools_dir.as_deref(),
@@ -312,6 +316,8 @@ pub(crate) fn run(
         }
     });
     let mut planner = super::planner::build(&loaded.task, &args.planner, recalled)?;
+    loaded.extractor = super::planner::extractor(&loaded.task)?;
+    super::planner::record_extractions(&mut loaded, &args.planner)?;
     let telemetry = telemetry(&args.view)?;
     let (journal, claim) = match args.database.url() {
         Some(url) => {
