@@ -220,7 +220,13 @@ fn open_cassette(path: &Path, fresh: bool) -> Result<File, LlmError> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
     o.open(path)
-        .and_then(|f| if fresh { f.set_len(0).map(|()| f) } else { Ok(f) })
+        .and_then(|f| {
+            if fresh {
+                f.set_len(0).map(|()| f)
+            } else {
+                Ok(f)
+            }
+        })
         .map_err(|e| LlmError::Cassette {
             path: path.display().to_string(),
             reason: e.to_string(),

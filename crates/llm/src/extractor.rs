@@ -16,10 +16,10 @@ use serde_json::{Map, Value, json};
 
 use super::config::{ApiKey, LlmConfig, key_from_env};
 use super::decode::{Answer, parse_text};
+use super::planner::{ask_again, charge};
 use super::prompt::Prompt;
 use super::transport::OnWait;
 use super::untrusted::untrusted;
-use super::planner::{ask_again, charge};
 use super::{LlmError, Provider};
 use toolhost_engine::ask;
 use toolhost_engine::budget::Budget;

@@ -137,7 +137,12 @@ pub(crate) fn charge(used: &mut Usage, tokens: Option<Tokens>, prompt: &Prompt) 
 
 /// The user message of `base` asked again after `answer` could not be used, for
 /// `problems`: the answer (cut) and the problems, and what to answer with (`shape`).
-pub(crate) fn ask_again(base: &Prompt, answer: &Answer, problems: &[String], shape: &str) -> String {
+pub(crate) fn ask_again(
+    base: &Prompt,
+    answer: &Answer,
+    problems: &[String],
+    shape: &str,
+) -> String {
     format!(
         "{}\n# Your answer could not be used\nIt was:\n```\n{}\n```\nProblems:\n- {}\nAnswer again with only {shape} matching the schema.\n",
         base.user,

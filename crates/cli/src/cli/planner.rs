@@ -211,10 +211,11 @@ pub(crate) fn record_extractions(
     loaded: &mut super::loaded::Loaded,
     args: &PlannerArgs,
 ) -> Result<(), Failure> {
-    if let (Some(path), Some(inner)) = (&args.record, loaded.extractor.take()) {
-        let recorder = cassette::ExtractionRecorder::append(inner, path)
-            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-        loaded.extractor = Some(Arc::new(recorder));
-    }
+    let (Some(path), Some(inner)) = (&args.record, &loaded.extractor) else {
+        return Ok(());
+    };
+    let recorder = cassette::ExtractionRecorder::append(inner.clone(), path)
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    loaded.extractor = Some(Arc::new(recorder));
     Ok(())
 }
