@@ -17,7 +17,7 @@ use super::observe::{Observer, Quiet};
 use super::plan::Plan;
 use super::planner::{
     Ask, Mode, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage, ask_summary,
-    tool_summaries,
+    extract_summary, tool_summaries,
 };
 use super::report::PlannerCall;
 use super::state::State;
@@ -289,7 +289,7 @@ impl Engine<'_> {
             tools.push(ask_summary());
         }
         if self.extractor.is_some() && !self.catalog.tools.contains_key(extract::TOOL) {
-            tools.push(extract::summary());
+            tools.push(extract_summary());
         }
         tools
     }

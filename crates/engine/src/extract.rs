@@ -23,12 +23,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::ask;
-use super::budget::Budget;
+use super::budget::{Budget, Usage};
 use super::plan::{Step, StepId};
-use super::planner::{OperationSummary, ToolSummary, Usage};
 
 /// The built-in tool's name.
 pub const TOOL: &str = "model";
@@ -234,35 +233,6 @@ impl Extractor for Recorded {
     fn extract(&self, req: Extraction) -> ExtractFuture {
         let result = self.get(&req);
         Box::pin(async move { result })
-    }
-}
-
-/// The built-in tool as the planner sees it, listed when the run has an extractor.
-pub(crate) fn summary() -> ToolSummary {
-    let mut params = Map::new();
-    params.insert("type".into(), "object".into());
-    params.insert(
-        "properties".into(),
-        json!({
-            "input": {"description": "What to read: usually {\"$ref\": \"STEP.output.PATH\"}, an earlier step's output."},
-            "instruction": {"type": "string", "description": "What to extract, in words (a literal: no references)."},
-            "output": {"type": "object", "description": "The JSON Schema of the value (default {\"type\": \"string\"}): type string (enum allowed), integer, number, boolean, array (with items) or object (with properties, required)."}
-        }),
-    );
-    params.insert("required".into(), json!(["input", "instruction"]));
-    params.insert("additionalProperties".into(), false.into());
-    ToolSummary {
-        name: TOOL.into(),
-        description: Some(
-            "Reads a value out of text with a model that has no tools, typed by a JSON Schema. Use it to take a decision's input (an amount, a date, a name) from untrusted data; the value stays untrusted for the policy.".into(),
-        ),
-        operations: vec![OperationSummary {
-            name: OPERATION.into(),
-            description: Some("Extract a value; the output matches `output`.".into()),
-            params_schema: Value::Object(params),
-            result_schema: json!({"description": "The value, matching the step's `output` schema."}),
-        }],
-        sensitive: false,
     }
 }
 

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::ask;
+pub use super::budget::Usage;
+use super::extract;
 use super::plan::{OperationName, Plan, StepId, ToolName};
 use super::record::{ModelCall, StepRecord};
 use super::validate::{Catalog, Problem};
@@ -239,41 +241,6 @@ impl Ask {
     }
 }
 
-/// Tokens a planner call used.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Usage {
-    #[serde(default)]
-    pub model: String,
-    #[serde(default)]
-    pub input_tokens: u64,
-    #[serde(default)]
-    pub output_tokens: u64,
-    /// How many of `input_tokens` the provider served from its prompt cache (a repeated
-    /// prefix), which it bills at a lower price ([`Price`](crate::Price)).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached_input_tokens: u64,
-    /// Other model calls the same reply needed (an ensemble's fast model before the strong
-    /// one answered), each charged at its own model's price.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<Usage>,
-    /// The reply was served from a cache (plan memory), not asked of a model: the run
-    /// records the call `cached`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub cached: bool,
-}
-
-impl Usage {
-    /// This call and every call in `also`, flattened: what the run is charged for.
-    pub fn calls(&self) -> Vec<&Usage> {
-        let mut all = vec![self];
-        for u in &self.also {
-            all.extend(u.calls());
-        }
-        all
-    }
-}
-
 /// Why a planner call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("planner `{planner}` failed: {reason}")]
@@ -307,10 +274,6 @@ pub trait Planner: Send {
     /// one) moves past the answers it already gave; a model needs nothing, since every
     /// request carries the whole history.
     fn fast_forward(&mut self, _asked: &[Ask]) {}
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// The built-in tool as the planner sees it, listed when a person can answer.
@@ -354,13 +317,31 @@ impl From<&ModelCall> for Usage {
     }
 }
 
-impl Usage {
-    /// The cost of this call's usage at `price`: its cached input tokens at the cached
-    /// price.
-    pub fn cost_at(&self, price: &super::budget::Price) -> f64 {
-        let cached = self.cached_input_tokens.min(self.input_tokens);
-        let cached_price = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
-        super::budget::cost(price, self.input_tokens - cached, self.output_tokens)
-            + cached as f64 * cached_price / 1e6
+/// The built-in tool as the planner sees it, listed when the run has an extractor.
+pub(crate) fn extract_summary() -> ToolSummary {
+    let mut params = Map::new();
+    params.insert("type".into(), "object".into());
+    params.insert(
+        "properties".into(),
+        json!({
+            "input": {"description": "What to read: usually {\"$ref\": \"STEP.output.PATH\"}, an earlier step's output."},
+            "instruction": {"type": "string", "description": "What to extract, in words (a literal: no references)."},
+            "output": {"type": "object", "description": "The JSON Schema of the value (default {\"type\": \"string\"}): type string (enum allowed), integer, number, boolean, array (with items) or object (with properties, required)."}
+        }),
+    );
+    params.insert("required".into(), json!(["input", "instruction"]));
+    params.insert("additionalProperties".into(), false.into());
+    ToolSummary {
+        name: extract::TOOL.into(),
+        description: Some(
+            "Reads a value out of text with a model that has no tools, typed by a JSON Schema. Use it to take a decision's input (an amount, a date, a name) from untrusted data; the value stays untrusted for the policy.".into(),
+        ),
+        operations: vec![OperationSummary {
+            name: extract::OPERATION.into(),
+            description: Some("Extract a value; the output matches `output`.".into()),
+            params_schema: Value::Object(params),
+            result_schema: json!({"description": "The value, matching the step's `output` schema."}),
+        }],
+        sensitive: false,
     }
 }
