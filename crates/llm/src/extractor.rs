@@ -242,7 +242,7 @@ fn drop_null_options(value: Value, schema: &Value) -> Value {
         Value::Object(mut obj) => {
             let props = schema.get("properties").and_then(Value::as_object);
             let required = schema.as_object().map(required).unwrap_or_default();
-            obj.retain(|k, v| !(v.is_null() && !required.contains(&k.as_str())));
+            obj.retain(|k, v| !v.is_null() || required.contains(&k.as_str()));
             if let Some(props) = props {
                 for (k, v) in obj.iter_mut() {
                     if let Some(sub) = props.get(k) {
