@@ -253,7 +253,7 @@ pub struct Usage {
     #[serde(default)]
     pub output_tokens: u64,
     /// How many of `input_tokens` the provider served from its prompt cache (a repeated
-    /// prefix), which it bills at a lower price ([`Price`](crate::Price)).
+    /// prefix), which it bills at a lower price ([`Price`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
     /// Other model calls the same reply needed (an ensemble's fast model before the strong

@@ -137,7 +137,7 @@ impl<'a> EngineBuilder<'a> {
         self
     }
 
-    /// The model that makes the plan's extractions ([`extract`](crate::extract)); its
+    /// The model that makes the plan's extractions ([`extract`]); its
     /// tokens count against the run's budgets.
     pub fn extractor(mut self, extractor: Arc<dyn Extractor>) -> EngineBuilder<'a> {
         self.engine.extractor = Some(extractor);

@@ -12,7 +12,7 @@
 //!   with quarantined replanning, which shows only types), trusted for the first plan,
 //!   which comes from the goal alone. The goal, a person's answers and built-in steps
 //!   without a tool are trusted;
-//! - an extraction (`model.extract`, [`extract`](crate::extract)) is as tainted as its
+//! - an extraction (`model.extract`, [`extract`]) is as tainted as its
 //!   arguments: a model reading untrusted text gives an untrusted value.
 //!
 //! The rules (`trusted_args`, `[flows] untrusted_may_reach`) are checked on each plan at
