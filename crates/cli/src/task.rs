@@ -12,6 +12,11 @@
 //! confidence_threshold = 0.6
 //! quarantine = true               # replanning sees untrusted outputs' types, not their text
 //!
+//! [extractor]                     # the model of `model.extract` steps (default: the planner's)
+//! kind = "openai-compatible"
+//! model = "llama3.1:8b"
+//! base_url = "http://localhost:11434/v1"
+//!
 //! [planner]                       # the embedded scripted planner:
 //! script = "seed.script.json"     # a script file, or the script inline:
 //! [[planner.turns]]
@@ -61,8 +66,10 @@ use toolhost_engine::planner::{Mode, Usage};
 use toolhost_engine::scripted::Script;
 use toolhost_runtime::policy::PolicyError;
 
+mod extractor;
 mod planners;
 
+pub use self::extractor::ExtractorSpec;
 use self::planners::resolve;
 pub use self::planners::{
     MemberOverrides, PlannerConfig, PlannerKind, PlannerOverrides, PlannerSpec,
@@ -102,6 +109,8 @@ pub(crate) struct TaskFile {
     /// outputs ([`toolhost_engine::flow`]).
     #[serde(default)]
     pub quarantine: bool,
+    /// The model that makes extractions (default: the planner's).
+    pub extractor: Option<PlannerConfig>,
 }
 
 /// The `[memory]` table: plan memory ([`toolhost_engine::memory`]), off unless enabled.
@@ -163,6 +172,8 @@ pub struct Task {
     pub script: Script,
     /// Which planner runs: the script above, a model, or a cassette.
     pub planner: PlannerSpec,
+    /// What makes the plan's extractions (`model.extract`), if anything does.
+    pub extractor: Option<ExtractorSpec>,
     pub policy: PathBuf,
     /// Name → component path.
     pub tools: BTreeMap<String, PathBuf>,
@@ -254,6 +265,12 @@ impl Task {
                 None
             }
         };
+        let extractor = planner.as_ref().map(|planner| {
+            extractor::resolve(raw.extractor.as_ref(), planner, base).unwrap_or_else(|e| {
+                problems.push(e);
+                None
+            })
+        });
         let p = &raw.planner;
         let inline = p.plan.is_some()
             || !p.turns.is_empty()
@@ -340,6 +357,7 @@ impl Task {
             },
             script,
             planner,
+            extractor: extractor.flatten(),
             policy: base.join(&raw.policy),
             tools,
             memory: raw.memory.enabled,

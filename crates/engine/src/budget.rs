@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::asked::Ask;
+
 /// What one run may spend. `Budgets::default()`:
 /// - `max_steps`: 20 tool calls;
 /// - `max_replans`: 2;
@@ -85,7 +87,7 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Which budget stopped a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Budget {
@@ -260,4 +262,60 @@ mod tests {
             Some(Budget::Cost)
         );
     }
+}
+
+/// Tokens a planner call used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// How many of `input_tokens` the provider served from its prompt cache (a repeated
+    /// prefix), which it bills at a lower price ([`Price`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+    /// Other model calls the same reply needed (an ensemble's fast model before the strong
+    /// one answered), each charged at its own model's price.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Usage>,
+    /// The reply was served from a cache (plan memory), not asked of a model: the run
+    /// records the call `cached`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// What the answering model was asked, where that differs from the run's request:
+    /// an ensemble's strong planner is asked afresh for a plan where the run asked the
+    /// fast one for a repair. The run's own request stays the call's `ask` (resume
+    /// matches answers to requests by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_as: Option<Ask>,
+}
+
+impl Usage {
+    /// This call and every call in `also`, flattened: what the run is charged for.
+    pub fn calls(&self) -> Vec<&Usage> {
+        let mut all = vec![self];
+        for u in &self.also {
+            all.extend(u.calls());
+        }
+        all
+    }
+}
+
+impl Usage {
+    /// The cost of this call's usage at `price`: its cached input tokens at the cached
+    /// price.
+    pub fn cost_at(&self, price: &Price) -> f64 {
+        let cached = self.cached_input_tokens.min(self.input_tokens);
+        let cached_price = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
+        cost(price, self.input_tokens - cached, self.output_tokens)
+            + cached as f64 * cached_price / 1e6
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -12,12 +12,13 @@ use super::ask;
 use super::budget::{Budgets, Prices, StopReason};
 use super::dispatch::Dispatch;
 use super::evaluate::EvaluatorConfig;
+use super::extract::{self, Extractor};
 use super::fault::Faults;
 use super::observe::{Observer, Quiet};
 use super::plan::Plan;
 use super::planner::{
     Ask, Mode, PlanRequest, Planner, Remaining, Reply, ToolSummary, Usage, ask_summary,
-    tool_summaries,
+    extract_summary, tool_summaries,
 };
 use super::report::PlannerCall;
 use super::state::State;
@@ -84,6 +85,8 @@ pub struct Engine<'a> {
     pub(crate) gate: Arc<Gate>,
     /// Where the calls of tools routed to an executor pool run.
     pub(crate) dispatch: Option<Arc<dyn Dispatch>>,
+    /// Makes the plan's extractions (`model.extract`), if the embedder gave one.
+    pub(crate) extractor: Option<Arc<dyn Extractor>>,
 }
 
 /// Builds an [`Engine`]; see [`Engine::builder`] for what it starts with.
@@ -102,6 +105,8 @@ impl<'a> Engine<'a> {
     /// - `gate`: a fresh policy gate, so per-tool rate limits count this engine's calls;
     /// - `dispatch`: none: a step of a tool whose policy names an executor pool fails
     ///   (`pool_unavailable`) rather than run here without the pool's grants.
+    /// - `extractor`: none: a plan with an extraction step (`model.extract`) is refused
+    ///   at validation, and planners are not offered the step.
     pub fn builder(rt: Arc<Runtime>, catalog: Arc<Catalog>) -> EngineBuilder<'a> {
         EngineBuilder {
             engine: Engine {
@@ -112,6 +117,7 @@ impl<'a> Engine<'a> {
                 observer: Box::new(Quiet),
                 gate: Arc::new(Gate::new()),
                 dispatch: None,
+                extractor: None,
             },
         }
     }
@@ -146,6 +152,13 @@ impl<'a> EngineBuilder<'a> {
     /// pool's workers (see [`crate::dispatch`]).
     pub fn dispatch(mut self, dispatch: Arc<dyn Dispatch>) -> EngineBuilder<'a> {
         self.engine.dispatch = Some(dispatch);
+        self
+    }
+
+    /// The model that makes the plan's extractions ([`extract`]); its
+    /// tokens count against the run's budgets.
+    pub fn extractor(mut self, extractor: Arc<dyn Extractor>) -> EngineBuilder<'a> {
+        self.engine.extractor = Some(extractor);
         self
     }
 
@@ -309,18 +322,22 @@ impl Engine<'_> {
         }
     }
 
-    /// The tools the planner may use: the catalog's, and `human.ask` when a person can
-    /// answer.
+    /// The tools the planner may use: the catalog's, `human.ask` when a person can
+    /// answer, and `model.extract` when the run has an extractor.
     fn tools(&self) -> Vec<ToolSummary> {
         let mut tools = tool_summaries(&self.catalog);
         if self.approver.can_answer() && !self.catalog.tools.contains_key(ask::TOOL) {
             tools.push(ask_summary());
         }
+        if self.extractor.is_some() && !self.catalog.tools.contains_key(extract::TOOL) {
+            tools.push(extract_summary());
+        }
         tools
     }
 
     /// Validates `plan` for this run: against the catalog and the steps that already
-    /// succeeded, and, if it asks a person anything, that a person can answer.
+    /// succeeded; if it asks a person anything, that a person can answer; if it extracts,
+    /// that the run has an extractor.
     pub(crate) fn validate_plan(&self, plan: &Plan, st: &State) -> Result<ValidPlan, Vec<Problem>> {
         let checked = validate_in(
             plan,
@@ -329,22 +346,32 @@ impl Engine<'_> {
             &st.done,
             &st.provenance,
         );
-        if self.approver.can_answer() {
-            return checked;
-        }
+        let (answers, extracts) = (self.approver.can_answer(), self.extractor.is_some());
         let nobody: Vec<Problem> = plan
             .steps
             .iter()
-            .filter(|s| ask::is_ask(s))
-            .map(|s| Problem {
-                kind: ProblemKind::NotAllowed,
-                step: Some(s.id.clone()),
-                nth: None,
-                message: format!(
-                    "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
-                    ask::TOOL,
-                    ask::OPERATION
-                ),
+            .filter_map(|s| {
+                let message = if ask::is_ask(s) && !answers {
+                    format!(
+                        "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
+                        ask::TOOL,
+                        ask::OPERATION
+                    )
+                } else if extract::is_extract(s) && !extracts {
+                    format!(
+                        "the step asks a model to extract a value (`{}.{}`) and this run has no extractor: give the task a model planner or an `[extractor]` table",
+                        extract::TOOL,
+                        extract::OPERATION
+                    )
+                } else {
+                    return None;
+                };
+                Some(Problem {
+                    kind: ProblemKind::NotAllowed,
+                    step: Some(s.id.clone()),
+                    nth: None,
+                    message,
+                })
             })
             .collect();
         match (checked, nobody.is_empty()) {

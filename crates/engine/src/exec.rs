@@ -9,6 +9,7 @@
 //! that has finished by then. What is ready and what is blocked comes from `schedule`,
 //! kept up to date as steps finish, so a round costs what its own steps cost.
 
+mod extract;
 mod launch;
 mod output;
 mod schedule;
@@ -53,6 +54,9 @@ struct Progress<'p> {
     stop: Option<StopReason>,
     /// What each running step looked like at launch, for records if it is cut off.
     in_flight: BTreeMap<StepId, StepRecord>,
+    /// The extraction running, if one is: it may spend every token left, so the next
+    /// waits for it.
+    extracting: Option<StepId>,
 }
 
 impl<'p> Progress<'p> {
@@ -71,6 +75,7 @@ impl<'p> Progress<'p> {
             reserved: 0,
             stop: None,
             in_flight: BTreeMap::new(),
+            extracting: None,
         }
     }
 }
@@ -221,6 +226,7 @@ impl Engine<'_> {
         x.in_flight.remove(&id);
         x.reserved -= reserved_fuel;
         st.spent.fuel += record.fuel;
+        self.extraction_finished(x, &record, st);
         st.tick();
         if record.status == StepStatus::Succeeded
             && let Err(reason) = self

@@ -11,7 +11,9 @@
 //!   it ([`Provenance::planner`]): untrusted once it was shown an untrusted output (never
 //!   with quarantined replanning, which shows only types), trusted for the first plan,
 //!   which comes from the goal alone. The goal, a person's answers and built-in steps
-//!   without a tool are trusted.
+//!   without a tool are trusted;
+//! - an extraction (`model.extract`, [`extract`]) is as tainted as its
+//!   arguments: a model reading untrusted text gives an untrusted value.
 //!
 //! The rules (`trusted_args`, `[flows] untrusted_may_reach`) are checked on each plan at
 //! validation, and again on each step before its call, with the flow in the message:
@@ -22,6 +24,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::extract;
 use super::plan::{Plan, Step, StepId, ToolName};
 use super::reference;
 use toolhost_runtime::policy::{Flow, Trust};
@@ -112,7 +115,22 @@ pub(crate) fn output(
 ) -> Result<Taint, Vec<Violation>> {
     let what = format!("`{}.{}`", step.tool, step.operation);
     let Some(flow) = rules(&step.tool) else {
-        // A built-in step (no tool): its value comes from the run or a person.
+        if extract::is_extract(step) {
+            // A model read the value out of its input: as tainted as what it read (and as
+            // the planner that wrote the instruction). It may read anything: it has no
+            // tools, and the rules hold wherever its value goes.
+            let first = step
+                .args
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(_, v)| argument(v, steps, planner))
+                .find(|t| !t.is_trusted());
+            return Ok(first.map_or_else(Taint::default, |t| {
+                t.then(format!("`{}` ({what})", step.id))
+            }));
+        }
+        // Any other built-in step (no tool): its value comes from the run or a person.
         return Ok(Taint::default());
     };
     let mut problems = Vec::new();

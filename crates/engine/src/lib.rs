@@ -20,14 +20,17 @@
 //!   rules, checked at validation and before each call; `quarantine`: what a planner
 //!   with quarantined replanning is shown of untrusted steps (their types, not their
 //!   text).
-//! - [`planner`]: the [`Planner`] trait and what it is asked; [`canned`]: [`Canned`], the
+//! - [`planner`]: the [`Planner`] trait and what it is asked (`asked`: the kind of
+//!   request, [`Ask`](planner::Ask), below the budgets that record it); [`canned`]: [`Canned`], the
 //!   planner answering from a record (a [`scripted`] task's script here; a cassette in
 //!   `toolhost-llm`, a journal's calls in `toolhost-journal`); [`ensemble`]: a fast
 //!   planner escalating to a strong one.
 //! - [`memory`]: plan memory, completed plans served again for the same goal and tools.
 //! - [`budget`]: run budgets, checked before spending; [`StopReason`].
 //! - [`approval`]: plan review, step approval and answers from people; [`ask`]: the
-//!   built-in `human.ask` step; [`cancel`]: cancelling a run.
+//!   built-in `human.ask` step; [`extract`]: the built-in `model.extract` step and the
+//!   [`Extractor`] an embedder gives to make it (a model with no tools, whose value is as
+//!   untrusted as what it read); [`cancel`]: cancelling a run.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - `engine`: the [`Engine`] (built with [`Engine::builder`], which lists its closed
@@ -38,7 +41,8 @@
 //!   one plan revision's DAG, round by round (skip, launch a batch made durable by one
 //!   sync, take in what finished), with `exec::launch` admitting and calling one step and
 //!   `exec::schedule` keeping what is ready and what is blocked up to date as steps
-//!   finish (work linear in the plan's steps and edges);
+//!   finish (work linear in the plan's steps and edges), and `exec::extract` running an
+//!   extraction step, one at a time, under the token budgets;
 //!   `observe`: the [`Observer`] a run reports to (journal, progress), which tells the
 //!   engine when a record failed.
 //! - [`resume`]: carrying a stopped run on from a [`Checkpoint`] (rebuilt from its
@@ -52,6 +56,7 @@
 
 pub mod approval;
 pub mod ask;
+mod asked;
 pub mod budget;
 pub mod cancel;
 pub mod canned;
@@ -60,6 +65,7 @@ mod engine;
 pub mod ensemble;
 pub mod evaluate;
 mod exec;
+pub mod extract;
 pub mod fault;
 pub mod flow;
 pub mod memory;
@@ -89,6 +95,7 @@ pub use self::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};
+pub use self::extract::{ExtractError, Extracted, Extraction, Extractor};
 pub use self::fault::{Fault, FaultKind, FaultSpec, Faults, Target, Trigger};
 pub use self::flow::{Provenance, Taint};
 pub use self::memory::{MemoryPlanner, PlanMemory};

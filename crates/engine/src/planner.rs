@@ -15,8 +15,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::ask;
+pub use super::asked::Ask;
+pub use super::budget::Usage;
+use super::extract;
 use super::plan::{OperationName, Plan, StepId, ToolName};
-use super::record::StepRecord;
+use super::record::{ModelCall, StepRecord};
 use super::validate::{Catalog, Problem};
 
 /// How the planner and executor take turns.
@@ -208,23 +211,6 @@ pub enum Reply {
     },
 }
 
-/// What kind of answer a request asks for: kept in the record of each planner call, so
-/// that a resumed run can bring a stateful planner (a script) back to where it was.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Ask {
-    /// A first plan.
-    Plan,
-    /// A revised plan after step `failed` failed.
-    Replan { failed: StepId },
-    /// A plan repaired for validation problems.
-    Repair,
-    /// The next step-wise turn.
-    Turn,
-    /// A step-wise turn repaired for validation problems.
-    TurnRepair,
-}
-
 impl Ask {
     pub fn of(req: &PlanRequest) -> Ask {
         match (req.mode, req.problems.is_empty(), &req.failure) {
@@ -236,47 +222,6 @@ impl Ask {
             },
             (Mode::PlanThenExecute, true, None) => Ask::Plan,
         }
-    }
-}
-
-/// Tokens a planner call used.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Usage {
-    #[serde(default)]
-    pub model: String,
-    #[serde(default)]
-    pub input_tokens: u64,
-    #[serde(default)]
-    pub output_tokens: u64,
-    /// How many of `input_tokens` the provider served from its prompt cache (a repeated
-    /// prefix), which it bills at a lower price ([`Price`](crate::Price)).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached_input_tokens: u64,
-    /// Other model calls the same reply needed (an ensemble's fast model before the strong
-    /// one answered), each charged at its own model's price.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<Usage>,
-    /// The reply was served from a cache (plan memory), not asked of a model: the run
-    /// records the call `cached`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub cached: bool,
-    /// What the answering model was asked, where that differs from the run's request:
-    /// an ensemble's strong planner is asked afresh for a plan where the run asked the
-    /// fast one for a repair. The run's own request stays the call's `ask` (resume
-    /// matches answers to requests by it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent_as: Option<Ask>,
-}
-
-impl Usage {
-    /// This call and every call in `also`, flattened: what the run is charged for.
-    pub fn calls(&self) -> Vec<&Usage> {
-        let mut all = vec![self];
-        for u in &self.also {
-            all.extend(u.calls());
-        }
-        all
     }
 }
 
@@ -315,10 +260,6 @@ pub trait Planner: Send {
     fn fast_forward(&mut self, _asked: &[Ask]) {}
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// The built-in tool as the planner sees it, listed when a person can answer.
 pub(crate) fn ask_summary() -> ToolSummary {
     let mut params = Map::new();
@@ -347,13 +288,44 @@ pub(crate) fn ask_summary() -> ToolSummary {
     }
 }
 
-impl Usage {
-    /// The cost of this call's usage at `price`: its cached input tokens at the cached
-    /// price.
-    pub fn cost_at(&self, price: &super::budget::Price) -> f64 {
-        let cached = self.cached_input_tokens.min(self.input_tokens);
-        let cached_price = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
-        super::budget::cost(price, self.input_tokens - cached, self.output_tokens)
-            + cached as f64 * cached_price / 1e6
+/// What a step's model call (an extraction's) is charged as.
+impl From<&ModelCall> for Usage {
+    fn from(c: &ModelCall) -> Usage {
+        Usage {
+            model: c.model.clone(),
+            input_tokens: c.input_tokens,
+            output_tokens: c.output_tokens,
+            cached_input_tokens: c.cached_input_tokens,
+            ..Usage::default()
+        }
+    }
+}
+
+/// The built-in tool as the planner sees it, listed when the run has an extractor.
+pub(crate) fn extract_summary() -> ToolSummary {
+    let mut params = Map::new();
+    params.insert("type".into(), "object".into());
+    params.insert(
+        "properties".into(),
+        json!({
+            "input": {"description": "What to read: usually {\"$ref\": \"STEP.output.PATH\"}, an earlier step's output."},
+            "instruction": {"type": "string", "description": "What to extract, in words (a literal: no references)."},
+            "output": {"type": "object", "description": "The JSON Schema of the value (default {\"type\": \"string\"}): type string (enum allowed), integer, number, boolean, array (with items) or object (with properties, required)."}
+        }),
+    );
+    params.insert("required".into(), json!(["input", "instruction"]));
+    params.insert("additionalProperties".into(), false.into());
+    ToolSummary {
+        name: extract::TOOL.into(),
+        description: Some(
+            "Reads a value out of text with a model that has no tools, typed by a JSON Schema. Use it to take a decision's input (an amount, a date, a name) from untrusted data; the value stays untrusted for the policy.".into(),
+        ),
+        operations: vec![OperationSummary {
+            name: extract::OPERATION.into(),
+            description: Some("Extract a value; the output matches `output`.".into()),
+            params_schema: Value::Object(params),
+            result_schema: json!({"description": "The value, matching the step's `output` schema."}),
+        }],
+        sensitive: false,
     }
 }

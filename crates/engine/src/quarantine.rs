@@ -13,6 +13,7 @@ use super::plan::Plan;
 use super::planner::PlanRequest;
 use super::record::StepRecord;
 use super::validate::Catalog;
+use super::{ask, extract};
 use toolhost_runtime::tool::Returns;
 
 /// What stands in for a withheld message.
@@ -31,7 +32,14 @@ pub(crate) fn withhold(req: &mut PlanRequest, revisions: &[Plan], catalog: &Cata
             continue;
         }
         if r.output.is_some() {
-            r.output = Some(json!({ "untrusted": output_type(r, catalog) }));
+            let ty = if extract::is(r.tool.as_str(), r.operation.as_str()) {
+                // An extraction's type is its schema's, as the plan wrote it.
+                ask::answer_type(&extract::output_schema(&r.args))
+                    .map_or_else(|_| "unknown".into(), |t| t.wit_name())
+            } else {
+                output_type(r, catalog)
+            };
+            r.output = Some(json!({ "untrusted": ty }));
         }
         if let Some(e) = &mut r.error {
             e.message = WITHHELD.into();

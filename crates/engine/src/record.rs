@@ -61,6 +61,21 @@ pub struct Evaluation {
     pub detail: String,
 }
 
+/// The model call a step made (an extraction, [`extract`](super::extract)): charged to
+/// the run's token and cost budgets like a planner call, and read back by a resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCall {
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// How many of `input_tokens` the provider served from its prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Answers asked for: 1, plus one per re-ask of an answer that missed the schema.
+    pub attempts: u32,
+}
+
 /// One step as it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -84,6 +99,9 @@ pub struct StepRecord {
     #[serde(default, skip_serializing_if = "Taint::is_trusted")]
     pub untrusted: Taint,
     pub fuel: u64,
+    /// The model call of an extraction step, with the tokens it spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_call: Option<ModelCall>,
     /// Microseconds from the start of the run.
     pub started_us: u64,
     pub finished_us: u64,
@@ -119,6 +137,7 @@ impl StepRecord {
             evaluation: None,
             untrusted: Taint::default(),
             fuel: 0,
+            model_call: None,
             started_us: at_us,
             finished_us: at_us,
             events: Vec::new(),

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ask;
+use super::extract;
 use super::flow::{self, Provenance};
 use super::plan::{OperationName, Plan, Step, StepId, ToolName};
 use super::reference::{self, Found};
@@ -158,7 +159,14 @@ pub fn validate_in(
         v.current = Some(step.id.clone());
         v.nth = (of > 1).then_some((*n, of));
         let op = if ask::is_ask(step) {
-            v.question(step);
+            v.builtin(step, (ask::TOOL, ask::OPERATION), ask::schema_of);
+            None
+        } else if extract::is_extract(step) {
+            v.builtin(
+                step,
+                (extract::TOOL, extract::OPERATION),
+                extract::schema_of,
+            );
             None
         } else {
             v.operation(step)
@@ -299,23 +307,27 @@ impl<'a> Validation<'a> {
         Some((e, op))
     }
 
-    /// A `human.ask` step: its one operation, a question, an answer schema a plan's types
-    /// can say.
-    fn question(&mut self, step: &Step) {
+    /// A built-in step (`human.ask`, `model.extract`): its one operation, and arguments
+    /// that `check` accepts (a question, an extraction), with a schema a plan's types can
+    /// say.
+    fn builtin(
+        &mut self,
+        step: &Step,
+        (tool, operation): (&str, &str),
+        check: fn(&Value) -> Result<Value, String>,
+    ) {
         let here = Some(&step.id);
-        if step.operation != ask::OPERATION {
+        if step.operation != operation {
             self.push(
                 ProblemKind::UnknownOperation,
                 here,
                 format!(
-                    "tool `{}` has no operation `{}`; its operation is: {}",
-                    ask::TOOL,
-                    step.operation,
-                    ask::OPERATION
+                    "tool `{tool}` has no operation `{}`; its operation is: {operation}",
+                    step.operation
                 ),
             );
         } else if step.args.is_object()
-            && let Err(why) = ask::schema_of(&step.args)
+            && let Err(why) = check(&step.args)
         {
             self.push(
                 ProblemKind::BadArguments,
@@ -323,6 +335,25 @@ impl<'a> Validation<'a> {
                 format!("bad arguments: {why}"),
             );
         }
+    }
+
+    /// The output type of a built-in step of this plan (a question's answer, an
+    /// extraction's value), from its schema: `None` when `tool.op` is not a built-in step,
+    /// `Some(None)` when it is one that cannot be typed here (one of an earlier revision,
+    /// or a schema that is wrong, a problem of its own).
+    fn builtin_type(&self, tool: &str, op: &str, id: &StepId) -> Option<Option<WitType>> {
+        let schema: fn(&Value) -> Value = if ask::is(tool, op) {
+            ask::answer_schema
+        } else if extract::is(tool, op) {
+            extract::output_schema
+        } else {
+            return None;
+        };
+        Some(
+            self.by_id
+                .get(id)
+                .and_then(|p| ask::answer_type(&schema(&p.args)).ok()),
+        )
     }
 
     /// What the tool's policy section allows: the operation, and the step's deadline.
@@ -459,20 +490,13 @@ impl<'a> Validation<'a> {
                 typed = false;
                 continue;
             };
-            let out = if ask::is(producer_tool, producer_op) {
-                // A question of this plan: the answer's type is its schema's. One asked in
-                // an earlier revision is not typed here.
-                match self
-                    .by_id
-                    .get(&r.step)
-                    .and_then(|p| ask::answer_type(&ask::answer_schema(&p.args)).ok())
-                {
-                    Some(t) => Some(t),
-                    None => {
-                        typed = false;
-                        continue;
-                    }
-                }
+            let out = if let Some(builtin) = self.builtin_type(producer_tool, producer_op, &r.step)
+            {
+                let Some(t) = builtin else {
+                    typed = false;
+                    continue;
+                };
+                Some(t)
             } else {
                 let Some(pop) = catalog.operation(producer_tool, producer_op) else {
                     typed = false;
@@ -581,10 +605,8 @@ impl<'a> Validation<'a> {
                 );
                 continue;
             };
-            let ty = if ask::is(tool, op) {
-                self.by_id
-                    .get(&r.step)
-                    .and_then(|p| ask::answer_type(&ask::answer_schema(&p.args)).ok())
+            let ty = if let Some(builtin) = self.builtin_type(tool, op, &r.step) {
+                builtin
             } else {
                 self.catalog.operation(tool, op).and_then(output_type)
             };

@@ -1,6 +1,7 @@
 //! Replaying a journaled run: [`recorded`] serves the planner's journaled answers in
-//! order (no model is called) while the tools run afresh, and [`compare`] lists where the
-//! replay's steps and stop differ from the recording.
+//! order and [`extractions`] each extraction step's journaled value (no model is called)
+//! while the tools run afresh, and [`compare`] lists where the replay's steps and stop
+//! differ from the recording.
 //!
 //! The journal holds redacted content, so a replay sees what the journal shows: a plan
 //! argument that held an e-mail address replays as `[redacted:email]`, and a replayed
@@ -13,7 +14,11 @@ use serde_json::Value;
 
 use super::{Kind, Record, Redactor};
 use toolhost_engine::StepRecord;
+use toolhost_engine::budget::Budget;
+use toolhost_engine::extract::{Failure, Recorded};
+use toolhost_engine::planner::Usage;
 use toolhost_engine::{Answer, Canned, Order, Serves};
+use toolhost_engine::{ExtractError, Extracted};
 use toolhost_engine::{PlannerCall, RunReport};
 
 /// The planner of a replay: the journaled answers given back in order
@@ -47,6 +52,50 @@ pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
         Order::Recorded,
         answers,
     ))
+}
+
+/// The extractor of a replay: each extraction step's journaled value (or failure) served
+/// back for the same step of the same revision, with no model called.
+pub fn extractions(records: &[Record]) -> Result<Recorded, super::ResumeError> {
+    let mut served = BTreeMap::new();
+    for r in records.iter().filter(|r| r.kind == Kind::StepFinished) {
+        let rec = StepRecord::deserialize(&r.data).map_err(|e| super::ResumeError::BadRecord {
+            seq: r.seq,
+            kind: r.kind.as_str(),
+            reason: e.to_string(),
+        })?;
+        let Some(call) = &rec.model_call else {
+            continue;
+        };
+        let usage = Usage::from(call);
+        let result = match (rec.output, rec.error) {
+            (Some(value), None) => Ok(Extracted {
+                value,
+                usage,
+                attempts: call.attempts,
+            }),
+            (_, error) => {
+                let (kind, reason, value) = error
+                    .map(|e| (e.kind, e.message, e.value))
+                    .unwrap_or_default();
+                let failure = match kind.as_str() {
+                    "bad_extraction" => Failure::Unusable,
+                    "budget_exhausted" => value
+                        .and_then(|v| Budget::deserialize(v).ok())
+                        .map_or(Failure::Unavailable, Failure::Budget),
+                    _ => Failure::Unavailable,
+                };
+                Err(ExtractError {
+                    failure,
+                    reason,
+                    usage,
+                    attempts: call.attempts,
+                })
+            }
+        };
+        served.insert((rec.revision, rec.id), result);
+    }
+    Ok(Recorded::new("the recorded run", served))
 }
 
 /// One difference between a recording and its replay.

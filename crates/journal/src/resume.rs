@@ -2,6 +2,7 @@
 //! [`Engine::resume`](toolhost_engine::Engine::resume) carries on from.
 //!
 //! What counts: `planner_called` (spent tokens and calls, and what the planner was asked),
+//! the model calls of extraction steps (`step_finished`'s `model_call`: spent tokens),
 //! `plan_accepted` + plan `approval` (the current revision and whether it was approved),
 //! `step_started` / `step_finished` (finished steps, and the ones that started and did
 //! not finish), `stopped` (why the run stopped last). Wall time is the sum of the spans
@@ -172,15 +173,7 @@ pub fn checkpoint(
             Kind::PlannerCalled => {
                 let call: PlannerCall = parse(r)?;
                 spent.planner_calls += 1;
-                let own = call.usage();
-                for u in own.calls() {
-                    spent.input_tokens += u.input_tokens;
-                    spent.cached_input_tokens += u.cached_input_tokens;
-                    spent.output_tokens += u.output_tokens;
-                    if let Some(p) = prices.get(&u.model) {
-                        spent.cost_usd += u.cost_at(p);
-                    }
-                }
+                charge(&mut spent, &call.usage(), prices);
                 calls.push(call);
                 answered = false;
             }
@@ -242,6 +235,10 @@ pub fn checkpoint(
             Kind::StepFinished => {
                 let rec: StepRecord = parse(r)?;
                 spent.fuel += rec.fuel;
+                // An extraction's model call, charged like a planner call.
+                if let Some(m) = &rec.model_call {
+                    charge(&mut spent, &Usage::from(m), prices);
+                }
                 running.remove(&(rec.revision, rec.id.clone()));
                 // A step a cancellation cut off did not finish: it is decided on like
                 // one a crash cut off.
@@ -298,4 +295,16 @@ pub fn checkpoint(
         mode,
         last_stop,
     })
+}
+
+/// Adds the tokens and cost of `usage` (and of every call it includes) to `spent`.
+fn charge(spent: &mut Spent, usage: &Usage, prices: &Prices) {
+    for u in usage.calls() {
+        spent.input_tokens += u.input_tokens;
+        spent.cached_input_tokens += u.cached_input_tokens;
+        spent.output_tokens += u.output_tokens;
+        if let Some(p) = prices.get(&u.model) {
+            spent.cost_usd += u.cost_at(p);
+        }
+    }
 }

@@ -20,7 +20,6 @@ use super::config::Structured;
 use super::decode::Answer;
 use super::openai::{Completion, Tokens};
 use super::prompt::Prompt;
-use super::schema;
 use super::transport::{Http, Rejected};
 
 /// The API version this speaks.
@@ -41,7 +40,7 @@ pub struct Anthropic {
 
 /// The forced tool's name for a prompt's mode.
 fn tool_name(p: &Prompt) -> String {
-    format!("submit_{}", schema::name(p.mode))
+    format!("submit_{}", p.answer)
 }
 
 fn cached() -> Value {
@@ -95,7 +94,7 @@ impl Anthropic {
             let name = tool_name(p);
             body["tools"] = json!([{
                 "name": name,
-                "description": format!("Submit your {} as this tool's input.", schema::name(p.mode)),
+                "description": format!("Submit your {} as this tool's input.", p.answer),
                 "input_schema": p.loose_schema,
                 "cache_control": cached(),
             }]);

@@ -42,7 +42,7 @@ pub fn decode(answer: &Answer, mode: Mode) -> Result<Reply, Vec<String>> {
 
 /// JSON from message text; tolerates a Markdown code fence around it, which local models
 /// in `json_object` mode sometimes add.
-fn parse_text(t: &str) -> Result<Value, String> {
+pub(crate) fn parse_text(t: &str) -> Result<Value, String> {
     let trimmed = t.trim();
     let inner = trimmed
         .strip_prefix("```json")

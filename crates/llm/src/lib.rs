@@ -20,6 +20,9 @@
 //! - [`openai`] (Responses and Chat Completions), [`anthropic`] (Messages), [`compatible`]
 //!   (Chat Completions at any URL): one provider each; `Provider` dispatches.
 //! - [`planner`]: [`LlmPlanner`], the loop around a provider.
+//! - [`extractor`]: [`LlmExtractor`], the engine's extractor (`model.extract`): one
+//!   provider request per attempt, no tools, the input as untrusted data, the answer
+//!   typed by the step's schema.
 //! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`cassette::open`]).
 
 pub mod anthropic;
@@ -27,6 +30,7 @@ pub mod cassette;
 pub mod compatible;
 pub mod config;
 pub mod decode;
+pub mod extractor;
 pub mod openai;
 pub mod planner;
 pub mod prompt;
@@ -41,6 +45,7 @@ pub use self::cassette::Recorder;
 pub use self::config::{
     Api, ApiKey, LlmConfig, ProviderKind, Structured, check_base_url, key_from_env,
 };
+pub use self::extractor::LlmExtractor;
 pub use self::planner::LlmPlanner;
 pub use self::transport::{OnWait, Waiting};
 
@@ -48,6 +53,7 @@ use self::anthropic::Anthropic;
 use self::compatible::Compatible;
 use self::openai::{Completion, Format, OpenAi};
 use self::prompt::Prompt;
+use self::transport::{Http, RetryPolicy};
 
 /// Why an LLM planner could not be built or could not answer. No message holds a key:
 /// response bodies pass through [`ApiKey::redact`] first.
@@ -97,6 +103,58 @@ pub(crate) enum Provider {
 }
 
 impl Provider {
+    /// The provider `config` names, authenticating with `key` (none: no auth header) and
+    /// telling `on_wait` of every retry wait and slow answer; the configuration is checked
+    /// here, before a run opens its journal, not at the first request.
+    pub(crate) fn new(
+        config: &LlmConfig,
+        key: Option<ApiKey>,
+        on_wait: Option<OnWait>,
+    ) -> Result<Provider, LlmError> {
+        let provider_name = config.kind.as_str();
+        if config.model.trim().is_empty() {
+            return Err(LlmError::MissingModel {
+                provider: provider_name,
+            });
+        }
+        let base_url = config.base_url.clone().ok_or(LlmError::MissingBaseUrl {
+            provider: provider_name,
+        })?;
+        // Checked here, before a run opens its journal, not at the first request.
+        let bad = |reason: String| LlmError::BadBaseUrl {
+            provider: provider_name,
+            url: base_url.clone(),
+            reason,
+        };
+        match reqwest::Url::parse(&base_url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            Ok(u) => return Err(bad(format!("scheme `{}` or no host", u.scheme()))),
+            Err(e) => return Err(bad(e.to_string())),
+        }
+        let http = Http::new(RetryPolicy::of(config), key)?.on_wait(on_wait);
+        let openai = |official, api| OpenAi {
+            http: http.clone(),
+            base_url: base_url.clone(),
+            model: config.model.clone(),
+            api,
+            temperature: config.temperature,
+            official,
+        };
+        Ok(match config.kind {
+            ProviderKind::OpenAi => Provider::OpenAi(openai(true, config.api)),
+            ProviderKind::OpenAiCompatible => {
+                Provider::Compatible(Compatible::new(openai(false, Api::Chat), config.structured))
+            }
+            ProviderKind::Anthropic => Provider::Anthropic(Anthropic::new(
+                http.clone(),
+                base_url.clone(),
+                config.model.clone(),
+                config.temperature,
+                config.structured,
+            )),
+        })
+    }
+
     /// Asks for `p`, within `deadline`.
     pub async fn complete(
         &mut self,

@@ -18,7 +18,6 @@ use super::LlmError;
 use super::config::Api;
 use super::decode::Answer;
 use super::prompt::Prompt;
-use super::schema;
 use super::transport::{Http, Rejected};
 
 /// Tokens a provider reported for one request.
@@ -83,7 +82,7 @@ impl OpenAi {
                 "input": [{"role": "user", "content": p.user}],
                 "text": {"format": match format {
                     Format::JsonSchema => json!({"type": "json_schema",
-                        "name": schema::name(p.mode), "strict": true, "schema": p.strict_schema}),
+                        "name": p.answer, "strict": true, "schema": p.strict_schema}),
                     Format::JsonObject => json!({"type": "json_object"}),
                 }},
                 "max_output_tokens": p.max_output_tokens,
@@ -104,7 +103,7 @@ impl OpenAi {
                     ],
                     "response_format": match format {
                         Format::JsonSchema => json!({"type": "json_schema", "json_schema": {
-                            "name": schema::name(p.mode), "strict": true, "schema": p.strict_schema}}),
+                            "name": p.answer, "strict": true, "schema": p.strict_schema}}),
                         Format::JsonObject => json!({"type": "json_object"}),
                     },
                     cap: p.max_output_tokens,

@@ -7,12 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use super::config::{Api, ApiKey, LlmConfig, ProviderKind, key_from_env};
-use super::decode::decode;
-use super::openai::{OpenAi, Tokens};
+use super::config::{ApiKey, LlmConfig, key_from_env};
+use super::decode::{Answer, decode};
+use super::openai::Tokens;
 use super::prompt::{self, Prompt};
-use super::transport::{Http, OnWait, RetryPolicy};
-use super::{Anthropic, Compatible, LlmError, Provider};
+use super::transport::OnWait;
+use super::{LlmError, Provider};
 use toolhost_engine::Budget;
 use toolhost_engine::planner::{PlanFuture, PlanRequest, Planner, PlannerError, Usage};
 
@@ -37,48 +37,7 @@ impl LlmPlanner {
         key: Option<ApiKey>,
         on_wait: Option<OnWait>,
     ) -> Result<LlmPlanner, LlmError> {
-        let provider_name = config.kind.as_str();
-        if config.model.trim().is_empty() {
-            return Err(LlmError::MissingModel {
-                provider: provider_name,
-            });
-        }
-        let base_url = config.base_url.clone().ok_or(LlmError::MissingBaseUrl {
-            provider: provider_name,
-        })?;
-        // Checked here, before a run opens its journal, not at the first request.
-        let bad = |reason: String| LlmError::BadBaseUrl {
-            provider: provider_name,
-            url: base_url.clone(),
-            reason,
-        };
-        match reqwest::Url::parse(&base_url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-            Ok(u) => return Err(bad(format!("scheme `{}` or no host", u.scheme()))),
-            Err(e) => return Err(bad(e.to_string())),
-        }
-        let http = Http::new(RetryPolicy::of(&config), key)?.on_wait(on_wait);
-        let openai = |official, api| OpenAi {
-            http: http.clone(),
-            base_url: base_url.clone(),
-            model: config.model.clone(),
-            api,
-            temperature: config.temperature,
-            official,
-        };
-        let provider = match config.kind {
-            ProviderKind::OpenAi => Provider::OpenAi(openai(true, config.api)),
-            ProviderKind::OpenAiCompatible => {
-                Provider::Compatible(Compatible::new(openai(false, Api::Chat), config.structured))
-            }
-            ProviderKind::Anthropic => Provider::Anthropic(Anthropic::new(
-                http.clone(),
-                base_url.clone(),
-                config.model.clone(),
-                config.temperature,
-                config.structured,
-            )),
-        };
+        let provider = Provider::new(&config, key, on_wait)?;
         Ok(LlmPlanner {
             config,
             provider,
@@ -140,15 +99,7 @@ impl LlmPlanner {
                 Ok(c) => c,
                 Err(e) => return Err((e, used)),
             };
-            // A server without a usage block is charged what the request could have used.
-            let t = c.usage.unwrap_or(Tokens {
-                input: prompt.input_estimate(),
-                cached: 0,
-                output: prompt.max_output_tokens,
-            });
-            used.input_tokens += t.input;
-            used.cached_input_tokens += t.cached;
-            used.output_tokens += t.output;
+            charge(&mut used, c.usage, &prompt);
             match decode(&c.answer, req.mode) {
                 Ok(reply) => {
                     self.previous = Some(c.answer.text());
@@ -156,12 +107,7 @@ impl LlmPlanner {
                 }
                 Err(why) => {
                     tracing::debug!(attempt, problems = ?why, "unusable planner answer");
-                    prompt.user = format!(
-                        "{}\n# Your answer could not be used\nIt was:\n```\n{}\n```\nProblems:\n- {}\nAnswer again with only a JSON object matching the schema.\n",
-                        base.user,
-                        cut(&c.answer.text(), 4_000),
-                        why.join("\n- ")
-                    );
+                    prompt.user = ask_again(&base, &c.answer, &why, "a JSON object");
                     errors = why;
                 }
             }
@@ -174,6 +120,35 @@ impl LlmPlanner {
             used,
         ))
     }
+}
+
+/// Charges `used` with one answer's `tokens`; a server without a usage block is charged
+/// what `prompt` could have used.
+pub(crate) fn charge(used: &mut Usage, tokens: Option<Tokens>, prompt: &Prompt) {
+    let t = tokens.unwrap_or(Tokens {
+        input: prompt.input_estimate(),
+        cached: 0,
+        output: prompt.max_output_tokens,
+    });
+    used.input_tokens += t.input;
+    used.cached_input_tokens += t.cached;
+    used.output_tokens += t.output;
+}
+
+/// The user message of `base` asked again after `answer` could not be used, for
+/// `problems`: the answer (cut) and the problems, and what to answer with (`shape`).
+pub(crate) fn ask_again(
+    base: &Prompt,
+    answer: &Answer,
+    problems: &[String],
+    shape: &str,
+) -> String {
+    format!(
+        "{}\n# Your answer could not be used\nIt was:\n```\n{}\n```\nProblems:\n- {}\nAnswer again with only {shape} matching the schema.\n",
+        base.user,
+        cut(&answer.text(), 4_000),
+        problems.join("\n- ")
+    )
 }
 
 fn cut(s: &str, max: usize) -> String {

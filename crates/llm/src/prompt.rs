@@ -21,7 +21,9 @@ use toolhost_engine::record::StepRecord;
 /// One request's text and schemas, provider-neutral.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prompt {
-    pub mode: Mode,
+    /// What the answer is, as the schema is named to the provider: `plan`, `turn`,
+    /// `extraction`.
+    pub answer: &'static str,
     pub system: String,
     pub user: String,
     /// How many bytes at the start of `user` (the tools, then the goal) stay the same for
@@ -133,7 +135,7 @@ pub fn build(
         }
     }
     Prompt {
-        mode: req.mode,
+        answer: schema::name(req.mode),
         system,
         user: u,
         stable,

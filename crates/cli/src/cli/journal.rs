@@ -272,6 +272,7 @@ pub(crate) fn run_start(
         task,
         policy,
         tools,
+        ..
     } = loaded;
     let redactor = redactor(opts, policy)?;
     // Absolute, so `resume` and `replay` find the task from any working directory.

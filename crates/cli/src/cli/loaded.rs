@@ -7,16 +7,19 @@ use std::sync::Arc;
 
 use super::{Failure, exit, load_tool};
 use crate::task::{PlannerOverrides, Task};
-use toolhost_engine::ToolName;
 use toolhost_engine::validate::Entry;
+use toolhost_engine::{Extractor, ToolName};
 use toolhost_runtime::policy::Policy;
 use toolhost_runtime::{Runtime, Tool};
 
-/// A task with its policy and loaded tools.
+/// A task with its policy and loaded tools, and the extractor of its run (none until a
+/// command builds it with the planner: [`planner::extractor`](super::planner::extractor),
+/// or a replay's recorded one).
 pub(crate) struct Loaded {
     pub task: Task,
     pub policy: Policy,
     pub tools: BTreeMap<ToolName, Entry>,
+    pub extractor: Option<Arc<dyn Extractor>>,
 }
 
 impl Loaded {
@@ -119,5 +122,6 @@ pub(crate) fn load_task(
         task,
         policy,
         tools,
+        extractor: None,
     })
 }

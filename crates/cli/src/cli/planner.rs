@@ -1,14 +1,18 @@
 //! `toolhost run`'s planner flags, and building the run's planner from the task: the
 //! script, a model provider, a cassette, or an ensemble of two models; answering from plan
-//! memory on a hit; wrapped in a recorder with `--record`.
+//! memory on a hit; wrapped in a recorder with `--record`. And the run's extractor (the
+//! model of `model.extract` steps), from the task too.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::{Failure, exit};
 use crate::task::Task;
-use crate::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
-use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Mode, Plan, Planner};
-use toolhost_llm::{LlmConfig, LlmPlanner, OnWait, Recorder, Waiting, cassette};
+use crate::task::{ExtractorSpec, MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
+use toolhost_engine::{
+    Canned, Ensemble, EnsembleConfig, Extractor, MemoryPlanner, Mode, Plan, Planner,
+};
+use toolhost_llm::{LlmConfig, LlmExtractor, LlmPlanner, OnWait, Recorder, Waiting, cassette};
 
 /// `--mode`, for the commands that start runs (`run`, `eval`, `submit`; a resumed run
 /// keeps its journal's mode).
@@ -183,4 +187,35 @@ pub(crate) fn build(
             Recorder::create(planner, path).map_err(|e| usage(e.to_string()))?,
         )),
     }
+}
+
+/// The extractor `task` asks for (`[extractor]`, else the planner's model), if any: built
+/// with the planner, so a missing key is a usage error before anything starts.
+pub(crate) fn extractor(task: &Task) -> Result<Option<Arc<dyn Extractor>>, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    Ok(match &task.extractor {
+        None => None,
+        Some(ExtractorSpec::Llm(config)) => Some(Arc::new(
+            LlmExtractor::from_env(config.clone(), Some(on_wait(&config.model)))
+                .map_err(|e| usage(format!("extractor: {e}")))?,
+        )),
+        Some(ExtractorSpec::Replay(path)) => Some(Arc::new(
+            cassette::extractions(path).map_err(|e| usage(e.to_string()))?,
+        )),
+    })
+}
+
+/// With `--record`, `loaded`'s extractions go to the cassette too (after the planner's
+/// [`build`] created it), for `--planner replay` to serve back.
+pub(crate) fn record_extractions(
+    loaded: &mut super::loaded::Loaded,
+    args: &PlannerArgs,
+) -> Result<(), Failure> {
+    let (Some(path), Some(inner)) = (&args.record, &loaded.extractor) else {
+        return Ok(());
+    };
+    let recorder = cassette::ExtractionRecorder::append(inner.clone(), path)
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    loaded.extractor = Some(Arc::new(recorder));
+    Ok(())
 }

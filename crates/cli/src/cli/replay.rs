@@ -89,6 +89,12 @@ pub(crate) fn run(
     loaded.task.config.faults = Faults::new("replay", faults.clone());
     let mut planner = replay::recorded(&recorded.records)
         .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
+    // Extractions are served from the journal too: the replay calls no model.
+    if loaded.task.extractor.is_some() {
+        let served = replay::extractions(&recorded.records)
+            .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
+        loaded.extractor = Some(std::sync::Arc::new(served));
+    }
     let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
     let telemetry = telemetry(&args.view)?;
     let (journal, claim) = match &url {

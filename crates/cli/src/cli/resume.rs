@@ -244,6 +244,7 @@ pub(crate) fn prepare(
         )?;
     }
     let redactor = super::journal::redactor(setup.redact, &loaded.policy)?;
+    loaded.extractor = super::planner::extractor(&loaded.task)?;
     let patterns = start["redaction"]["custom_patterns"].as_u64().unwrap_or(0);
     if patterns != redactor.custom_patterns() as u64 {
         return Err(usage(format!(
@@ -386,7 +387,7 @@ fn carry_on(
     err: &mut dyn Write,
 ) -> Result<(RunReport, Journal, bool), Failure> {
     let Prepared {
-        loaded,
+        mut loaded,
         redactor,
         resumable,
     } = prepare(
@@ -432,6 +433,7 @@ fn carry_on(
     let waiting = needs_decision(&resumable, &unfinished);
     // The configuration is checked before the journal is written to.
     let mut planner = super::planner::build(&loaded.task, &args.planner, None)?;
+    super::planner::record_extractions(&mut loaded, &args.planner)?;
     let telemetry = telemetry(&args.view)?;
     let (journal, reopened) = reopen(first, redactor)?;
     mark_resumed(

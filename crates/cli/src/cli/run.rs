@@ -181,6 +181,7 @@ pub(crate) fn drive_with(
         task,
         policy,
         tools,
+        extractor,
     } = loaded;
     // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
     let interrupt = control.ctrl_c || control.cancel.is_none();
@@ -226,6 +227,9 @@ pub(crate) fn drive_with(
         .observer(&mut tee);
     if let Some(d) = control.dispatch {
         engine = engine.dispatch(d);
+    }
+    if let Some(e) = extractor {
+        engine = engine.extractor(e);
     }
     let mut engine = engine.build();
     if interrupt {
@@ -304,7 +308,7 @@ pub(crate) fn run(
     err: &mut dyn Write,
 ) -> CmdResult {
     args.view.check()?;
-    let loaded = load(
+    let mut loaded = load(
         &rt,
         &args.task,
         args.view.tools_dir.as_deref(),
@@ -325,6 +329,8 @@ pub(crate) fn run(
         }
     });
     let mut planner = super::planner::build(&loaded.task, &args.planner, recalled)?;
+    loaded.extractor = super::planner::extractor(&loaded.task)?;
+    super::planner::record_extractions(&mut loaded, &args.planner)?;
     let telemetry = telemetry(&args.view)?;
     let (journal, claim) = match args.database.url() {
         Some(url) => {

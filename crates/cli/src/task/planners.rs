@@ -426,23 +426,7 @@ fn ensemble(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
                 "`kind = \"ensemble\"` needs [planner.{which}], a model's table (e.g. `{which} = {{ kind = \"openai\", model = \"…\" }}`)"
             )
         })?;
-        let table = format!("[planner.{which}]");
-        match resolve(sub, base) {
-            Ok(PlannerSpec::Llm(c)) => Ok(c),
-            _ if !matches!(
-                sub.kind,
-                PlannerKind::OpenAi | PlannerKind::Anthropic | PlannerKind::OpenAiCompatible
-            ) =>
-            {
-                Err(format!(
-                    "{table} must be a model: set `kind` to openai, anthropic or openai-compatible (it is `{}`)",
-                    kind_name(sub.kind)
-                ))
-            }
-            Ok(_) => unreachable!("model kinds resolve to models"),
-            Err(e) if e.contains("[planner]") => Err(e.replace("[planner]", &table)),
-            Err(e) => Err(format!("{table}: {e}")),
-        }
+        model_table(&format!("[planner.{which}]"), sub, base)
     };
     let fast = model("fast", &p.fast)?;
     let strong = model("strong", &p.strong)?;
@@ -457,6 +441,31 @@ fn ensemble(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
         strong,
         escalate_after_invalid,
     })
+}
+
+/// The model a table named `table` (`[planner.fast]`, `[extractor]`) describes, or why it
+/// is not one.
+pub(super) fn model_table(
+    table: &str,
+    sub: &PlannerConfig,
+    base: &Path,
+) -> Result<LlmConfig, String> {
+    match resolve(sub, base) {
+        Ok(PlannerSpec::Llm(c)) => Ok(c),
+        _ if !matches!(
+            sub.kind,
+            PlannerKind::OpenAi | PlannerKind::Anthropic | PlannerKind::OpenAiCompatible
+        ) =>
+        {
+            Err(format!(
+                "{table} must be a model: set `kind` to openai, anthropic or openai-compatible (it is `{}`)",
+                kind_name(sub.kind)
+            ))
+        }
+        Ok(_) => unreachable!("model kinds resolve to models"),
+        Err(e) if e.contains("[planner]") => Err(e.replace("[planner]", table)),
+        Err(e) => Err(format!("{table}: {e}")),
+    }
 }
 
 fn kind_name(k: PlannerKind) -> &'static str {

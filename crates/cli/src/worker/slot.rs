@@ -185,6 +185,7 @@ impl Slot {
             &lease.run,
         )?;
         let mut planner = crate::cli::planner::build(&loaded.task, &spec.planner, None)?;
+        loaded.extractor = crate::cli::planner::extractor(&loaded.task)?;
         let opts = crate::cli::journal::RunOptions {
             redact: spec.redact.clone(),
             state_dir: None,

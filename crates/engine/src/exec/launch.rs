@@ -15,6 +15,7 @@ use crate::ask;
 use crate::budget::{Budget, StopReason};
 use crate::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 use crate::engine::Engine;
+use crate::extract;
 use crate::fault::{FaultKind, Injected};
 use crate::flow;
 use crate::plan::OperationName;
@@ -67,6 +68,9 @@ impl Engine<'_> {
         if ask::is_ask(step) {
             // A person's answer spends no fuel and needs no approval: it is one.
             return Admission::Go(Limits::default().fuel(0));
+        }
+        if extract::is_extract(step) {
+            return self.admit_extraction(x);
         }
         if let Err(reason) = self.approve(step, x.confidence, st) {
             return Admission::Stop(reason);
@@ -205,12 +209,16 @@ impl Engine<'_> {
             evaluation: None,
             untrusted: taint.unwrap_or_default(),
             fuel: 0,
+            model_call: None,
             started_us,
             finished_us: started_us,
             events: Vec::new(),
         };
         x.in_flight.insert(id.clone(), base.clone());
         let span = trace::step_span(step, x.revision);
+        if extract::is_extract(step) {
+            return self.launch_extraction(step, args, base, span, x, st);
+        }
         if ask::is_ask(step) {
             let record = self.put_question(step, args, base, x, st);
             return Box::pin(std::future::ready(Done {

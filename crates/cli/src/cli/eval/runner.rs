@@ -61,9 +61,11 @@ impl<'a> CliRunner<'a> {
     pub(super) fn check(&self, suite: &Suite) -> Result<(), Failure> {
         for t in &suite.tasks {
             let task = self.task(t)?;
-            planner::build(&task, self.planner, None).map_err(|f| {
-                Failure::new(exit::USAGE, format!("task `{}`: {}", t.id, f.message()))
-            })?;
+            planner::build(&task, self.planner, None)
+                .and_then(|_| planner::extractor(&task))
+                .map_err(|f| {
+                    Failure::new(exit::USAGE, format!("task `{}`: {}", t.id, f.message()))
+                })?;
         }
         Ok(())
     }
@@ -84,9 +86,10 @@ impl Runner for CliRunner<'_> {
         let msg = |f: Failure| f.message().to_string();
         let mut task = self.task(golden).map_err(msg)?;
         task.config.faults = faults;
-        let loaded = load_task(task, &mut |p| self.tool(p)).map_err(msg)?;
+        let mut loaded = load_task(task, &mut |p| self.tool(p)).map_err(msg)?;
         let tools = loaded.tools.clone();
         let mut planner = planner::build(&loaded.task, self.planner, None).map_err(msg)?;
+        loaded.extractor = planner::extractor(&loaded.task).map_err(msg)?;
         let journal =
             super::super::journal::open(self.journal, &golden.path, &loaded, None).map_err(msg)?;
         let view = View::unattended();

@@ -5,7 +5,8 @@
 //! Tasks come by name from the task directory (`NAME.toml`, under its own policy), or
 //! inline. An inline task runs under the server's `policy`, names its tools (found in the
 //! tools directory), and may not point at files or secrets on the server: no
-//! `policy`, no tool paths, no planner `script`, `cassette`, `base_url` or `api_key_env`.
+//! `policy`, no tool paths, no planner or extractor `script`, `cassette`, `base_url` or
+//! `api_key_env`.
 //! It is written to `STATE/serve/tasks/` so that its journal's task digest holds and
 //! `toolhost resume` finds it.
 
@@ -209,8 +210,8 @@ pub(super) struct CliLauncher {
     state_dir: PathBuf,
 }
 
-/// Keys of an inline task's `[planner]` (at any depth) that would read files or secrets
-/// of the server, or send them elsewhere.
+/// Keys of an inline task's `[planner]` and `[extractor]` (at any depth) that would read
+/// files or secrets of the server, or send them elsewhere.
 const SERVER_ONLY: [&str; 4] = ["script", "cassette", "base_url", "api_key_env"];
 
 pub(super) fn invalid(f: Failure) -> RegistryError {
@@ -288,13 +289,15 @@ impl CliLauncher {
                 "`tools`: an inline task names its tools (found in the server's tools directory), never paths".into(),
             );
         }
-        if let Some(toml::Value::Table(p)) = table.get("planner") {
-            let mut found = Vec::new();
-            server_only_keys(p, "planner", &mut found);
-            for k in found {
-                problems.push(format!(
-                    "`{k}`: an inline task may not name files or secrets of the server"
-                ));
+        for model in ["planner", "extractor"] {
+            if let Some(toml::Value::Table(p)) = table.get(model) {
+                let mut found = Vec::new();
+                server_only_keys(p, model, &mut found);
+                for k in found {
+                    problems.push(format!(
+                        "`{k}`: an inline task may not name files or secrets of the server"
+                    ));
+                }
             }
         }
         if !problems.is_empty() {
@@ -365,6 +368,7 @@ impl Launcher for CliLauncher {
         }
         let planner = planner::build(&loaded.task, &planner::PlannerArgs::default(), None)
             .map_err(invalid)?;
+        loaded.extractor = planner::extractor(&loaded.task).map_err(invalid)?;
         let options = journal::RunOptions {
             redact: Vec::new(),
             state_dir: Some(self.state_dir.clone()),

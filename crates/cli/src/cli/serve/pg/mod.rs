@@ -115,6 +115,7 @@ impl PgBackend {
             loaded.task.config.budgets.max_steps = n;
         }
         planner::build(&loaded.task, &planner_args, None).map_err(invalid)?;
+        planner::extractor(&loaded.task).map_err(invalid)?;
         let task = std::path::absolute(&path).unwrap_or(path);
         let digest = crate::cli::journal::digest(&task).map_err(invalid)?;
         let task_text = std::fs::read_to_string(&task).map_err(|e| {
