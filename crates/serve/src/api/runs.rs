@@ -80,6 +80,7 @@ pub(crate) struct ListParams {
     /// Only runs in this state.
     state: Option<RunState>,
     /// At most this many runs (1–500; default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<usize>,
     /// Runs after this run id (the `next` of the previous page).
     after: Option<String>,
