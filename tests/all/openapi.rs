@@ -53,7 +53,7 @@ fn check(server: &Server) {
         .args(["--checks", CHECKS])
         .args(["--header", &format!("Authorization: Bearer {TOKEN}")])
         .args(["--max-examples", EXAMPLES, "--generation-deterministic"])
-        .args(["--generation-database", "none", "--workers", "1"])
+        .args(["--workers", "1"])
         .args(["--request-timeout", "30", "--no-color"])
         .env("NO_COLOR", "1")
         .env_remove("SCHEMATHESIS_HOOKS")

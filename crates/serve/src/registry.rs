@@ -105,6 +105,9 @@ pub struct Overrides {
     pub planner: Option<String>,
     pub model: Option<String>,
     /// Replaces the task's `budgets.max_steps`.
+    // A u32, documented by its range: utoipa's `int32` format would promise a maximum of
+    // 2^31 - 1 that the server does not hold to (schemathesis found it).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295.0)]
     pub max_steps: Option<u32>,
 }
 
