@@ -3,8 +3,9 @@
 //! Kubernetes schemas (`kubernetes-validate --strict`, pinned in
 //! tests/service/requirements.txt); every `toolhost` command line in the three parses with
 //! the real binary; the Dockerfile builds with the README's build command; and the
-//! configuration the compose file and the manifests mount (tokens, tasks, policy), under
-//! their command lines, serves a run on a real server whose probes answer.
+//! configuration the compose file and the manifests mount (tokens, tasks, policies), under
+//! their command lines, serves a run on a real server whose probes answer, and the `data`
+//! pool's policy passes `toolhost policy check` with its mount in place.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -105,7 +106,10 @@ fn command_lines() -> Option<Vec<(String, Vec<String>)>> {
 
     let compose = yaml(&deploy("compose.yaml"))?.remove(0);
     for (name, service) in compose["services"].as_object().unwrap() {
-        if service["image"].as_str().is_some_and(|i| i.starts_with("toolhost:")) {
+        if service["image"]
+            .as_str()
+            .is_some_and(|i| i.starts_with("toolhost:"))
+        {
             let command = &service["command"];
             lines.push((format!("compose service {name}"), strings(command)));
         }
@@ -115,7 +119,10 @@ fn command_lines() -> Option<Vec<(String, Vec<String>)>> {
             let containers = &doc["spec"]["template"]["spec"]["containers"];
             for c in containers.as_array().into_iter().flatten() {
                 if c["command"].is_null() {
-                    lines.push((format!("{} {}", file.display(), c["name"]), strings(&c["args"])));
+                    lines.push((
+                        format!("{} {}", file.display(), c["name"]),
+                        strings(&c["args"]),
+                    ));
                 } else {
                     let mut all = strings(&c["command"]);
                     assert_eq!(all.remove(0), "toolhost", "{c}");
@@ -179,10 +186,20 @@ fn the_kubernetes_manifests_validate_offline_against_the_schemas() {
     };
     let files = k8s_files();
     let out = run(&files);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    for kind in ["deployment/", "service/", "configmap/", "secret/", "poddisruptionbudget/"] {
-        assert!(text.contains(&format!("passed for resource {kind}")), "no {kind}: {text}");
+    for kind in [
+        "deployment/",
+        "service/",
+        "configmap/",
+        "secret/",
+        "poddisruptionbudget/",
+    ] {
+        assert!(
+            text.contains(&format!("passed for resource {kind}")),
+            "no {kind}: {text}"
+        );
     }
     // Strict: a field the schema does not know fails.
     let dir = tempfile::tempdir().unwrap();
@@ -273,7 +290,11 @@ fn the_compose_replicas_configuration_serves_a_run() {
     let Some(_) = command_lines() else {
         return;
     };
-    let server = start_as_image(&localised("compose service replica-1", &etc), dir.path(), None);
+    let server = start_as_image(
+        &localised("compose service replica-1", &etc),
+        dir.path(),
+        None,
+    );
     serves_seed(&server);
     // The image's HEALTHCHECK, aimed at this server.
     let probe: Vec<String> = serde_json::from_str(
@@ -283,13 +304,44 @@ fn the_compose_replicas_configuration_serves_a_run() {
             .1,
     )
     .unwrap();
-    let url = probe.last().unwrap().replace("http://127.0.0.1:8080", &server.url);
+    let url = probe
+        .last()
+        .unwrap()
+        .replace("http://127.0.0.1:8080", &server.url);
     let status = Command::new(&probe[0])
         .args(&probe[1..probe.len() - 1])
         .arg(&url)
         .output()
         .expect("run curl");
     assert!(status.status.success(), "HEALTHCHECK {url}: {status:?}");
+}
+
+#[test]
+fn the_data_pool_s_policy_holds_with_its_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(deploy("data-policy.toml")).unwrap();
+    assert!(text.contains(r#"host = "/data""#), "{text}");
+    let policy = dir.path().join("data-policy.toml");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(
+        &policy,
+        text.replace(
+            r#"host = "/data""#,
+            &format!("host = {:?}", data.display().to_string()),
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["policy", "check"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -310,7 +362,11 @@ fn the_kubernetes_deployment_serves_a_run_from_its_configmap_and_secret() {
         std::fs::write(etc.join("tasks").join(name), text.as_str().unwrap()).unwrap();
     }
     let secret = of("Secret")["stringData"].clone();
-    std::fs::write(etc.join("serve.toml"), secret["serve.toml"].as_str().unwrap()).unwrap();
+    std::fs::write(
+        etc.join("serve.toml"),
+        secret["serve.toml"].as_str().unwrap(),
+    )
+    .unwrap();
     // The Secret's URL names the cluster's database; a real one stands in for it here.
     let t = toolhost_tests::postgres::database("deploy_k8s");
     let server = start_as_image(

@@ -151,6 +151,13 @@ fn a_served_run_s_report_renders_from_the_server_with_its_verdict() {
         .nth(1)
         .unwrap_or_else(|| panic!("no verified chain's verdict in the DOM of {report}:\n{dom}"));
     assert!(verdict.starts_with("✔ Chain verified: "), "{verdict}");
-    assert!(!verdict.split("</div>").next().unwrap().contains("no stop record"), "{verdict}");
+    assert!(
+        !verdict
+            .split("</div>")
+            .next()
+            .unwrap()
+            .contains("no stop record"),
+        "{verdict}"
+    );
     assert!(dom.contains(id), "the run's id is not on its page");
 }

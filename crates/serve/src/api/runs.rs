@@ -214,7 +214,11 @@ pub(crate) async fn events(
     };
     // The document says int64 (record numbers are PostgreSQL bigints), so a larger u64 is
     // refused, in either place, rather than read as "after every record".
-    if let Some(n) = [header, p.after].into_iter().flatten().find(|n| i64::try_from(*n).is_err()) {
+    if let Some(n) = [header, p.after]
+        .into_iter()
+        .flatten()
+        .find(|n| i64::try_from(*n).is_err())
+    {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             format!("record number {n} is beyond the largest one, {}", i64::MAX),
