@@ -20,6 +20,12 @@ echo "== guest-language toolchains"
 echo "== mock model server"
 ./scripts/aimock.sh
 
+# schemathesis and kubernetes-validate, pinned, under target/service-checks: the API
+# against its own OpenAPI document (tests/all/openapi.rs) and deploy/k8s/ against the
+# Kubernetes schemas, offline (tests/all/deploy.rs).
+echo "== service checks (schemathesis, kubernetes-validate)"
+./scripts/service-checks.sh
+
 # Headless Chromium renders the HTML run report in a test (tests/all/report/browser.rs),
 # which fails without it unless TOOLHOST_SKIP_BROWSER=1. Installed from Debian's archive
 # when missing and we are root with apt; otherwise say what to do.

@@ -56,7 +56,6 @@ impl Fixture {
     /// [`Fixture::start`] with `env` set, and no database from the environment. The
     /// server dies with the test's thread (a failing test leaves none behind).
     pub(crate) fn start_with(&self, extra: &[&str], env: &[(&str, String)]) -> Server {
-        use std::os::unix::process::CommandExt;
         let s = |p: PathBuf| p.display().to_string();
         let mut cmd = Command::new(BIN);
         cmd.args(["--cache-dir", &s(self.p("cache")), "--state-dir"])
@@ -68,40 +67,48 @@ impl Fixture {
             .arg("--policy")
             .arg(self.p("tasks/policy.toml"))
             .args(extra)
-            .env_remove("TOOLHOST_LOG")
             .env_remove("TOOLHOST_DATABASE_URL")
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
-        let mut child = cmd.spawn().expect("start toolhost serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = lines
-            .next()
-            .expect("an address line")
-            .expect("utf-8 stdout");
-        let url = line
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("not the address line: {line}"))
-            .to_string();
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-        let server = Server {
-            child,
-            api: Api { url, token: None },
-        };
-        server.wait_ready();
-        server
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        spawn(cmd)
     }
+}
+
+/// Starts `cmd`, a `toolhost … serve` command line listening on `127.0.0.1:0`, and waits
+/// until it is ready. The server dies with the test's thread (a failing test leaves none
+/// behind).
+pub(crate) fn spawn(mut cmd: Command) -> Server {
+    use std::os::unix::process::CommandExt;
+    cmd.env_remove("TOOLHOST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut child = cmd.spawn().expect("start toolhost serve");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .next()
+        .expect("an address line")
+        .expect("utf-8 stdout");
+    let url = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("not the address line: {line}"))
+        .to_string();
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    let server = Server {
+        child,
+        api: Api { url, token: None },
+    };
+    server.wait_ready();
+    server
 }
 
 /// A running server, killed when dropped.
@@ -525,7 +532,7 @@ fn bad_tasks_are_refused_with_their_problems() {
     assert!(e["error"].as_str().unwrap().contains("extra"), "{e}");
 }
 
-fn sha256_hex(token: &str) -> String {
+pub(crate) fn sha256_hex(token: &str) -> String {
     use std::io::Write;
     let mut child = Command::new("sha256sum")
         .stdin(Stdio::piped())

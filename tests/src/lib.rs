@@ -68,6 +68,27 @@ pub fn guest_langs() -> PathBuf {
         .unwrap_or_else(|| root().join("target").join("guest-langs"))
 }
 
+/// `name`, an entry point of the venv that `scripts/service-checks.sh` installs
+/// (schemathesis, kubernetes-validate) under `TOOLHOST_SERVICE_CHECKS_DIR` or
+/// `target/service-checks`; `None`, after saying so, when `TOOLHOST_SKIP_SERVICE_CHECKS=1`;
+/// a panic naming the script when it is missing.
+pub fn service_check(name: &str) -> Option<PathBuf> {
+    if std::env::var_os("TOOLHOST_SKIP_SERVICE_CHECKS").is_some_and(|v| v == "1") {
+        eprintln!("TOOLHOST_SKIP_SERVICE_CHECKS=1: skipping a test that runs `{name}`");
+        return None;
+    }
+    let dir = std::env::var_os("TOOLHOST_SERVICE_CHECKS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target").join("service-checks"));
+    let found = dir.join("venv").join("bin").join(name);
+    assert!(
+        found.is_file(),
+        "{} is missing: run scripts/service-checks.sh (or set TOOLHOST_SKIP_SERVICE_CHECKS=1 to skip)",
+        found.display()
+    );
+    Some(found)
+}
+
 /// Path of a built component (`calc`, `misbehave`, …, or the Python and JavaScript
 /// tools of `toolhost-lang-tools`).
 pub fn path(name: &str) -> &'static str {

@@ -105,12 +105,16 @@ pub struct Overrides {
     pub planner: Option<String>,
     pub model: Option<String>,
     /// Replaces the task's `budgets.max_steps`.
+    // A u32, documented by its range: utoipa's `int32` format would promise a maximum of
+    // 2^31 - 1 that the server does not hold to (schemathesis found it).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295.0)]
     pub max_steps: Option<u32>,
 }
 
 /// `POST /v1/runs`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"task": {"name": "seed"}}))]
 pub struct SubmitRequest {
     pub task: TaskSource,
     #[serde(default)]
@@ -268,7 +272,8 @@ pub struct RunView {
     /// The stop record: `reason` and its details (`which` budget, `why`, …).
     #[schema(value_type = Option<Object>)]
     pub stop: Option<Value>,
-    #[schema(value_type = Option<Object>)]
+    /// The run's answer: any JSON value (a planner may answer with a number or a string).
+    #[schema(value_type = Option<Value>)]
     pub answer: Option<Value>,
     pub steps: StepCounts,
     /// What the run spent: steps, replans, fuel, tokens, cost, planner calls, wall time.
@@ -287,9 +292,10 @@ pub struct Decision {
     /// The plan to run instead (`edit`, plans only; validated again).
     #[schema(value_type = Option<Object>)]
     pub plan: Option<Value>,
-    /// The answer to a pending question (`answer`), checked against its schema.
+    /// The answer to a pending question (`answer`), checked against its schema: any JSON
+    /// value the schema allows.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Value>)]
     pub answer: Option<Value>,
 }
 
@@ -297,8 +303,8 @@ pub struct Decision {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
-    /// The answer, a JSON value matching the pending question's `schema`.
-    #[schema(value_type = Object)]
+    /// The answer, a JSON value (of any type) matching the pending question's `schema`.
+    #[schema(value_type = Value)]
     pub answer: Value,
 }
 

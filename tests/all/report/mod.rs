@@ -3,7 +3,7 @@
 //! when the chain is broken, and shows record kinds it does not know; `browser` renders it
 //! in headless Chromium.
 
-mod browser;
+pub(crate) mod browser;
 
 use std::path::{Path, PathBuf};
 

@@ -80,6 +80,7 @@ pub(crate) struct ListParams {
     /// Only runs in this state.
     state: Option<RunState>,
     /// At most this many runs (1–500; default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<usize>,
     /// Runs after this run id (the `next` of the previous page).
     after: Option<String>,
@@ -154,6 +155,19 @@ pub(crate) async fn get_run(
     Ok(Json(readable(&state, &caller, &id)?))
 }
 
+/// One event of `GET /v1/runs/{id}/events` as it is on the wire, for the document only:
+/// the events themselves are written by axum's `Event`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct JournalEvent {
+    /// The record's `seq` (send it back as `Last-Event-ID`).
+    id: String,
+    /// The record's `kind`.
+    event: String,
+    /// The record, JSON.
+    data: String,
+}
+
 /// `GET /v1/runs/{id}/events` parameters.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -170,7 +184,7 @@ pub(crate) struct EventParams {
     params(("id" = String, Path, description = "The run id"), EventParams,
         ("last-event-id" = Option<u64>, Header, description = "The last record seen")),
     responses(
-        (status = 200, description = "text/event-stream of journal records", content_type = "text/event-stream", body = String),
+        (status = 200, description = "text/event-stream of journal records", content_type = "text/event-stream", body = JournalEvent),
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody),
@@ -186,18 +200,31 @@ pub(crate) async fn events(
 ) -> Result<Response, ApiError> {
     let Query(p) = params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
     readable(&state, &caller, &id)?;
-    let after = match headers.get("last-event-id") {
+    let header = match headers.get("last-event-id") {
         Some(v) => {
             let text = v.to_str().unwrap_or("");
-            text.trim().parse::<u64>().map_err(|_| {
+            Some(text.trim().parse::<u64>().map_err(|_| {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     format!("Last-Event-ID `{text}` is not a record number"),
                 )
-            })?
+            })?)
         }
-        None => p.after.unwrap_or(0),
+        None => None,
     };
+    // The document says int64 (record numbers are PostgreSQL bigints), so a larger u64 is
+    // refused, in either place, rather than read as "after every record".
+    if let Some(n) = [header, p.after]
+        .into_iter()
+        .flatten()
+        .find(|n| i64::try_from(*n).is_err())
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("record number {n} is beyond the largest one, {}", i64::MAX),
+        ));
+    }
+    let after = header.or(p.after).unwrap_or(0);
     let records = state.registry.events(&id, after)?;
     let stream = records.map(|r| {
         let event = Event::default()
