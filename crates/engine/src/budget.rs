@@ -289,9 +289,10 @@ pub struct Usage {
     /// What the answering model was asked, where that differs from the run's request:
     /// an ensemble's strong planner is asked afresh for a plan where the run asked the
     /// fast one for a repair. The run's own request stays the call's `ask` (resume
-    /// matches answers to requests by it).
+    /// matches answers to requests by it). Boxed: rare, and every planner result carries
+    /// a `Usage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent_as: Option<Ask>,
+    pub sent_as: Option<Box<Ask>>,
 }
 
 impl Usage {

@@ -304,7 +304,7 @@ impl Engine<'_> {
             .into(),
             cached: usage.cached,
             also: usage.also.clone(),
-            sent_as: usage.sent_as.clone(),
+            sent_as: usage.sent_as.as_deref().cloned(),
         };
         self.observer.planner_called(&call);
         st.calls.push(call);

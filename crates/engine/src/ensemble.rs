@@ -217,6 +217,6 @@ fn note_sent_as(
             Ok((_, u)) => u,
             Err(e) => &mut e.usage,
         };
-        usage.sent_as = Some(got);
+        usage.sent_as = Some(Box::new(got));
     }
 }

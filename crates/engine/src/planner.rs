@@ -18,7 +18,7 @@ use super::ask;
 pub use super::asked::Ask;
 pub use super::budget::Usage;
 use super::extract;
-use super::plan::{OperationName, Plan, StepId, ToolName};
+use super::plan::{OperationName, Plan, ToolName};
 use super::record::{ModelCall, StepRecord};
 use super::validate::{Catalog, Problem};
 

@@ -51,7 +51,7 @@ impl PlannerCall {
             cached_input_tokens: self.cached_input_tokens,
             also: self.also.clone(),
             cached: self.cached,
-            sent_as: self.sent_as.clone(),
+            sent_as: self.sent_as.clone().map(Box::new),
         }
     }
 }

@@ -19,7 +19,7 @@ use super::{Kind, Record, time};
 use toolhost_engine::PlannerCall;
 use toolhost_engine::budget::{Prices, Spent, StopReason};
 use toolhost_engine::plan::{Plan, StepId};
-use toolhost_engine::planner::{Mode, Reply};
+use toolhost_engine::planner::{Mode, Reply, Usage};
 use toolhost_engine::record::StepRecord;
 use toolhost_engine::resume::{Checkpoint, Current};
 
