@@ -1,5 +1,6 @@
 //! toolhost integration tests: one binary, a module per area.
 
+mod adversary;
 mod bank;
 mod bfcl;
 mod cache;
@@ -29,6 +30,7 @@ mod run;
 mod sandbox;
 mod schema;
 mod serve;
+mod slack;
 mod tools;
 mod traces;
 mod values;
@@ -40,6 +42,7 @@ fn every_tool_has_tests() {
     const TESTED: &[&str] = &[
         "calc",
         "bank",
+        "slack",
         "text",
         "json",
         "fs",

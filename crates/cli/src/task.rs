@@ -35,6 +35,11 @@
 //! # fast = { kind = "openai", model = "gpt-4o-mini" }
 //! # strong = { kind = "anthropic", model = "claude-sonnet-4-5" }
 //!
+//! # … or, for measuring prompt-injection defences only (SECURITY.md, "Measurement"):
+//! # [planner]
+//! # kind = "adversarial"           # a hijacked model's worst case
+//! # adversary = "attack.json"      # {"task": [steps], "injection": [steps], "trigger": "text"}
+//!
 //! [memory]                        # plan memory: off unless enabled
 //! enabled = true
 //!

@@ -8,6 +8,7 @@ use super::{Failure, exit};
 use crate::task::Task;
 use crate::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
 use toolhost_engine::{Canned, Ensemble, EnsembleConfig, MemoryPlanner, Mode, Plan, Planner};
+use toolhost_eval::Adversary;
 use toolhost_llm::{LlmConfig, LlmPlanner, OnWait, Recorder, Waiting, cassette};
 
 /// `--mode`, for the commands that start runs (`run`, `eval`, `submit`; a resumed run
@@ -172,6 +173,9 @@ pub(crate) fn build(
             c.escalate_after_invalid = *escalate_after_invalid;
             c.prices = task.config.prices.clone();
             Box::new(Ensemble::new(model(fast)?, model(strong)?, c))
+        }
+        PlannerSpec::Adversary(path) => {
+            Box::new(Adversary::open(path).map_err(|e| usage(e.to_string()))?)
         }
     };
     if recalled.is_some() {
