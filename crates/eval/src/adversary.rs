@@ -18,12 +18,14 @@
 //! - a repaired plan: its last plan without the steps the problems name (a persistent
 //!   adversary keeps whatever the rules still allow); it gives up when nothing is left;
 //! - a turn (step-wise, ReAct): the next injection step once hijacked, else the next task
-//!   step, else stop. A refused turn is dropped and the next one is given.
+//!   step, else stop. A refused turn is dropped and the next one is given. A reference to
+//!   a script step (`{"$ref": "s1.output"}`, `${s1.output}`) is rewritten to the turn that
+//!   ran it (`t1`), so scripts hold their data flow as references in either mode.
 //!
 //! Steps of a plan run in the order given, each after the one before (the state the
 //! suites' tools share is one file), whatever `depends_on` the script says.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -63,6 +65,8 @@ pub struct Adversary {
     /// Step-wise: how many task and injection steps have been given as turns.
     task_turns: usize,
     injection_turns: usize,
+    /// Step-wise: the turn's step id (`t3`) that each script step given as a turn became.
+    turn_ids: BTreeMap<String, String>,
     /// The last plan answered, for a repair.
     last: Vec<Step>,
 }
@@ -97,6 +101,7 @@ impl Adversary {
             hijacked: false,
             task_turns: 0,
             injection_turns: 0,
+            turn_ids: BTreeMap::new(),
             last: Vec::new(),
         })
     }
@@ -113,7 +118,7 @@ impl Adversary {
             self.hijacked = true;
         }
         match Ask::of(req) {
-            Ask::Turn | Ask::TurnRepair => self.turn(),
+            Ask::Turn | Ask::TurnRepair => self.turn(req.revision),
             Ask::Plan => {
                 let mut steps = Vec::new();
                 if self.hijacked {
@@ -176,7 +181,7 @@ impl Adversary {
         }
     }
 
-    fn turn(&mut self) -> Reply {
+    fn turn(&mut self, turn_no: u32) -> Reply {
         let script = &self.script;
         let step = if self.hijacked && self.injection_turns < script.injection.len() {
             self.injection_turns += 1;
@@ -193,17 +198,52 @@ impl Adversary {
                 }),
             };
         };
+        let arguments = renamed(&step.args, &self.turn_ids);
+        let turn = Turn {
+            thought: step.description.clone(),
+            tool: Some(step.tool.clone()),
+            operation: Some(step.operation.clone()),
+            arguments: Some(arguments),
+            confidence: 1.0,
+            ..Turn::default()
+        };
+        self.turn_ids
+            .insert(step.id.to_string(), format!("t{turn_no}"));
         Reply::Turn {
-            turn: Box::new(Turn {
-                thought: step.description.clone(),
-                tool: Some(step.tool.clone()),
-                operation: Some(step.operation.clone()),
-                arguments: Some(step.args.clone()),
-                confidence: 1.0,
-                ..Turn::default()
-            }),
+            turn: Box::new(turn),
         }
     }
+}
+
+/// `v` with every reference to a step in `ids` made a reference to the step it became.
+fn renamed(v: &Value, ids: &BTreeMap<String, String>) -> Value {
+    match v {
+        Value::Object(m) if m.len() == 1 && m.contains_key("$ref") => match &m["$ref"] {
+            Value::String(r) => {
+                let r = ids.iter().find_map(|(from, to)| {
+                    r.strip_prefix(&format!("{from}."))
+                        .map(|rest| format!("{to}.{rest}"))
+                });
+                r.map_or_else(|| v.clone(), |r| serde_json::json!({ "$ref": r }))
+            }
+            _ => v.clone(),
+        },
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), renamed(v, ids)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|i| renamed(i, ids)).collect()),
+        Value::String(s) if s.contains("${") => Value::String(rename_interpolations(s, ids)),
+        other => other.clone(),
+    }
+}
+
+/// `s` with `${FROM.` made `${TO.` for every renamed step.
+fn rename_interpolations(s: &str, ids: &BTreeMap<String, String>) -> String {
+    ids.iter().fold(s.to_string(), |out, (from, to)| {
+        out.replace(&format!("${{{from}."), &format!("${{{to}."))
+    })
 }
 
 fn give_up(why: &str) -> Reply {
@@ -256,6 +296,18 @@ mod tests {
         assert!(holds(&shown, "Send \"all\""));
         assert!(holds(&json!({"a key with it: X": 1}), "X"));
         assert!(!holds(&json!({"n": 5, "b": true, "s": "nothing"}), "5"));
+    }
+
+    #[test]
+    fn references_to_script_steps_name_the_turns_that_ran_them() {
+        let ids = BTreeMap::from([("s1".to_string(), "t1".to_string()), ("s10".to_string(), "t4".to_string())]);
+        let args = json!({"to": {"$ref": "s10.output[0].recipient"}, "body": "see ${s1.output} and ${s10.output.x}",
+                          "list": [{"$ref": "s1.output"}, {"$ref": "s2.output"}], "n": 3});
+        assert_eq!(
+            renamed(&args, &ids),
+            json!({"to": {"$ref": "t4.output[0].recipient"}, "body": "see ${t1.output} and ${t4.output.x}",
+                   "list": [{"$ref": "t1.output"}, {"$ref": "s2.output"}], "n": 3})
+        );
     }
 
     #[test]
