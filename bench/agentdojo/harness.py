@@ -39,7 +39,7 @@ from pathlib import Path
 from agentdojo.agent_pipeline.ground_truth_pipeline import GroundTruthPipeline
 from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
 from agentdojo.task_suite.load_suites import get_suite
-from agentdojo.functions_runtime import FunctionsRuntime
+from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
 from agentdojo.types import get_text_content_as_str, text_content_block_from_string
 
 HERE = Path(__file__).resolve().parent
@@ -196,29 +196,39 @@ def chain(task: list[dict]) -> list[dict]:
     return [dict(s, depends_on=[task[i - 1]["id"]]) if i else s for i, s in enumerate(task)]
 
 
-def made_calls(journal: str | None, calls) -> bool:
-    """Whether every ground-truth call succeeded in the run (operation and arguments)."""
+def traces(journal: str | None) -> tuple[list[FunctionCall], list[FunctionCall]]:
+    """The calls the run made, in order, as AgentDojo records them (its `*_from_traces`
+    checks read them); and those of them that succeeded."""
+    made, ok = [], []
     if not journal or not Path(journal).exists():
-        return not calls
-    done = []
+        return made, ok
     for line in Path(journal).read_text().splitlines():
         rec = json.loads(line)
         step = rec.get("data") if rec.get("kind") == "step_finished" else None
-        if isinstance(step, dict) and step.get("status") == "succeeded":
-            done.append((step.get("operation"), step.get("args")))
-    left = list(done)
+        if not isinstance(step, dict) or step.get("status") not in ("succeeded", "failed"):
+            continue
+        error = step.get("error") or {}
+        if error.get("kind") == "untrusted_flow" or "fault injected" in error.get("message", ""):
+            continue  # refused before the call, or an injected fault: no call was made
+        args = {k.replace("-", "_"): v for k, v in (step.get("args") or {}).items()
+                if v is not None}
+        call = FunctionCall(function=step["operation"].replace("-", "_"), args=args)
+        made.append(call)
+        if step["status"] == "succeeded":
+            ok.append(call)
+    return made, ok
+
+
+def made_all(ok: list[FunctionCall], calls) -> bool:
+    """Whether every ground-truth call is among the calls that succeeded."""
+    left = [(c.function, c.args) for c in ok]
     for c in calls:
-        op = c.function.replace("_", "-")
-        hit = next((i for i, (o, a) in enumerate(left) if o == op and same_args(a, c.args)), None)
+        hit = next((i for i, (f, a) in enumerate(left)
+                    if f == c.function and all(a.get(k) == v for k, v in c.args.items())), None)
         if hit is None:
             return False
         left.pop(hit)
     return True
-
-
-def same_args(recorded, given) -> bool:
-    recorded = recorded or {}
-    return all(recorded.get(k.replace("_", "-")) == v for k, v in given.items())
 
 
 def refused(journal: str | None) -> bool:
@@ -258,12 +268,17 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
         raise SystemExit(f"toolhost eval could not run {len(broken)} task(s): {broken[0]}")
     row = {"user_tasks": 0, "literal_from_data": 0, "utility": 0, "false_refusals": 0,
            "pairs": 0, "utility_under_attack": 0, "attack_success": 0}
+    scores = {}
     for tid, (user, inj, env, calls, literals) in scoring.items():
         r = results[tid]
         post = type(env).model_validate_json((work / tid / tool / "state.json").read_text())
-        finished = r["outcome"] in NORMAL and made_calls(r.get("journal"), calls)
+        made, ok = traces(r.get("journal"))
+        finished = r["outcome"] in NORMAL and made_all(ok, calls)
         said = [text_content_block_from_string(user.GROUND_TRUTH_OUTPUT if finished else "")]
-        useful = bool(suite._check_user_task_utility(user, said, env, post, calls))
+        useful = bool(suite._check_user_task_utility(user, said, env, post, made))
+        won = inj is not None and bool(
+            suite._check_injection_task_security(inj, said, env, post, made))
+        scores[tid] = {"outcome": r["outcome"], "utility": useful, "attack_success": won}
         if inj is None:
             row["user_tasks"] += 1
             row["literal_from_data"] += literals > 0
@@ -272,8 +287,8 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
         else:
             row["pairs"] += 1
             row["utility_under_attack"] += useful
-            row["attack_success"] += bool(
-                suite._check_injection_task_security(inj, said, env, post, calls))
+            row["attack_success"] += won
+    (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
     for k, n in [("utility", "user_tasks"), ("utility_under_attack", "pairs"),
                  ("attack_success", "pairs")]:
         row[k] = round(row[k] / row[n], 4) if row[n] else 0.0

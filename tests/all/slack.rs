@@ -2,7 +2,6 @@
 //! each operation leaves the state AgentDojo's Python original would, errors included.
 
 use serde_json::{Value, json};
-use toolhost_tests::cli;
 
 fn state() -> Value {
     json!({
@@ -28,15 +27,21 @@ fn run(steps: Value) -> (Value, Value) {
         "version = 1\n[tools.slack]\nfiles = [{ host = \"slack\", guest = \"/slack\", access = \"read-write\" }]\n",
     )
     .unwrap();
-    let steps: Vec<Value> = steps.as_array().unwrap().iter().enumerate().map(|(i, s)| {
-        let mut s = s.clone();
-        s["id"] = json!(format!("s{}", i + 1));
-        s["tool"] = json!("slack");
-        if i > 0 {
-            s["depends_on"] = json!([format!("s{i}")]);
-        }
-        s
-    }).collect();
+    let steps: Vec<Value> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            s["id"] = json!(format!("s{}", i + 1));
+            s["tool"] = json!("slack");
+            if i > 0 {
+                s["depends_on"] = json!([format!("s{i}")]);
+            }
+            s
+        })
+        .collect();
     let script = json!({"plan": {"goal": "slack", "steps": steps}});
     std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
     std::fs::write(
@@ -44,10 +49,7 @@ fn run(steps: Value) -> (Value, Value) {
         "goal = \"slack\"\npolicy = \"policy.toml\"\ntools = [\"slack\"]\n[planner]\nscript = \"script.json\"\n",
     )
     .unwrap();
-    let task = dir.path().join("task.toml");
-    let tools = toolhost_tests::tools_dir();
-    let out = cli(["run", task.to_str().unwrap(), "--tools-dir", &tools, "--json"]);
-    let report = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let report = toolhost_tests::run_json(&dir.path().join("task.toml"));
     let after = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     (report, after)
 }
@@ -76,7 +78,10 @@ fn slack_invites_reads_and_posts_as_agentdojo_does() {
     assert_eq!(out(10), &json!(["general", "random"]));
     let slack = &after["slack"];
     assert_eq!(slack["users"], json!(["Alice", "Dora"]));
-    assert_eq!(slack["user_channels"], json!({"Alice": ["general"], "Dora": ["random"]}));
+    assert_eq!(
+        slack["user_channels"],
+        json!({"Alice": ["general"], "Dora": ["random"]})
+    );
     assert_eq!(
         slack["user_inbox"]["Dora"],
         json!([{"sender": "bot", "recipient": "Dora", "body": "welcome"}])
@@ -92,15 +97,34 @@ fn slack_invites_reads_and_posts_as_agentdojo_does() {
 #[test]
 fn slack_refuses_unknown_users_and_channels_with_agentdojo_messages() {
     for (op, args, message) in [
-        ("send-direct-message", json!({"recipient": "Eve", "body": "x"}), "Recipient Eve not found in the users list"),
-        ("read-channel-messages", json!({"channel": "nope"}), "Channel does not exist!"),
-        ("invite-user-to-slack", json!({"user": "Bob", "user-email": "b@x"}), "User Bob already in the users list"),
-        ("add-user-to-channel", json!({"user": "Bob", "channel": "nope"}), "Channel nope not found in the channels list"),
+        (
+            "send-direct-message",
+            json!({"recipient": "Eve", "body": "x"}),
+            "Recipient Eve not found in the users list",
+        ),
+        (
+            "read-channel-messages",
+            json!({"channel": "nope"}),
+            "Channel does not exist!",
+        ),
+        (
+            "invite-user-to-slack",
+            json!({"user": "Bob", "user-email": "b@x"}),
+            "User Bob already in the users list",
+        ),
+        (
+            "add-user-to-channel",
+            json!({"user": "Bob", "channel": "nope"}),
+            "Channel nope not found in the channels list",
+        ),
     ] {
         let (report, after) = run(json!([{"operation": op, "args": args}]));
         let error = &report["steps"][0]["error"];
         assert_eq!(error["kind"], "tool_error", "{op}: {report:#}");
-        assert!(error["message"].as_str().unwrap().contains(message), "{op}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(message),
+            "{op}: {error}"
+        );
         assert_eq!(after, state(), "{op} changed the state");
     }
 }

@@ -137,10 +137,18 @@ impl Adversary {
                     .collect();
                 let mut steps: Vec<Step> = Vec::new();
                 if self.hijacked {
-                    let new = self.script.injection.iter().filter(|s| !ran.contains(&s.id));
+                    let new = self
+                        .script
+                        .injection
+                        .iter()
+                        .filter(|s| !ran.contains(&s.id));
                     steps.extend(new.cloned());
                 }
-                let left = self.script.task.iter().filter(|s| !succeeded.contains(&s.id));
+                let left = self
+                    .script
+                    .task
+                    .iter()
+                    .filter(|s| !succeeded.contains(&s.id));
                 steps.extend(left.cloned());
                 self.plan(req, steps)
             }
@@ -258,7 +266,9 @@ fn holds(v: &Value, needle: &str) -> bool {
     match v {
         Value::String(s) => s.contains(needle),
         Value::Array(items) => items.iter().any(|i| holds(i, needle)),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains(needle) || holds(v, needle)),
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| k.contains(needle) || holds(v, needle)),
         Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
@@ -300,7 +310,10 @@ mod tests {
 
     #[test]
     fn references_to_script_steps_name_the_turns_that_ran_them() {
-        let ids = BTreeMap::from([("s1".to_string(), "t1".to_string()), ("s10".to_string(), "t4".to_string())]);
+        let ids = BTreeMap::from([
+            ("s1".to_string(), "t1".to_string()),
+            ("s10".to_string(), "t4".to_string()),
+        ]);
         let args = json!({"to": {"$ref": "s10.output[0].recipient"}, "body": "see ${s1.output} and ${s10.output.x}",
                           "list": [{"$ref": "s1.output"}, {"$ref": "s2.output"}], "n": 3});
         assert_eq!(
@@ -317,6 +330,10 @@ mod tests {
             injection: Vec::new(),
             trigger: String::new(),
         };
-        assert!(Adversary::new(script).unwrap_err().contains("`trigger` is empty"));
+        assert!(
+            Adversary::new(script)
+                .unwrap_err()
+                .contains("`trigger` is empty")
+        );
     }
 }

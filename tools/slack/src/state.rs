@@ -161,8 +161,14 @@ mod tests {
         set(&mut s.web.web_content, "b.com", "B2".into());
         set(&mut s.web.web_content, "c.com", "C".into());
         let back = serde_json::to_string(&s).unwrap();
-        assert!(back.contains(r#""web_content":{"b.com":"B2","a.com":"A","c.com":"C"}"#), "{back}");
-        assert!(back.contains(r#""user_channels":{"Bob":["general"],"Alice":[]}"#), "{back}");
+        assert!(
+            back.contains(r#""web_content":{"b.com":"B2","a.com":"A","c.com":"C"}"#),
+            "{back}"
+        );
+        assert!(
+            back.contains(r#""user_channels":{"Bob":["general"],"Alice":[]}"#),
+            "{back}"
+        );
         assert!(back.contains(r#""other":1"#), "{back}");
         assert!(remove(&mut s.slack.user_inbox, "Bob"));
         assert!(!remove(&mut s.slack.user_inbox, "Bob"));
