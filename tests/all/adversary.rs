@@ -85,7 +85,9 @@ fn rules_refuse_the_recipient_the_adversary_wrote_after_reading() {
     // The refusals are journaled with the flow (a rejected turn is repaired, not run).
     let journal = std::fs::read_to_string(report["journal"]["path"].as_str().unwrap()).unwrap();
     assert!(
-        journal.contains("argument `recipient` of `bank.send-money` must not derive from untrusted data"),
+        journal.contains(
+            "argument `recipient` of `bank.send-money` must not derive from untrusted data"
+        ),
         "{journal}"
     );
 }
