@@ -66,6 +66,7 @@ use toolhost_engine::planner::{Mode, Usage};
 use toolhost_engine::scripted::Script;
 use toolhost_runtime::policy::PolicyError;
 
+mod adversarial;
 mod planners;
 
 use self::planners::resolve;

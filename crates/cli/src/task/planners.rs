@@ -285,7 +285,7 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
         return ensemble(p, base);
     }
     if p.kind == PlannerKind::Adversarial {
-        return adversarial(p, base);
+        return super::adversarial::resolve(p, base);
     }
     if p.adversary.is_some() {
         return Err(format!(
@@ -477,29 +477,6 @@ fn ensemble(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
         strong,
         escalate_after_invalid,
     })
-}
-
-/// `kind = "adversarial"`: an adversary script, and nothing else.
-fn adversarial(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
-    let rest = PlannerConfig {
-        kind: PlannerKind::Adversarial,
-        adversary: None,
-        ..p.clone()
-    };
-    if rest
-        != (PlannerConfig {
-            kind: PlannerKind::Adversarial,
-            ..PlannerConfig::default()
-        })
-    {
-        return Err(
-            "[planner] with `kind = \"adversarial\"` takes only `adversary` (its script: task steps, injection steps, trigger)".into(),
-        );
-    }
-    let file = p.adversary.as_ref().ok_or(
-        "`kind = \"adversarial\"` needs `adversary`, a script file: {\"task\": [steps], \"injection\": [steps], \"trigger\": \"text\"}",
-    )?;
-    Ok(PlannerSpec::Adversary(base.join(file)))
 }
 
 fn kind_name(k: PlannerKind) -> &'static str {
