@@ -285,7 +285,18 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
         return ensemble(p, base);
     }
     if p.kind == PlannerKind::Adversarial {
-        return super::adversarial::resolve(p, base);
+        let rest = PlannerConfig {
+            kind: PlannerKind::Adversarial,
+            adversary: None,
+            ..p.clone()
+        };
+        let others = rest
+            != PlannerConfig {
+                kind: PlannerKind::Adversarial,
+                ..PlannerConfig::default()
+            };
+        return super::adversarial::script(others, p.adversary.as_deref(), base)
+            .map(PlannerSpec::Adversary);
     }
     if p.adversary.is_some() {
         return Err(format!(
