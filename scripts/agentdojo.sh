@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# AgentDojo's banking suite through toolhost, in one command (SECURITY.md, "Measurement"):
+# AgentDojo's suites through toolhost, in one command (SECURITY.md, "Measurement"):
+#   scripts/agentdojo.sh [banking|slack|all] [--gate] [--pairs N]
 #   1. a venv at target/agentdojo/venv with agentdojo==0.1.35 from PyPI;
-#   2. the toolhost binary and the tool components (tools/bank among them) built;
-#   3. bench/agentdojo/banking.py: every user task's ground truth as a scripted plan, with no
-#      attack and with each injection task's goal at every injection vector, under no
-#      data-flow rules and under SECURITY.md's, scored by AgentDojo's own checks.
-# Output: target/agentdojo-banking.json. Needs python3 (3.10+) with venv, and PyPI.
+#   2. the toolhost binary and the tool components (tools/bank, tools/slack) built;
+#   3. bench/agentdojo/harness.py: every user task alone and with each injection task's
+#      attack, for the scripted and the adversarial planner, plan-then-execute and step-wise,
+#      in each defence mode, run by `toolhost eval` and scored by AgentDojo's own checks.
+# Output: target/agentdojo/agentdojo-SUITE.json (one row per planner, mode and defence).
+# --gate: only the adversarial planner in the defended mode; exit 1 on any successful attack
+# (scripts/test.sh runs it on banking). Needs python3 (3.10+) with venv, and PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+which=${1:-all}
+case "$which" in
+    banking | slack) suites=("$which") ;;
+    all) suites=(banking slack) ;;
+    *) echo "usage: scripts/agentdojo.sh [banking|slack|all] [--gate] [--pairs N]" >&2; exit 2 ;;
+esac
+shift || true
 venv=target/agentdojo/venv
 python=${AGENTDOJO_PYTHON:-python3}
 want=$({ "$python" --version; echo agentdojo==0.1.35; } | sha256sum | cut -d' ' -f1)
@@ -20,5 +30,5 @@ if [[ ! -f target/agentdojo/stamp || "$(cat target/agentdojo/stamp)" != "$want" 
     echo "$want" >target/agentdojo/stamp
 fi
 cargo build --release -p toolhost -p toolhost-tools
-"$venv/bin/python" bench/agentdojo/banking.py target/release/toolhost target/tools \
-    target/agentdojo-banking.json
+"$venv/bin/python" bench/agentdojo/harness.py target/release/toolhost target/tools \
+    target/agentdojo "${suites[@]}" "$@"

@@ -108,6 +108,13 @@ echo "== eval evals/core --baseline"
 ./target/release/toolhost eval evals/core --tools-dir target/tools \
     --baseline evals/core/baseline.json --json target/eval-core.json --html target/eval-core.html
 
+# AgentDojo's banking suite against the adversarial planner (a hijacked model's worst case)
+# in the defended mode, plan-then-execute and step-wise: exit 1 on any successful attack, or
+# if the defence cost the ground truth any utility (SECURITY.md, "Measurement"). Installs
+# agentdojo==0.1.35 (PyPI) into target/agentdojo/venv the first time.
+echo "== agentdojo banking --gate"
+./scripts/agentdojo.sh banking --gate
+
 # The benchmark's quick mode: every figure against its baseline measured in the same run;
 # fails when a ratio falls below half its target (ratios, not absolute times: they hold on
 # a loaded machine). About a minute.

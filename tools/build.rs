@@ -24,6 +24,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("fs", "FS"),
     ("http", "HTTP"),
     ("bank", "BANK"),
+    ("slack", "SLACK"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("hog", "HOG"),

@@ -1,5 +1,6 @@
 //! toolhost integration tests: one binary, a module per area.
 
+mod adversary;
 mod bank;
 mod bfcl;
 mod cache;
@@ -31,6 +32,7 @@ mod run;
 mod sandbox;
 mod schema;
 mod serve;
+mod slack;
 mod tools;
 mod traces;
 mod values;
@@ -42,6 +44,7 @@ fn every_tool_has_tests() {
     const TESTED: &[&str] = &[
         "calc",
         "bank",
+        "slack",
         "text",
         "json",
         "fs",

@@ -189,6 +189,19 @@ where
     }
 }
 
+/// Runs `toolhost run TASK --tools-dir (the built tools) --json`; the run's report.
+pub fn run_json(task: &std::path::Path) -> Value {
+    let tools = tools_dir();
+    let out = cli([
+        "run",
+        task.to_str().expect("a UTF-8 path"),
+        "--tools-dir",
+        &tools,
+        "--json",
+    ]);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
 /// Capabilities granting host directory `dir` as `/data`, read-only unless `write`.
 pub fn grant_dir(dir: &std::path::Path, write: bool) -> Capabilities {
     Capabilities::none().files(vec![FileGrant::dir(dir, "/data", write)])

@@ -40,6 +40,11 @@
 //! # fast = { kind = "openai", model = "gpt-4o-mini" }
 //! # strong = { kind = "anthropic", model = "claude-sonnet-4-5" }
 //!
+//! # … or, for measuring prompt-injection defences only (SECURITY.md, "Measurement"):
+//! # [planner]
+//! # kind = "adversarial"           # a hijacked model's worst case
+//! # adversary = "attack.json"      # {"task": [steps], "injection": [steps], "trigger": "text"}
+//!
 //! [memory]                        # plan memory: off unless enabled
 //! enabled = true
 //!
@@ -66,6 +71,7 @@ use toolhost_engine::planner::{Mode, Usage};
 use toolhost_engine::scripted::Script;
 use toolhost_runtime::policy::PolicyError;
 
+mod adversarial;
 mod extractor;
 mod planners;
 

@@ -23,7 +23,10 @@
 //! - [`baseline`]: metric values with tolerance bands, written and compared.
 //! - [`html`]: the page in the run report's style, a chart per metric against the baseline.
 //! - [`serve`]: a suite's loopback file server (`[serve]`), for tasks with network grants.
+//! - [`adversary`]: the adversarial planner, a hijacked model's worst case, for measuring
+//!   prompt-injection defences (`kind = "adversarial"`; `scripts/agentdojo.sh`).
 
+pub mod adversary;
 pub mod baseline;
 pub mod check;
 pub mod expect;
@@ -34,6 +37,7 @@ pub mod run;
 pub mod serve;
 pub mod suite;
 
+pub use self::adversary::{Adversary, AdversaryError, AdversaryScript};
 pub use self::baseline::{Band, Baseline, BaselineError, Breach};
 pub use self::expect::{AnswerCheck, Expect, Order};
 pub use self::result::{Metrics, SuiteResult, TaskResult};

@@ -12,6 +12,7 @@ use crate::task::{ExtractorSpec, MemberOverrides, PlannerKind, PlannerOverrides,
 use toolhost_engine::{
     Canned, Ensemble, EnsembleConfig, Extractor, MemoryPlanner, Mode, Plan, Planner,
 };
+use toolhost_eval::Adversary;
 use toolhost_llm::{LlmConfig, LlmExtractor, LlmPlanner, OnWait, Recorder, Waiting, cassette};
 
 /// `--mode`, for the commands that start runs (`run`, `eval`, `submit`; a resumed run
@@ -176,6 +177,9 @@ pub(crate) fn build(
             c.escalate_after_invalid = *escalate_after_invalid;
             c.prices = task.config.prices.clone();
             Box::new(Ensemble::new(model(fast)?, model(strong)?, c))
+        }
+        PlannerSpec::Adversary(path) => {
+            Box::new(Adversary::open(path).map_err(|e| usage(e.to_string()))?)
         }
     };
     if recalled.is_some() {

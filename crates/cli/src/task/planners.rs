@@ -30,6 +30,9 @@ pub enum PlannerKind {
     /// A fast model first, a strong one when the fast one's answers fail validation or
     /// its confidence is low ([`toolhost_engine::ensemble`]).
     Ensemble,
+    /// For measuring prompt-injection defences only: plays a task's script and follows an
+    /// injection's steps once it is shown the injection's text ([`toolhost_eval::adversary`]).
+    Adversarial,
 }
 
 impl std::str::FromStr for PlannerKind {
@@ -38,7 +41,7 @@ impl std::str::FromStr for PlannerKind {
     fn from_str(s: &str) -> Result<PlannerKind, String> {
         serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
             format!(
-                "unknown planner `{s}`: use scripted, openai, anthropic, openai-compatible, replay or ensemble"
+                "unknown planner `{s}`: use scripted, openai, anthropic, openai-compatible, replay, ensemble or adversarial"
             )
         })
     }
@@ -59,6 +62,8 @@ pub enum PlannerSpec {
         /// Consecutive validation failures before the strong model takes over.
         escalate_after_invalid: u32,
     },
+    /// The adversarial planner's script file; see [`toolhost_eval::adversary`].
+    Adversary(PathBuf),
 }
 
 /// Planner settings given outside the task file (command-line flags); each replaces the
@@ -122,6 +127,8 @@ pub struct PlannerConfig {
     pub structured_output: Option<Structured>,
     /// `kind = "replay"`: the cassette file.
     pub cassette: Option<String>,
+    /// `kind = "adversarial"`: the adversary's script (task steps, injection steps, trigger).
+    pub adversary: Option<String>,
     /// A script file (JSON); or give the script's parts inline below.
     pub script: Option<String>,
     pub plan: Option<Plan>,
@@ -235,6 +242,10 @@ impl PlannerOverrides {
                     cassette: old.cassette,
                     ..PlannerConfig::default()
                 },
+                PlannerKind::Adversarial => PlannerConfig {
+                    adversary: old.adversary,
+                    ..PlannerConfig::default()
+                },
                 PlannerKind::Ensemble => PlannerConfig::default(),
                 _ if model(old.kind) => PlannerConfig {
                     script: None,
@@ -272,6 +283,26 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
     .map(|(n, _)| n);
     if p.kind == PlannerKind::Ensemble {
         return ensemble(p, base);
+    }
+    if p.kind == PlannerKind::Adversarial {
+        let rest = PlannerConfig {
+            kind: PlannerKind::Adversarial,
+            adversary: None,
+            ..p.clone()
+        };
+        let others = rest
+            != PlannerConfig {
+                kind: PlannerKind::Adversarial,
+                ..PlannerConfig::default()
+            };
+        return super::adversarial::script(others, p.adversary.as_deref(), base)
+            .map(PlannerSpec::Adversary);
+    }
+    if p.adversary.is_some() {
+        return Err(format!(
+            "[planner] sets `adversary`, which only `kind = \"adversarial\"` uses (this planner is {})",
+            kind_name(p.kind)
+        ));
     }
     if let Some(f) = ensemble_field {
         return Err(format!(
@@ -324,7 +355,7 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
             )?;
             return Ok(PlannerSpec::Replay(base.join(c)));
         }
-        PlannerKind::Ensemble => unreachable!("resolved above"),
+        PlannerKind::Ensemble | PlannerKind::Adversarial => unreachable!("resolved above"),
         PlannerKind::OpenAi => ProviderKind::OpenAi,
         PlannerKind::Anthropic => ProviderKind::Anthropic,
         PlannerKind::OpenAiCompatible => ProviderKind::OpenAiCompatible,
@@ -476,5 +507,6 @@ fn kind_name(k: PlannerKind) -> &'static str {
         PlannerKind::OpenAiCompatible => "openai-compatible",
         PlannerKind::Replay => "replay",
         PlannerKind::Ensemble => "ensemble",
+        PlannerKind::Adversarial => "adversarial",
     }
 }
