@@ -38,7 +38,8 @@ pub(super) fn resolve(
         return model_table("[extractor]", t, base).map(|c| Some(ExtractorSpec::Llm(c)));
     }
     Ok(match planner {
-        PlannerSpec::Scripted => None,
+        // Scripts (the adversary too) answer from a record: no model to extract with.
+        PlannerSpec::Scripted | PlannerSpec::Adversary(_) => None,
         PlannerSpec::Llm(c) => Some(ExtractorSpec::Llm(c.clone())),
         PlannerSpec::Ensemble { fast, .. } => Some(ExtractorSpec::Llm(fast.clone())),
         PlannerSpec::Replay(cassette) => Some(ExtractorSpec::Replay(cassette.clone())),
