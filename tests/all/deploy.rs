@@ -254,6 +254,18 @@ fn localised(at: &str, etc: &Path) -> Vec<String> {
     args
 }
 
+/// The image's tools directory: the components the README's build command makes (the
+/// Rust tools), not the Python and JavaScript ones the test command adds to
+/// `target/tools`, which a server would compile at start for minutes.
+fn image_tools(dir: &Path) -> PathBuf {
+    let tools = dir.join("image-tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for (name, path) in toolhost_tools::ALL {
+        std::fs::copy(path, tools.join(format!("{name}.wasm"))).unwrap();
+    }
+    tools
+}
+
 /// Starts `toolhost ARGS` as the image would (its directories from the environment),
 /// with the state under `dir`.
 fn start_as_image(args: &[String], dir: &Path, database: Option<&str>) -> Server {
@@ -261,7 +273,7 @@ fn start_as_image(args: &[String], dir: &Path, database: Option<&str>) -> Server
     cmd.args(args)
         .env("TOOLHOST_STATE_DIR", dir.join("state"))
         .env("TOOLHOST_CACHE_DIR", dir.join("cache"))
-        .env("TOOLHOST_TOOLS_DIR", tools_dir())
+        .env("TOOLHOST_TOOLS_DIR", image_tools(dir))
         .env_remove("TOOLHOST_DATABASE_URL");
     if let Some(url) = database {
         cmd.env("TOOLHOST_DATABASE_URL", url);
