@@ -5,6 +5,7 @@
 //! waits for a person's decision rather than run again, no record of a fenced-off
 //! replica landed (epochs never go down along a journal), and every chain verifies.
 
+use super::wait_for;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,17 +25,6 @@ fn count(t: &toolhost_tests::postgres::TestDb, status: &str) -> usize {
     ))
     .parse()
     .unwrap()
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < limit,
-            "{what} did not happen in {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Stops `worker` (SIGSTOP) at a moment it holds at least one run's lease; returns

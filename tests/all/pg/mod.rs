@@ -62,3 +62,15 @@ fn run_start() -> toolhost_journal::RunStart {
         replay_of: None,
     }
 }
+
+/// Polls `done` until it holds; fails naming `what` after `limit`.
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < limit,
+            "{what} did not happen in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

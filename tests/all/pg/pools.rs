@@ -6,6 +6,7 @@
 //! fails the step naming the pool, and a pool worker killed mid-call has its call run
 //! again only when it is idempotent.
 
+use super::wait_for;
 use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -129,17 +130,6 @@ fn finished<'a>(records: &'a [Value], id: &str) -> &'a Value {
 
 fn status(t: &TestDb, run: &str) -> String {
     t.sql(&format!("SELECT status FROM runs WHERE id = '{run}'"))
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < limit,
-            "{what} did not happen in {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
