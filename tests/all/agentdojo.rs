@@ -21,7 +21,11 @@ fn turn(tool: Option<(&str, Value)>, answer: Option<&str>) -> Value {
         Some((op, args)) => (json!(op), json!(args.to_string())),
         None => (Value::Null, Value::Null),
     };
-    let tool = if op.is_null() { Value::Null } else { json!("bank") };
+    let tool = if op.is_null() {
+        Value::Null
+    } else {
+        json!("bank")
+    };
     json!({"thought": "…", "next_step": null, "tool": tool, "operation": op, "arguments": args,
            "stop": answer.is_some(), "confidence": 0.9, "answer": answer, "handoff": null})
 }
@@ -59,7 +63,12 @@ fn harness(said: &str) -> Value {
         .arg(&out_dir)
         .arg("banking")
         .args(["--planner", "openai", "--model", "gpt-mock"])
-        .args(["--base-url", &mock.base_url(), "--api-key-env", "AIMOCK_KEY"])
+        .args([
+            "--base-url",
+            &mock.base_url(),
+            "--api-key-env",
+            "AIMOCK_KEY",
+        ])
         .args(["--user-tasks", "user_task_1", "--pairs", "1"])
         .args(["--modes", "step-wise", "--defences", "blocks"])
         .env("AIMOCK_KEY", "sk-aimock")
@@ -91,7 +100,10 @@ fn a_live_model_planner_is_scored_on_its_own_answer() {
     let row = harness("Your total spending in March 2022 was 1050.");
     assert_eq!(row["planner"], "openai:gpt-mock", "{row}");
     assert_eq!(row["mode"], "step-wise");
-    assert_eq!((row["user_tasks"].as_u64(), row["pairs"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (row["user_tasks"].as_u64(), row["pairs"].as_u64()),
+        (Some(1), Some(1))
+    );
     assert_eq!(row["utility"], 1.0, "{row}");
     assert_eq!(row["utility_under_attack"], 1.0, "{row}");
     assert_eq!(row["attack_success"], 0.0, "{row}");

@@ -9,6 +9,7 @@ mod cost;
 mod failover;
 mod lease;
 mod migrate;
+mod pool_serve;
 mod pools;
 mod queue;
 mod replay;
