@@ -68,7 +68,9 @@ untrusted_may_reach = ["fetch"]
         "idempotent:  yes",
         "pool:        compute-1 (calls run on `toolhost worker --pool compute-1` workers, under their own policy)",
         "outputs:     untrusted\n  trusted args: get-text(url)\n",
-        "outputs:     as trusted as its arguments (no file or network grant)\n  untrusted data: refused",
+        // A pooled tool runs under grants this file need not show: untrusted by default.
+        "compute-1` workers, under their own policy)\n  outputs:     untrusted\n  untrusted data: refused",
+        "files, env:  resolved on the workers of pool compute-1",
         &format!(
             "/data = {} (read, directory)",
             dir.path().join(".").display()

@@ -258,6 +258,15 @@ impl Redactor {
         })
     }
 
+    /// Only `secrets` (and their encodings), no PII rules and no patterns: for values that
+    /// leave a process holding secrets the reader must never see, but whose other content
+    /// must stay as it is (a pool worker's call outcome: the run goes on with it).
+    pub fn secrets_only(secrets: impl IntoIterator<Item = String>) -> Redactor {
+        let mut r = Redactor::new(secrets, &[]).expect("no patterns to compile");
+        r.rules.clear();
+        r
+    }
+
     /// How many operator patterns are in force (the patterns themselves may be secret).
     pub fn custom_patterns(&self) -> usize {
         self.custom.len()

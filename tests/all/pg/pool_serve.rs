@@ -1,13 +1,17 @@
-//! `toolhost serve --database --pool NAME --pool-policy FILE`: one replica that serves the
-//! API, owns the runs submitted to it and, as a worker of pool `data`, runs their pooled
-//! calls too, under its pool policy's grants (the run's policy grants nothing).
+//! Executor pools as operators deploy them: `toolhost serve --database --pool NAME
+//! --pool-policy FILE`, one replica that serves the API, owns the runs submitted to it and,
+//! as a worker of pool `data`, runs their pooled calls too, under its pool policy's grants
+//! (the run's policy grants nothing); and one policy file shared by the owners and the
+//! pool's workers, whose pooled grants only the pool's workers resolve.
 
 use std::process::Command;
 
 use serde_json::json;
 
+use std::time::Duration;
+
 use super::pools::{LEASE, finished, policies, records, status, task};
-use super::queue::{BIN, text};
+use super::queue::{BIN, settled, signal, submit, text, toolhost, worker};
 use crate::serve::spawn;
 
 #[test]
@@ -105,4 +109,96 @@ fn a_serve_replica_with_a_pool_runs_the_pooled_calls_of_its_runs() {
         )),
         "done|t"
     );
+}
+
+/// One policy file for the owners of runs and the pool's workers: the pooled section's
+/// grants (a variable only the pool worker's host has) are resolved on the pool worker
+/// only, so the owner starts without them; and the value never leaves the pool worker,
+/// not even in an output that echoes it.
+#[test]
+fn one_policy_file_serves_the_owner_and_the_pool_worker() {
+    let Some(t) = toolhost_tests::postgres::database("one_policy_for_pools") else {
+        return;
+    };
+    const SECRET: &str = "pool-only-7f3a9c2e51";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\napproval = \"deny\"\n\
+         [tools.misbehave]\npool = \"vault\"\noperations = [\"read-env\"]\n\
+         env = { TOKEN = { from_host = \"TOOLHOST_TEST_POOL_SECRET\" } }\n",
+    )
+    .unwrap();
+    let path = task(
+        dir.path(),
+        "token",
+        "\"misbehave\"",
+        &[r#"  { id = "e", tool = "misbehave", operation = "read-env", args = { name = "TOKEN" } }"#.into()],
+    );
+    let policy = dir.path().join("policy.toml");
+    // The owner has no such variable; checking the file as the pool's worker would, here,
+    // says so (and names it).
+    let state = tempfile::tempdir().unwrap();
+    let check = toolhost(
+        state.path(),
+        &["policy", "check", policy.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    assert!(
+        text(&check.stdout).contains("resolved on the workers of pool vault"),
+        "{}",
+        text(&check.stdout)
+    );
+    let check = toolhost(
+        state.path(),
+        &[
+            "policy",
+            "check",
+            policy.to_str().unwrap(),
+            "--pool",
+            "vault",
+        ],
+        &[],
+    );
+    assert_eq!(check.status.code(), Some(2), "{}", text(&check.stdout));
+    assert!(
+        text(&check.stderr).contains("TOOLHOST_TEST_POOL_SECRET"),
+        "{}",
+        text(&check.stderr)
+    );
+
+    let owner = worker(&t, &["--lease-ms", LEASE, "--poll-ms", "100"], &[]);
+    let pool = worker(
+        &t,
+        &[
+            "--pool",
+            "vault",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--lease-ms",
+            LEASE,
+            "--poll-ms",
+            "100",
+        ],
+        &[("TOOLHOST_TEST_POOL_SECRET", SECRET.to_string())],
+    );
+    let run = submit(&t, &path);
+    settled(&t, Duration::from_secs(60));
+    assert_eq!(status(&t, &run), "completed");
+    let recs = records(&t, &run);
+    let e = finished(&recs, "e");
+    assert_eq!(e["status"], "succeeded", "{e}");
+    assert_eq!(e["output"], "[redacted:secret]", "{e}");
+    // Nowhere in the database: not in the queued call's outcome, not in the journal.
+    let anywhere = t.sql(&format!(
+        "SELECT (SELECT count(*) FROM step_calls WHERE outcome::text LIKE '%{SECRET}%') + \
+                (SELECT count(*) FROM journal_records WHERE line LIKE '%{SECRET}%')"
+    ));
+    assert_eq!(anywhere, "0");
+    for w in [owner, pool] {
+        signal(&w, libc::SIGTERM);
+        let out = w.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
 }

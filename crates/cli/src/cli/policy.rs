@@ -18,10 +18,16 @@ pub(crate) struct CheckArgs {
     /// Print the effective policy as JSON (environment values are never printed).
     #[arg(long)]
     json: bool,
+    /// Check it as a worker of executor pool NAME does (repeatable): the files and
+    /// environment grants of the sections sent to NAME are resolved here too. Without it,
+    /// they are left to the pool's workers.
+    #[arg(long = "pool", value_name = "NAME", value_parser = super::worker::parse_pool)]
+    pools: Vec<toolhost_runtime::policy::PoolName>,
 }
 
 pub(crate) fn check(args: CheckArgs, out: &mut dyn Write) -> CmdResult {
-    let policy = Policy::load(&args.path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let policy = Policy::load_for(&args.path, &args.pools)
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     if args.json {
         let doc = serde_json::to_string_pretty(&policy).expect("policy serialises");
         let _ = writeln!(out, "{doc}");
@@ -135,6 +141,11 @@ fn describe(t: &ToolPolicy) -> String {
         );
     }
     s += &flow(&t.flow);
+    if let Some(pool) = t.pool.as_ref().filter(|_| t.grants_on_pool) {
+        s += &format!(
+            "  files, env:  resolved on the workers of pool {pool} (`policy check --pool {pool}` checks them as they do)\n"
+        );
+    }
     s += &format!(
         "  files:       {}\n",
         list(&caps.files, |f| format!(

@@ -94,7 +94,7 @@ pub(crate) fn pool_setup(
             "a worker of executor pools runs their calls under its own policy: pass {policy_flag} FILE"
         ))),
         (Some(p), false) => {
-            let policy = Policy::load(p).map_err(|e| usage(e.to_string()))?;
+            let policy = Policy::load_for(p, pools).map_err(|e| usage(e.to_string()))?;
             Ok(Some(Pools::new(pools.to_vec(), policy)))
         }
     }

@@ -329,6 +329,7 @@ impl Worker {
             shared: self.shared.clone(),
             gate: toolhost_runtime::policy::Gate::new(),
             tools: Mutex::new(BTreeMap::new()),
+            secrets: pool::secrets(&pools.policy),
         });
         for _ in 0..self.config.concurrency.max(1) {
             let listener = self.db.listen_calls()?;

@@ -18,7 +18,8 @@ pub enum Trust {
     /// The operator vouches for them, whatever the arguments were (`outputs = "trusted"`).
     Trusted,
     /// They carry data from outside the run: files, the network, other people's data
-    /// (`outputs = "untrusted"`, and the default for a section granting files or network).
+    /// (`outputs = "untrusted"`, and the default for a section granting files or network,
+    /// or sent to an executor pool).
     Untrusted,
     /// The tool reaches nothing outside its call (no file or network grant), so its
     /// outputs are as trusted as its arguments: untrusted if any argument is.
@@ -51,10 +52,13 @@ impl Flow {
 /// The section's flow rules (`accepts_untrusted` is settled later, from `[flows]`);
 /// problems are kept in `problems`.
 pub(super) fn flow(raw: &RawTool, at: &At<'_>, problems: &mut Problems) -> Flow {
+    // A pooled tool runs under its pool workers' grants, which this file may not show
+    // (they can live in the workers' own policy): it counts as reaching out.
     let reaches_out = !raw.files.is_empty()
         || !raw.network.http.is_empty()
         || !raw.network.tcp.is_empty()
-        || raw.network.name_lookup;
+        || raw.network.name_lookup
+        || raw.pool.is_some();
     let outputs = match raw.outputs {
         Some(RawOutputs::Trusted) => Trust::Trusted,
         Some(RawOutputs::Untrusted) => Trust::Untrusted,

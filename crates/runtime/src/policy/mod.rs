@@ -118,6 +118,12 @@ pub struct ToolPolicy {
     /// can route a call to a pool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolName>,
+    /// The section's files and environment grants are the pool's, not this process's:
+    /// it is not a worker of `pool`, so they were not resolved here (the host paths may
+    /// exist only on the pool's workers) and `capabilities` holds none of them. Such a
+    /// tool's calls go to its pool; nothing here runs them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub grants_on_pool: bool,
     /// Data-flow rules: whether outputs are trusted, which arguments must not derive
     /// from untrusted data (checked by the engine, on plans and again before each call).
     pub flow: Flow,
@@ -149,18 +155,36 @@ fn limits_json<S: serde::Serializer>(l: &Limits, s: S) -> Result<S::Ok, S::Error
 
 impl Policy {
     /// Reads and checks the policy at `path`. Relative host paths are relative to the
-    /// policy file's directory.
+    /// policy file's directory. The files and environment grants of a section sent to an
+    /// executor pool (`pool = "NAME"`) are left to the pool's workers ([`Policy::load_for`]):
+    /// one policy file can serve the owners of runs and the pool's workers alike.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        Policy::load_for(path, &[])
+    }
+
+    /// [`Policy::load`] by a worker of executor pools `pools`: the grants of the sections
+    /// sent to those pools are resolved (and checked) here too.
+    pub fn load_for(path: &Path, pools: &[PoolName]) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Read {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Policy::parse(&path.display().to_string(), &text, base)
+        Policy::parse_for(&path.display().to_string(), &text, base, pools)
     }
 
     /// Checks policy `text`; `file` names it in messages, `base` anchors relative paths.
     pub fn parse(file: &str, text: &str, base: &Path) -> Result<Policy, PolicyError> {
+        Policy::parse_for(file, text, base, &[])
+    }
+
+    /// [`Policy::parse`] by a worker of executor pools `pools` (see [`Policy::load_for`]).
+    pub fn parse_for(
+        file: &str,
+        text: &str,
+        base: &Path,
+        pools: &[PoolName],
+    ) -> Result<Policy, PolicyError> {
         let raw: RawPolicy =
             toml::from_str(text).map_err(|e| PolicyError::from_toml(file, text, &e))?;
         let at = |span: std::ops::Range<usize>, message: String| {
@@ -192,9 +216,19 @@ impl Policy {
         let mut tools = BTreeMap::new();
         for (name, section) in &raw.tools {
             problems.take(check_tool_name(name.get_ref()).map_err(|why| at(name.span(), why)));
-            if let Some(tool) =
-                tool_policy(name.get_ref(), section, &defaults, base, &at, &mut problems)
-            {
+            let here = section
+                .pool
+                .as_ref()
+                .is_none_or(|p| pools.iter().any(|q| q.as_str() == p.get_ref()));
+            let grants = if here { Grants::Here } else { Grants::OnPool };
+            if let Some(tool) = tool_policy(
+                name.get_ref(),
+                section,
+                &defaults,
+                (base, grants),
+                &at,
+                &mut problems,
+            ) {
                 tools.insert(name.get_ref().clone(), tool);
             }
         }
@@ -264,15 +298,26 @@ impl Problems {
 }
 
 /// The tool's policy, or `None` when the section has problems (kept in `problems`).
+/// Whether a section's files and environment grants are resolved by this process.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Grants {
+    Here,
+    /// A section sent to a pool this process does not work for: the grants are the
+    /// pool's workers' (their host paths and variables may exist only there).
+    OnPool,
+}
+
+/// One section checked; `base` anchors relative paths (the component's and the grants').
 fn tool_policy(
     name: &str,
     raw: &RawTool,
     defaults: &(Limits, Option<u32>),
-    base: &Path,
+    (base, grants): (&Path, Grants),
     at: &At<'_>,
     problems: &mut Problems,
 ) -> Option<ToolPolicy> {
     let found_before = problems.0.len();
+    let grants_on_pool = grants == Grants::OnPool;
     let component = raw.component.as_ref().and_then(|c| {
         problems.take(std::fs::canonicalize(base.join(c.get_ref())).map_err(|e| {
             at(
@@ -304,7 +349,12 @@ fn tool_policy(
             name_lookup: raw.network.name_lookup,
         },
     };
-    for f in &raw.files {
+    // A pool's grants are resolved on its workers, by `load_for` with the pool's name.
+    let (files, env) = match grants {
+        Grants::Here => (&raw.files[..], &raw.env),
+        Grants::OnPool => (&[][..], &Default::default()),
+    };
+    for f in files {
         let host = base.join(f.host.get_ref());
         let guest = f.guest.as_ref().unwrap_or(&f.host);
         let grant =
@@ -337,7 +387,7 @@ fn tool_policy(
         caps.files.push(grant);
     }
     let mut env_sources = Vec::new();
-    for (k, v) in &raw.env {
+    for (k, v) in env {
         let value = env_grant(k.get_ref(), v.get_ref()).map_err(|why| {
             let span = if why.contains("variable name") {
                 k.span()
@@ -402,6 +452,7 @@ fn tool_policy(
         sensitive: raw.sensitive,
         idempotent: raw.idempotent,
         pool,
+        grants_on_pool,
         flow,
         limits,
         max_calls_per_minute: rate,

@@ -204,3 +204,34 @@ fn untrusted_may_reach_only_the_tools_it_lists() {
     let e = parse("version = 1\n[flows]\nuntrusted = []\n").unwrap_err();
     assert!(e.to_string().contains("unknown field `untrusted`"), "{e}");
 }
+
+#[test]
+fn a_pooled_sections_grants_are_resolved_only_by_a_worker_of_its_pool() {
+    let text = "version = 1\n[tools.fs]\npool = \"data\"\n\
+        files = [{ host = \"/no/such/mount\", guest = \"/data\", access = \"read\" }]\n\
+        env = { TOKEN = { from_host = \"TOOLHOST_TEST_NEVER_SET\" } }\n\
+        [tools.calc]\n";
+    // The owner of runs: the mount and the variable exist only on the pool's workers.
+    let p = parse(text).unwrap();
+    let fs = &p.tools["fs"];
+    assert!(fs.grants_on_pool);
+    assert!(fs.capabilities.files.is_empty() && fs.capabilities.env.is_empty());
+    assert!(fs.env_sources.is_empty());
+    assert!(!p.tools["calc"].grants_on_pool);
+    // Its outputs count as untrusted: what it reads is the pool's, unseen here.
+    assert_eq!(fs.flow.outputs, super::Trust::Untrusted);
+    let bare = parse("version = 1\n[tools.fs]\npool = \"data\"\n").unwrap();
+    assert_eq!(bare.tools["fs"].flow.outputs, super::Trust::Untrusted);
+    // A worker of another pool does not resolve them either; one of `data` does, and
+    // finds both missing.
+    let other: super::PoolName = "egress".parse().unwrap();
+    let p = Policy::parse_for("p.toml", text, Path::new("/"), &[other]).unwrap();
+    assert!(p.tools["fs"].grants_on_pool);
+    let data: super::PoolName = "data".parse().unwrap();
+    let e = Policy::parse_for("p.toml", text, Path::new("/"), &[data]).unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains("/no/such/mount") && e.contains("TOOLHOST_TEST_NEVER_SET"),
+        "{e}"
+    );
+}

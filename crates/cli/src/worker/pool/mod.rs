@@ -10,6 +10,9 @@
 //! - `dispatch`: the owner's side, `PgDispatch` and the `Outcomes` it waits on.
 //! - `wire`: what a call and its outcome look like in the queue's rows.
 //!
+//! The env values a worker's policy grants never leave it: its outcomes are redacted of
+//! them before they are written back (the owner journals them without knowing them).
+//!
 //! A worker's own policy is the last word: a tool it has no section for, another build of
 //! the component than the owner validated against, or an operation its section does not
 //! allow is refused there (`denied`, recorded as a refusal in the step's events), and the
@@ -25,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use toolhost_engine::record::StepError;
+use toolhost_journal::Redactor;
 use toolhost_runtime::policy::{Gate, PoolName};
 use toolhost_runtime::{AuditEvent, Decision, Policy, Runtime, Tool};
 use toolhost_store_pg::{ClaimedCall, Database, Listener};
@@ -64,6 +68,20 @@ pub(super) struct CallSlots {
     pub shared: Arc<Shared>,
     pub gate: Gate,
     pub tools: Mutex<BTreeMap<String, Arc<Tool>>>,
+    /// The env values this worker's policy grants: they never leave it, not even in an
+    /// outcome whose tool echoed one (the owner, which journals the outcome, does not know
+    /// them to redact them).
+    pub secrets: Redactor,
+}
+
+/// The redactor of the env values `policy` grants, and nothing else.
+pub(super) fn secrets(policy: &Policy) -> Redactor {
+    Redactor::secrets_only(
+        policy
+            .tools
+            .values()
+            .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone())),
+    )
 }
 
 impl CallSlots {
@@ -115,7 +133,11 @@ impl CallSlots {
         if matches!(&outcome.result, WireResult::Error(e) if e.kind == "denied") {
             counters.calls_refused.fetch_add(1, Ordering::Relaxed);
         }
-        let text = match serde_json::to_string(&outcome) {
+        let mut outcome = serde_json::to_value(&outcome);
+        if let Ok(v) = &mut outcome {
+            self.secrets.value(v);
+        }
+        let text = match outcome.and_then(|v| serde_json::to_string(&v)) {
             Ok(t) => t,
             Err(e) => {
                 tracing::error!(call = call.id, error = %e, "cannot encode a pool call's outcome");
