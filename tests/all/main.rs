@@ -36,6 +36,7 @@ mod slack;
 mod tools;
 mod traces;
 mod values;
+mod workspace;
 
 /// Every component built in `tools/` must be exercised here: add its name once its tests
 /// exist. A new tool without tests fails this test.
@@ -45,6 +46,7 @@ fn every_tool_has_tests() {
         "calc",
         "bank",
         "slack",
+        "workspace",
         "text",
         "json",
         "fs",

@@ -5,6 +5,13 @@
 //! the same results and ids, the same case-insensitive substring searches, the same
 //! `ValueError` texts as `Err(String)`, and the state written back as pydantic dumps it.
 //!
+//! Two behaviours cannot be carried over a state file, and differ: a new event's
+//! participants are `list(set(...))` in Python, in an order its string hashing picks per
+//! process (here: first given first); and an event attached by a calendar notice is the
+//! calendar's own object in Python, so a later change to the event shows in the notices
+//! already sent (here a notice keeps the event as it was when sent). Addresses are not
+//! checked as `EmailStr` would.
+//!
 //! # Layout
 //!
 //! A tool component reads its state file into these types, calls an operation, writes the
