@@ -229,30 +229,29 @@ impl Inbox {
 
     /// `search_contacts_by_name`: the name contains the query, ignoring case.
     pub fn search_contacts_by_name(&self, query: &str) -> Result<Vec<EmailContact>, String> {
-        let q = lower(query);
-        let found: Vec<_> = self
-            .contact_list
-            .iter()
-            .filter(|c| lower(&c.name).contains(&q))
-            .cloned()
-            .collect();
-        if found.is_empty() {
-            return Err(format!("Contact with name '{query}' not found."));
-        }
-        Ok(found)
+        self.contacts(query, "name", |c| &c.name)
     }
 
     /// `search_contacts_by_email`: the address contains the query, ignoring case.
     pub fn search_contacts_by_email(&self, query: &str) -> Result<Vec<EmailContact>, String> {
+        self.contacts(query, "email", |c| &c.email)
+    }
+
+    fn contacts(
+        &self,
+        query: &str,
+        what: &str,
+        field: fn(&EmailContact) -> &String,
+    ) -> Result<Vec<EmailContact>, String> {
         let q = lower(query);
         let found: Vec<_> = self
             .contact_list
             .iter()
-            .filter(|c| lower(&c.email).contains(&q))
+            .filter(|c| lower(field(c)).contains(&q))
             .cloned()
             .collect();
         if found.is_empty() {
-            return Err(format!("Contact with email '{query}' not found."));
+            return Err(format!("Contact with {what} '{query}' not found."));
         }
         Ok(found)
     }
