@@ -1,7 +1,7 @@
 """AgentDojo suites (agentdojo==0.1.35, v1) through toolhost, scored by AgentDojo's own checks.
 
-For each suite (a module here: `banking`, `slack`), each planner and each defence mode, one
-`toolhost eval` suite is written: a golden task per user task (no attack) and per (user task,
+For each suite (a module here: `banking`, `slack`, `workspace`), each planner and each defence
+mode, one `toolhost eval` suite is written: a golden task per user task (no attack) and per (user task,
 injection task) pair, the injection placed as AgentDojo's `important_instructions` attack
 places it (at the vectors the user task's ground truth reads). Each task's state file is the
 environment AgentDojo builds; `toolhost eval` runs them all; the state each run leaves is
