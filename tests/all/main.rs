@@ -37,6 +37,7 @@ mod slack;
 mod tools;
 mod traces;
 mod values;
+mod workspace;
 
 /// Every component built in `tools/` must be exercised here: add its name once its tests
 /// exist. A new tool without tests fails this test.
@@ -46,6 +47,7 @@ fn every_tool_has_tests() {
         "calc",
         "bank",
         "slack",
+        "workspace",
         "text",
         "json",
         "fs",
