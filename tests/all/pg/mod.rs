@@ -10,6 +10,7 @@ mod failover;
 mod lease;
 mod migrate;
 mod pool_serve;
+mod partition;
 mod pools;
 mod queue;
 mod replay;
