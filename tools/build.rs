@@ -25,6 +25,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("http", "HTTP"),
     ("bank", "BANK"),
     ("slack", "SLACK"),
+    ("travel", "TRAVEL"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("hog", "HOG"),
