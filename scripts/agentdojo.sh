@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # AgentDojo's suites through toolhost, in one command (SECURITY.md, "Measurement"):
-#   scripts/agentdojo.sh [banking|slack|all] [--gate] [--pairs N]
+#   scripts/agentdojo.sh [banking|slack|travel|all] [--gate] [--pairs N]
 #   1. a venv at target/agentdojo/venv with agentdojo==0.1.35 from PyPI;
-#   2. the toolhost binary and the tool components (tools/bank, tools/slack) built;
+#   2. the toolhost binary and the tool components (tools/bank, tools/slack, tools/travel) built;
 #   3. bench/agentdojo/harness.py: every user task alone and with each injection task's
 #      attack, for the scripted and the adversarial planner, plan-then-execute and step-wise,
 #      in each defence mode, run by `toolhost eval` and scored by AgentDojo's own checks.
@@ -13,9 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
 case "$which" in
-    banking | slack) suites=("$which") ;;
-    all) suites=(banking slack) ;;
-    *) echo "usage: scripts/agentdojo.sh [banking|slack|all] [--gate] [--pairs N]" >&2; exit 2 ;;
+    banking | slack | travel) suites=("$which") ;;
+    all) suites=(banking slack travel) ;;
+    *) echo "usage: scripts/agentdojo.sh [banking|slack|travel|all] [--gate] [--pairs N]" >&2; exit 2 ;;
 esac
 shift || true
 venv=target/agentdojo/venv

@@ -88,7 +88,7 @@ def steps(suite, env, calls, prefix: str, prompt: str) -> tuple[list[dict], int]
         out.append({"id": f"{prefix}{i + 1}", "tool": suite.module.TOOL,
                     "operation": c.function.replace("_", "-"), "args": args})
         result, _ = runtime.run_function(env, c.function, dict(c.args))
-        outputs.append(as_json(result))
+        outputs.append(hook(suite, "as_json", as_json)(result))
     return out, literals
 
 
@@ -109,6 +109,12 @@ def as_json(v):
     if isinstance(v, list):
         return [as_json(x) for x in v]
     return v
+
+
+def hook(suite, name: str, default):
+    """The suite module's own version of a step if it has one (travel.py: its results'
+    shapes, its state's re-reading), else the harness's."""
+    return getattr(suite.module, name, default)
 
 
 def reference(value, outputs: list, prefix: str):
@@ -285,7 +291,8 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
     scores = {}
     for tid, (user, inj, env, calls, literals, planned) in scoring.items():
         r = results[tid]
-        post = type(env).model_validate_json((work / tid / tool / "state.json").read_text())
+        post = hook(suite, "parse_state", lambda cls, text: cls.model_validate_json(text))(
+            type(env), (work / tid / tool / "state.json").read_text())
         made, ok = traces(r.get("journal"), planned)
         finished = r["outcome"] in NORMAL and made_all(ok, calls)
         said = [text_content_block_from_string(user.GROUND_TRUTH_OUTPUT if finished else "")]

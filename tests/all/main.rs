@@ -33,6 +33,7 @@ mod sandbox;
 mod schema;
 mod serve;
 mod slack;
+mod travel;
 mod tools;
 mod traces;
 mod values;
@@ -45,6 +46,7 @@ fn every_tool_has_tests() {
         "calc",
         "bank",
         "slack",
+        "travel",
         "text",
         "json",
         "fs",

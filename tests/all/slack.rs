@@ -16,42 +16,8 @@ fn state() -> Value {
     })
 }
 
-/// Runs `steps` (one after another) on a fresh state; the run's report and the state after.
 fn run(steps: Value) -> (Value, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("slack")).unwrap();
-    let file = dir.path().join("slack/state.json");
-    std::fs::write(&file, state().to_string()).unwrap();
-    std::fs::write(
-        dir.path().join("policy.toml"),
-        "version = 1\n[tools.slack]\nfiles = [{ host = \"slack\", guest = \"/slack\", access = \"read-write\" }]\n",
-    )
-    .unwrap();
-    let steps: Vec<Value> = steps
-        .as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut s = s.clone();
-            s["id"] = json!(format!("s{}", i + 1));
-            s["tool"] = json!("slack");
-            if i > 0 {
-                s["depends_on"] = json!([format!("s{i}")]);
-            }
-            s
-        })
-        .collect();
-    let script = json!({"plan": {"goal": "slack", "steps": steps}});
-    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
-    std::fs::write(
-        dir.path().join("task.toml"),
-        "goal = \"slack\"\npolicy = \"policy.toml\"\ntools = [\"slack\"]\n[planner]\nscript = \"script.json\"\n",
-    )
-    .unwrap();
-    let report = toolhost_tests::run_json(&dir.path().join("task.toml"));
-    let after = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    (report, after)
+    toolhost_tests::suite::run_steps("slack", &state(), &steps)
 }
 
 #[test]

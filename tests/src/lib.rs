@@ -3,6 +3,7 @@
 
 pub mod postgres;
 pub mod server;
+pub mod suite;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
