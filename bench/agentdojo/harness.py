@@ -41,6 +41,7 @@ from agentdojo.attacks.important_instructions_attacks import ImportantInstructio
 from agentdojo.task_suite.load_suites import get_suite
 from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
 from agentdojo.types import get_text_content_as_str, text_content_block_from_string
+from pydantic import BaseModel, TypeAdapter
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,11 +85,14 @@ def steps(suite, env, calls, prefix: str, prompt: str) -> tuple[list[dict], int]
                 ref = reference(value, outputs, prefix)
                 literals += ref is None
                 value = ref or value
-            args[name.replace("_", "-")] = value
+            args[name.replace("_", "-")] = kebab(value)
+        # A suite may complete arguments as its WIT types need them (null optional fields).
+        args = getattr(suite.module, "plan_args", lambda _, a: a)(c.function, args)
         out.append({"id": f"{prefix}{i + 1}", "tool": suite.module.TOOL,
                     "operation": c.function.replace("_", "-"), "args": args})
         result, _ = runtime.run_function(env, c.function, dict(c.args))
-        outputs.append(hook(suite, "as_json", as_json)(result))
+        # A suite may shape results as its WIT does (travel: dicts keyed by name as entries).
+        outputs.append(getattr(suite.module, "as_json", as_json)(result))
     return out, literals
 
 
@@ -101,20 +105,53 @@ def in_request(value, prompt: str) -> bool:
 
 
 def as_json(v):
-    """A tool result as toolhost returns it: records with their WIT (kebab-case) fields."""
+    """A tool result as toolhost returns it: records with their WIT (kebab-case) fields;
+    dates, datetimes and enums as pydantic writes them in JSON (a trailing `_`, as in
+    `id_`, is no part of the WIT name)."""
     if hasattr(v, "model_dump"):
-        v = v.model_dump()
+        v = v.model_dump(mode="json")
     if isinstance(v, dict):
-        return {k.replace("_", "-"): as_json(x) for k, x in v.items()}
+        return {wit_name(k): as_json(x) for k, x in v.items()}
     if isinstance(v, list):
         return [as_json(x) for x in v]
     return v
 
 
-def hook(suite, name: str, default):
-    """The suite module's own version of a step if it has one (travel.py: its results'
-    shapes, its state's re-reading), else the harness's."""
-    return getattr(suite.module, name, default)
+def wit_name(name: str) -> str:
+    return name.rstrip("_").replace("_", "-")
+
+
+def kebab(v):
+    """An argument's records with their WIT field names (`{"file_id": …}` → `file-id`)."""
+    if isinstance(v, dict):
+        return {wit_name(k): kebab(x) for k, x in v.items()}
+    return [kebab(x) for x in v] if isinstance(v, list) else v
+
+
+def snake(v):
+    """The inverse of `kebab`, for the calls AgentDojo's checks read; unset fields dropped."""
+    if isinstance(v, dict):
+        return {k.replace("-", "_"): snake(x) for k, x in v.items() if x is not None}
+    return [snake(x) for x in v] if isinstance(v, list) else v
+
+
+def reparse(env_type, text: str):
+    """The environment a tool wrote back. Some models rebuild a field from another when
+    they parse (workspace's inbox, calendar and drive rebuild `emails`, `events` and
+    `files` from `initial_*`, and add a contact for every address in them): each field of
+    each part keeps what the file says, as the tool left it."""
+    env = env_type.model_validate_json(text)
+    raw = json.loads(text)
+    for name in type(env).model_fields:
+        part, fields = getattr(env, name), raw.get(name)
+        if not isinstance(part, BaseModel) or not isinstance(fields, dict):
+            continue
+        for field, info in type(part).model_fields.items():
+            if field in fields:
+                value = TypeAdapter(info.annotation).validate_python(fields[field])
+                if value != getattr(part, field):
+                    setattr(part, field, value)
+    return env
 
 
 def reference(value, outputs: list, prefix: str):
@@ -218,7 +255,7 @@ def traces(journal: str | None, planned: list[dict]) -> tuple[list[FunctionCall]
         if error.get("kind") == "untrusted_flow" or "fault injected" in error.get("message", ""):
             continue  # refused before the call, or an injected fault: no call was made
         args = unredacted(step["operation"], step.get("args") or {}, planned)
-        args = {k.replace("-", "_"): v for k, v in args.items() if v is not None}
+        args = {k.replace("-", "_"): snake(v) for k, v in args.items() if v is not None}
         call = FunctionCall(function=step["operation"].replace("-", "_"), args=args)
         made.append(call)
         if step["status"] == "succeeded":
@@ -227,7 +264,7 @@ def traces(journal: str | None, planned: list[dict]) -> tuple[list[FunctionCall]
 
 
 def unredacted(operation: str, args: dict, planned: list[dict]) -> dict:
-    hidden = {k for k, v in args.items() if isinstance(v, str) and "[redacted:" in v}
+    hidden = {k for k, v in args.items() if "[redacted:" in json.dumps(v)}
     if not hidden:
         return args
     for step in planned:
@@ -291,8 +328,7 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
     scores = {}
     for tid, (user, inj, env, calls, literals, planned) in scoring.items():
         r = results[tid]
-        post = hook(suite, "parse_state", lambda cls, text: cls.model_validate_json(text))(
-            type(env), (work / tid / tool / "state.json").read_text())
+        post = reparse(type(env), (work / tid / tool / "state.json").read_text())
         made, ok = traces(r.get("journal"), planned)
         finished = r["outcome"] in NORMAL and made_all(ok, calls)
         said = [text_content_block_from_string(user.GROUND_TRUTH_OUTPUT if finished else "")]

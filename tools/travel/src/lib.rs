@@ -15,12 +15,23 @@
 //! - `state`: the environment's types, its load and write-back, Python's `str(float)`.
 //! - `time`: datetimes as `datetime.fromisoformat` reads them and pydantic writes them.
 //! - `booking`: the booking client: look-ups, listings and the three reservations.
+//! - the calendar and e-mail operations are the `office` crate's (shared with
+//!   `tools/workspace`), over the state's `calendar` and `inbox`.
 
 pub mod booking;
 pub mod state;
 pub mod time;
 
 toolhost_sdk::tool!();
+office::wit_conversions!();
+
+/// The travel suite lists no contacts, so its world has no `email-contact`; the conversions
+/// `wit_conversions!` writes for every world need the type.
+#[allow(dead_code)]
+struct EmailContact {
+    email: String,
+    name: String,
+}
 
 use booking::{companies, hotels, restaurants};
 use state::State;
@@ -214,6 +225,63 @@ impl Guest for TravelTools {
             &departure_city,
             &arrival_city,
         ))
+    }
+
+    fn create_calendar_event(
+        title: String,
+        start_time: String,
+        end_time: String,
+        description: Option<String>,
+        participants: Option<Vec<String>>,
+        location: Option<String>,
+    ) -> Result<CalendarEvent, String> {
+        State::change(|s| {
+            s.calendar.create_calendar_event(
+                &mut s.inbox,
+                title,
+                &start_time,
+                &end_time,
+                description.unwrap_or_default(),
+                participants,
+                location,
+            )
+        })
+        .map(|e| event(&e))
+    }
+
+    fn search_calendar_events(
+        query: String,
+        date: Option<String>,
+    ) -> Result<Vec<CalendarEvent>, String> {
+        let s = State::load()?;
+        let found = s.calendar.search_calendar_events(&query, date.as_deref())?;
+        Ok(found.iter().map(event).collect())
+    }
+
+    fn get_day_calendar_events(day: String) -> Result<Vec<CalendarEvent>, String> {
+        let found = State::load()?.calendar.get_day_calendar_events(&day)?;
+        Ok(found.iter().map(event).collect())
+    }
+
+    fn cancel_calendar_event(event_id: String) -> Result<String, String> {
+        State::change(|s| s.calendar.cancel_calendar_event(&mut s.inbox, &event_id))
+    }
+
+    fn send_email(
+        recipients: Vec<String>,
+        subject: String,
+        body: String,
+        attachments: Option<Vec<AttachmentArg>>,
+        cc: Option<Vec<String>>,
+        bcc: Option<Vec<String>>,
+    ) -> Result<Email, String> {
+        let attachments = office::email::parse_attachments(attachment_args(attachments)?)?;
+        State::change(|s| {
+            let (cc, bcc) = (cc.unwrap_or_default(), bcc.unwrap_or_default());
+            s.inbox
+                .send_email(recipients, subject, body, attachments, cc, bcc)
+        })
+        .map(|e| email(&e))
     }
 }
 

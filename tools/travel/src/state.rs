@@ -114,6 +114,8 @@ pub struct State {
     pub flights: Flights,
     pub user: User,
     pub reservation: Reservation,
+    pub calendar: office::Calendar,
+    pub inbox: office::Inbox,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
