@@ -33,9 +33,9 @@ mod sandbox;
 mod schema;
 mod serve;
 mod slack;
-mod travel;
 mod tools;
 mod traces;
+mod travel;
 mod values;
 
 /// Every component built in `tools/` must be exercised here: add its name once its tests
