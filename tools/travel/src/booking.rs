@@ -165,7 +165,7 @@ pub fn reserve_restaurant(s: &mut State, restaurant: &str, start: &str) -> Resul
     book(s, "restaurant", restaurant);
     let at = DateTime::from_iso(start)?;
     s.reservation.start_time = at;
-    let end = at.plus_hours(2);
+    let end = at.plus_hours(2)?;
     s.reservation.end_time = end;
     Ok(format!(
         "Reservation for {restaurant} from {} to {} on {} has been made successfully.",

@@ -3,6 +3,7 @@
 //! to the state as pydantic dumps them (`2024-05-13T10:00:00`), and shown to the planner
 //! as `str(datetime)` prints them (`2024-05-13 10:00:00`).
 
+use office::py::repr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,8 +81,8 @@ fn split_offset(s: &str) -> Result<(&str, Option<i32>), ()> {
 impl DateTime {
     /// Python's `datetime.fromisoformat`, with its error message.
     pub fn from_iso(s: &str) -> Result<DateTime, String> {
-        let dt = DateTime::parse(s)
-            .ok_or_else(|| format!("Invalid isoformat string: {}", py_repr(s)))?;
+        let dt =
+            DateTime::parse(s).ok_or_else(|| format!("Invalid isoformat string: {}", repr(s)))?;
         dt.check_ranges()?;
         Ok(dt)
     }
@@ -192,8 +193,9 @@ impl DateTime {
         format!("{:02}:{:02}", self.hour, self.minute)
     }
 
-    /// This datetime `hours` later, across days, months and years.
-    pub fn plus_hours(&self, hours: u32) -> DateTime {
+    /// This datetime `hours` later, across days, months and years; past year 9999 is
+    /// Python's `OverflowError`.
+    pub fn plus_hours(&self, hours: u32) -> Result<DateTime, String> {
         let mut dt = *self;
         dt.hour += hours;
         while dt.hour >= 24 {
@@ -208,7 +210,10 @@ impl DateTime {
                 }
             }
         }
-        dt
+        if dt.year > 9999 {
+            return Err("date value out of range".into());
+        }
+        Ok(dt)
     }
 }
 
@@ -220,34 +225,6 @@ fn offset_text(seconds: i32) -> String {
         0 => hm,
         sec => format!("{hm}:{sec:02}"),
     }
-}
-
-/// Python's `repr` of a string, as its error messages quote values.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 impl Serialize for DateTime {
@@ -306,14 +283,14 @@ mod tests {
 
     #[test]
     fn hours_roll_over_days_months_and_years() {
-        let dt = DateTime::from_iso("2024-12-31 23:00")
-            .unwrap()
-            .plus_hours(2);
-        assert_eq!(dt.to_json(), "2025-01-01T01:00:00");
-        let dt = DateTime::from_iso("2024-02-28 23:00")
-            .unwrap()
-            .plus_hours(2);
-        assert_eq!(dt.date_iso(), "2024-02-29");
-        assert_eq!(py_repr("it's"), "\"it's\"");
+        let at = |s: &str| DateTime::from_iso(s).unwrap();
+        assert_eq!(
+            at("2024-12-31 23:00").plus_hours(2).unwrap().to_json(),
+            "2025-01-01T01:00:00"
+        );
+        let leap = at("2024-02-28 23:00").plus_hours(2).unwrap();
+        assert_eq!(leap.date_iso(), "2024-02-29");
+        let end = at("9999-12-31 23:00").plus_hours(2);
+        assert_eq!(end.unwrap_err(), "date value out of range");
     }
 }
