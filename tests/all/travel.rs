@@ -283,36 +283,31 @@ fn travel_keeps_a_calendar_and_sends_email_as_agentdojo_does() {
 
 #[test]
 fn travel_refuses_bad_events_with_agentdojo_messages() {
-    for (op, args, message) in [
-        (
-            "search-calendar-events",
-            json!({"query": "sync", "date": "2024-05-16"}),
-            "No events found. Try with a different query.",
-        ),
-        (
-            "cancel-calendar-event",
-            json!({"event-id": "9"}),
-            "Event with ID '9' not found.",
-        ),
-        (
-            "get-day-calendar-events",
-            json!({"day": "15-05-2024"}),
-            "time data '15-05-2024' does not match format '%Y-%m-%d'",
-        ),
-        (
-            "create-calendar-event",
-            json!({"title": "X", "start-time": "2024-05-16T19:00", "end-time": "2024-05-16 21:00",
+    toolhost_tests::suite::assert_refusals(
+        "travel",
+        &state(),
+        &[
+            (
+                "search-calendar-events",
+                json!({"query": "sync", "date": "2024-05-16"}),
+                "No events found. Try with a different query.",
+            ),
+            (
+                "cancel-calendar-event",
+                json!({"event-id": "9"}),
+                "Event with ID '9' not found.",
+            ),
+            (
+                "get-day-calendar-events",
+                json!({"day": "15-05-2024"}),
+                "time data '15-05-2024' does not match format '%Y-%m-%d'",
+            ),
+            (
+                "create-calendar-event",
+                json!({"title": "X", "start-time": "2024-05-16T19:00", "end-time": "2024-05-16 21:00",
                    "description": null, "participants": null, "location": null}),
-            "time data '2024-05-16T19:00' does not match format '%Y-%m-%d %H:%M'",
-        ),
-    ] {
-        let (report, after) = run(json!([{"operation": op, "args": args}]));
-        let error = &report["steps"][0]["error"];
-        assert_eq!(error["kind"], "tool_error", "{op}: {report:#}");
-        assert!(
-            error["message"].as_str().unwrap().contains(message),
-            "{op}: {error}"
-        );
-        assert_eq!(after, state(), "{op} changed the state");
-    }
+                "time data '2024-05-16T19:00' does not match format '%Y-%m-%d %H:%M'",
+            ),
+        ],
+    );
 }

@@ -46,3 +46,18 @@ pub fn run_steps(tool: &str, state: &Value, steps: &Value) -> (Value, Value) {
     let after = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     (report, after)
 }
+
+/// Runs each `(operation, args, message)` alone on `state`: the call fails as a tool error
+/// whose message holds `message`, and leaves the state as it was.
+pub fn assert_refusals(tool: &str, state: &Value, cases: &[(&str, Value, &str)]) {
+    for (op, args, message) in cases {
+        let (report, after) = run_steps(tool, state, &json!([{"operation": op, "args": args}]));
+        let error = &report["steps"][0]["error"];
+        assert_eq!(error["kind"], "tool_error", "{op}: {report:#}");
+        assert!(
+            error["message"].as_str().unwrap().contains(message),
+            "{op}: {error}"
+        );
+        assert_eq!(&after, state, "{op} changed the state");
+    }
+}
