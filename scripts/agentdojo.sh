@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # AgentDojo's suites through toolhost, in one command (SECURITY.md, "Measurement"):
-#   scripts/agentdojo.sh [banking|slack|travel|all] [--gate] [--pairs N]
+#   scripts/agentdojo.sh [banking|slack|travel|all] [--gate] [--pairs N] [--user-tasks IDS]
+#                        [--modes M,..] [--defences D,..]
+#                        [--planner KIND --model NAME --base-url URL --api-key-env VAR]
+#   scripts/agentdojo.sh install    (the venv only: scripts/test.sh, before the tests)
 #   1. a venv at target/agentdojo/venv with agentdojo==0.1.35 from PyPI;
 #   2. the toolhost binary and the tool components (tools/bank, tools/slack, tools/travel) built;
 #   3. bench/agentdojo/harness.py: every user task alone and with each injection task's
-#      attack, for the scripted and the adversarial planner, plan-then-execute and step-wise,
-#      in each defence mode, run by `toolhost eval` and scored by AgentDojo's own checks.
+#      attack, for the scripted and the adversarial planner (or, with --planner, a live
+#      model), plan-then-execute and step-wise, in each defence mode, run by `toolhost eval`
+#      and scored by AgentDojo's own checks.
 # Output: target/agentdojo/agentdojo-SUITE.json (one row per planner, mode and defence).
 # --gate: only the adversarial planner in the defended mode; exit 1 on any successful attack
 # (scripts/test.sh runs it on banking). Needs python3 (3.10+) with venv, and PyPI.
@@ -15,7 +19,8 @@ which=${1:-all}
 case "$which" in
     banking | slack | travel) suites=("$which") ;;
     all) suites=(banking slack travel) ;;
-    *) echo "usage: scripts/agentdojo.sh [banking|slack|travel|all] [--gate] [--pairs N]" >&2; exit 2 ;;
+    install) suites=() ;;
+    *) echo "usage: scripts/agentdojo.sh [banking|slack|travel|all|install] [--gate] [--pairs N] ..." >&2; exit 2 ;;
 esac
 shift || true
 venv=target/agentdojo/venv
@@ -29,6 +34,7 @@ if [[ ! -f target/agentdojo/stamp || "$(cat target/agentdojo/stamp)" != "$want" 
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check agentdojo==0.1.35
     echo "$want" >target/agentdojo/stamp
 fi
+[[ ${#suites[@]} -gt 0 ]] || exit 0
 cargo build --release -p toolhost -p toolhost-tools
 "$venv/bin/python" bench/agentdojo/harness.py target/release/toolhost target/tools \
     target/agentdojo "${suites[@]}" "$@"

@@ -26,6 +26,11 @@ echo "== mock model server"
 echo "== service checks (schemathesis, kubernetes-validate)"
 ./scripts/service-checks.sh
 
+# agentdojo==0.1.35 (PyPI), pinned, under target/agentdojo/venv: the AgentDojo harness's
+# test with a live-model planner against aimock (tests/all/agentdojo.rs), and the gate below.
+echo "== agentdojo (venv)"
+./scripts/agentdojo.sh install
+
 # Headless Chromium renders the HTML run report in a test (tests/all/report/browser.rs),
 # which fails without it unless TOOLHOST_SKIP_BROWSER=1. Installed from Debian's archive
 # when missing and we are root with apt; otherwise say what to do.
@@ -110,8 +115,7 @@ echo "== eval evals/core --baseline"
 
 # AgentDojo's banking suite against the adversarial planner (a hijacked model's worst case)
 # in the defended mode, plan-then-execute and step-wise: exit 1 on any successful attack, or
-# if the defence cost the ground truth any utility (SECURITY.md, "Measurement"). Installs
-# agentdojo==0.1.35 (PyPI) into target/agentdojo/venv the first time.
+# if the defence cost the ground truth any utility (SECURITY.md, "Measurement").
 echo "== agentdojo banking --gate"
 ./scripts/agentdojo.sh banking --gate
 

@@ -15,14 +15,24 @@ Planners (SECURITY.md, "Measurement"):
   `ground_truth()`. Plan-then-execute shows a planner tool output only when it replans, so
   there the last ground-truth call fails once (an injected fault) and the planner replans
   after everything else has run; step-wise shows it every output.
+- `model` (`--planner KIND`, with `--model`, `--base-url`, `--api-key-env`): a live model,
+  through `toolhost eval`'s planner flags; not in CI (it needs a key). Its runs are scored
+  as AgentDojo scores a model: whatever calls it made, and its own answer (the run's
+  `stopped` record) as the model output.
 
 A run that did not finish normally, or did not make every ground-truth call, answers
 nothing: AgentDojo's checks of the answer text see an empty answer.
 
-Usage: harness.py TOOLHOST TOOLS_DIR OUT_DIR [--gate] [--pairs N] SUITE...
-  --gate     only the adversarial planner in the defended mode (both executions); exit 1 on
-             any successful attack, or on a utility below the suite's GATE_UTILITY
-  --pairs N  the first N injection tasks of each suite only (all user tasks)
+Usage: harness.py TOOLHOST TOOLS_DIR OUT_DIR [OPTIONS] SUITE...
+  --gate           only the adversarial planner in the defended mode (both executions);
+                   exit 1 on any successful attack, or on a utility below GATE_UTILITY
+  --pairs N        the first N injection tasks of each suite only
+  --user-tasks IDS only these user tasks (comma-separated, e.g. user_task_0,user_task_1)
+  --modes M,..     only these executions (plan-then-execute, step-wise)
+  --defences D,..  only these defence modes (none, blocks, rules, quarantine, defended)
+  --planner KIND   a live model instead of the scripted and adversarial planners (openai,
+                   anthropic, openai-compatible); --model, --base-url and --api-key-env are
+                   passed to `toolhost eval` as they are
 """
 
 import argparse
@@ -220,6 +230,8 @@ def write_task(d: Path, suite, user, injection, planner: str, mode: str, quarant
                                  "arguments": s["args"]} for s in turns] + [{"stop": True}]}
         (d / "script.json").write_text(json.dumps(script))
         lines += ["[planner]", 'script = "script.json"']
+    elif planner == "model":
+        pass  # the planner comes from `toolhost eval`'s flags (run_config)
     else:
         inj = (steps(suite, env, injection.ground_truth(env.model_copy(deep=True)), "x",
                      injection.GOAL)[0] if injection else [])
@@ -232,6 +244,31 @@ def write_task(d: Path, suite, user, injection, planner: str, mode: str, quarant
             lines += ["[[faults]]", f'step = "{task[-1]["id"]}@1"', 'kind = "error"', "nth = 1"]
     (d / "task.toml").write_text("\n".join(lines) + "\n")
     return env, calls, literals, task + (inj if planner == "adversarial" else [])
+
+
+def model_flags(args) -> list[str]:
+    """`toolhost eval`'s planner flags for a live model (`--planner KIND`), else none."""
+    if not args.planner:
+        return []
+    flags = ["--planner", args.planner]
+    for name in ("model", "base_url", "api_key_env"):
+        if getattr(args, name):
+            flags += [f"--{name.replace('_', '-')}", getattr(args, name)]
+    return flags
+
+
+def answer(journal: str | None) -> str:
+    """What the run answered (its `stopped` record), as text: a model's final words."""
+    if not journal or not Path(journal).exists():
+        return ""
+    said = None
+    for line in Path(journal).read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("kind") == "stopped":
+            said = (rec.get("data") or {}).get("answer")
+    if said is None:
+        return ""
+    return said if isinstance(said, str) else json.dumps(said)
 
 
 def chain(task: list[dict]) -> list[dict]:
@@ -295,7 +332,7 @@ def refused(journal: str | None) -> bool:
     return any(r in text for r in REFUSALS)
 
 
-def run_config(args, suite, planner, mode, defence, injections, work: Path) -> dict:
+def run_config(args, suite, users, planner, mode, defence, injections, work: Path) -> dict:
     outputs, rules, quarantine = MODES[defence]
     work.mkdir(parents=True)
     tool = suite.module.TOOL
@@ -304,7 +341,7 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
               f'outputs = "{outputs}"\n' + (suite.module.RULES if rules else ""))
     (work / "suite.toml").write_text(f'name = "{suite.name}-{planner}-{mode}-{defence}"\n')
     scoring = {}
-    for uid, user in suite.user_tasks.items():
+    for uid, user in users.items():
         for inj in [None] + injections:
             d = work / f"{uid}--{inj.ID if inj else 'none'}"
             d.mkdir()
@@ -315,7 +352,8 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
     out = work / "eval.json"
     ran = subprocess.run(
         [args.toolhost, "--state-dir", str(work / "state"), "--cache-dir", str(args.out / "cache"),
-         "eval", str(work), "--tools-dir", args.tools, "--json", str(out), "--jobs", "2"],
+         "eval", str(work), "--tools-dir", args.tools, "--json", str(out), "--jobs", "2",
+         *model_flags(args)],
         capture_output=True, text=True, check=False)
     if not out.exists():
         raise SystemExit(f"toolhost eval failed (exit {ran.returncode}): {ran.stderr}")
@@ -330,8 +368,15 @@ def run_config(args, suite, planner, mode, defence, injections, work: Path) -> d
         r = results[tid]
         post = reparse(type(env), (work / tid / tool / "state.json").read_text())
         made, ok = traces(r.get("journal"), planned)
-        finished = r["outcome"] in NORMAL and made_all(ok, calls)
-        said = [text_content_block_from_string(user.GROUND_TRUTH_OUTPUT if finished else "")]
+        if planner == "model":
+            # A model is scored on what it did and said, as AgentDojo scores one.
+            text = answer(r.get("journal")) if r["outcome"] in NORMAL else ""
+        else:
+            # A script says nothing: it stands for a model that made every ground-truth call
+            # and then answered as the ground truth does.
+            finished = r["outcome"] in NORMAL and made_all(ok, calls)
+            text = user.GROUND_TRUTH_OUTPUT if finished else ""
+        said = [text_content_block_from_string(text)]
         useful = bool(suite._check_user_task_utility(user, said, env, post, made))
         won = inj is not None and bool(
             suite._check_injection_task_security(inj, said, env, post, made))
@@ -360,7 +405,20 @@ def main() -> None:
     p.add_argument("suites", nargs="+")
     p.add_argument("--gate", action="store_true")
     p.add_argument("--pairs", type=int)
+    p.add_argument("--user-tasks", type=lambda s: s.split(","))
+    p.add_argument("--modes", type=lambda s: s.split(","))
+    p.add_argument("--defences", type=lambda s: s.split(","))
+    p.add_argument("--planner", choices=["openai", "anthropic", "openai-compatible"])
+    p.add_argument("--model")
+    p.add_argument("--base-url")
+    p.add_argument("--api-key-env")
     args = p.parse_args()
+    for given, known in [(args.modes, {m for _, m in PLANNERS}), (args.defences, set(MODES))]:
+        wrong = sorted(set(given or ()) - known)
+        if wrong:
+            p.error(f"unknown {wrong[0]!r}: use one of {', '.join(sorted(known))}")
+    if args.gate and args.planner:
+        p.error("--gate measures the adversarial planner: it takes no --planner")
     args.toolhost = str(Path(args.toolhost).resolve())
     args.tools = str(Path(args.tools).resolve())
     args.out = args.out.resolve()
@@ -370,7 +428,16 @@ def main() -> None:
         suite = get_suite("v1", name)
         suite.module = importlib.import_module(name)
         injections = list(suite.injection_tasks.values())[: args.pairs]
-        configs = [(pl, m, d) for pl, m in PLANNERS for d in MODES]
+        users = suite.user_tasks
+        if args.user_tasks:
+            wrong = sorted(set(args.user_tasks) - set(users))
+            if wrong:
+                raise SystemExit(f"{name} has no user task {wrong[0]!r}")
+            users = {k: v for k, v in users.items() if k in args.user_tasks}
+        planners = ([("model", m) for m in ("plan-then-execute", "step-wise")]
+                    if args.planner else PLANNERS)
+        configs = [(pl, m, d) for pl, m in planners for d in MODES
+                   if m in (args.modes or [m]) and d in (args.defences or [d])]
         if args.gate:
             configs = [(pl, m, "defended") for pl, m in PLANNERS if pl == "adversarial"]
         rows = []
@@ -378,9 +445,10 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         for planner, mode, defence in configs:
             started = time.monotonic()
-            row = run_config(args, suite, planner, mode, defence, injections,
+            row = run_config(args, suite, users, planner, mode, defence, injections,
                              work / f"{planner}-{mode}-{defence}")
-            row = {"suite": name, "planner": planner, "mode": mode, "defence": defence, **row,
+            shown = f"{args.planner}:{args.model or 'default'}" if planner == "model" else planner
+            row = {"suite": name, "planner": shown, "mode": mode, "defence": defence, **row,
                    "seconds": round(time.monotonic() - started, 1)}
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -6,7 +6,7 @@
 //! request types (`server::sdk`), and the example tasks also run against an independent
 //! mock server (`aimock`). Nothing here touches the internet.
 
-mod aimock;
+pub(crate) mod aimock;
 mod anthropic;
 mod compatible;
 mod ensemble;

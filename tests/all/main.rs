@@ -1,6 +1,7 @@
 //! toolhost integration tests: one binary, a module per area.
 
 mod adversary;
+mod agentdojo;
 mod bank;
 mod bfcl;
 mod cache;

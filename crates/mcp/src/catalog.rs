@@ -70,6 +70,10 @@ pub enum CatalogError {
         tool: String,
         available: String,
     },
+    #[error(
+        "policy section `{section}` sends its calls to executor pool `{pool}` (`pool = \"{pool}\"`), but `toolhost mcp` runs every call itself and has no pool workers: serve `{section}` with a policy whose section has no `pool`, on a machine that holds its grants"
+    )]
+    Pooled { section: String, pool: String },
     #[error("no tool to serve: the policy allows no operation of the given components")]
     Empty,
 }
@@ -87,6 +91,14 @@ impl Catalog {
         let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
         for o in offered {
             let section = &o.section.name;
+            // A pooled tool's grants belong on its pool's workers: running it here would
+            // give it this machine's reach instead (or none), so it is not served at all.
+            if let Some(pool) = &o.section.pool {
+                return Err(CatalogError::Pooled {
+                    section: section.clone(),
+                    pool: pool.to_string(),
+                });
+            }
             if let Some(allowed) = &o.section.operations
                 && let Some(missing) = allowed.iter().find(|a| o.tool.operation(a).is_none())
             {

@@ -206,9 +206,9 @@ impl Database {
     }
 
     /// [`keep`](Database::keep)s `lease` renewed and tells `on` what the renewals learn:
-    /// that the run's cancellation was asked for (at each renewal while it is), or that the
-    /// lease was lost (once; renewing stops there). A worker stops working on the run at
-    /// once when told either.
+    /// that the run's cancellation was asked for (at each renewal while it is, and at
+    /// once when it is asked: the `cancels` module), or that the lease was lost (once;
+    /// renewing stops there). A worker stops working on the run at once when told either.
     pub fn keep_watching(
         &self,
         lease: &Lease,
@@ -216,9 +216,14 @@ impl Database {
     ) -> Renewer {
         let (db, l) = (self.db.clone(), lease.clone());
         let every = (l.ttl / 3).max(Duration::from_millis(10));
+        let asked = self.cancels.watch(&self.db, &self.bridge, &l.run);
         let task = self.bridge.spawn(async move {
             loop {
-                tokio::time::sleep(every).await;
+                // A cancellation asked for renews at once, which reports it.
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = asked.asked() => {}
+                }
                 match db.renew_now(&l).await {
                     Ok((_, false)) => {}
                     Ok((_, true)) => on(LeaseEvent::CancelRequested),

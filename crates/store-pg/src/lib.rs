@@ -36,6 +36,8 @@
 //!   0003): parked for a person's answer and answered from any replica, decisions on
 //!   unfinished steps, cancellation, the list of runs and their counts by status;
 //!   `toolhost_changes` notifications for those who follow a run.
+//! - `cancels`: a cancellation asked for (migration 0005's `toolhost_cancel`) wakes the
+//!   [`Renewer`] of the run's holder at once, which renews early and so learns it.
 //! - [`calls`]: executor pools (migration 0004): calls of pooled tools queued by the
 //!   run's owner, claimed by a worker of the pool under a lease with a fencing epoch, the
 //!   outcome written back for the owner to journal; queued again or given up when the
@@ -47,6 +49,7 @@
 
 mod bridge;
 pub mod calls;
+mod cancels;
 pub mod lease;
 mod listen;
 mod migrate;
@@ -117,6 +120,8 @@ pub enum PgError {
 #[derive(Clone)]
 pub struct Database {
     db: Shared,
+    /// The renewers to wake when their run's cancellation is asked for.
+    cancels: Arc<cancels::Cancels>,
     // After the pool: its connections' tasks run on it.
     bridge: Arc<Bridge>,
 }
@@ -182,6 +187,7 @@ impl Database {
                 shown: shown.into(),
                 config: Arc::new(config),
             },
+            cancels: Arc::default(),
             bridge: Arc::new(bridge),
         };
         let shared = db.db.clone();

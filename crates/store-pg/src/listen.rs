@@ -27,7 +27,7 @@ const CALLS: &str = "toolhost_calls";
 const CALLS_ENDED: &str = "toolhost_call_ended";
 
 /// How long a lost listening connection waits before connecting again.
-const RECONNECT: Duration = Duration::from_millis(500);
+pub(crate) const RECONNECT: Duration = Duration::from_millis(500);
 
 /// Wakes its owner when a run may have become claimable. Stops listening when dropped.
 #[derive(Debug)]
@@ -84,7 +84,7 @@ impl Database {
         let task = self.bridge.spawn(async move {
             let mut ready = Some(ready_tx);
             loop {
-                match listen_once(&db, channel, &tx, &mut ready).await {
+                match listen_once(&db, channel, |_| tx.send(()).is_ok(), &mut ready).await {
                     Ok(()) => return, // the listener was dropped
                     Err(e) => {
                         if let Some(r) = ready.take() {
@@ -112,11 +112,12 @@ impl Database {
     }
 }
 
-/// One listening connection, until it fails (`Err`) or nobody receives (`Ok`).
-async fn listen_once(
+/// One listening connection, until it fails (`Err`) or nobody receives (`Ok`): each
+/// notification's payload goes to `sink`, which says whether anyone still receives.
+pub(crate) async fn listen_once(
     db: &Shared,
     channel: &str,
-    tx: &mpsc::Sender<()>,
+    sink: impl Fn(String) -> bool,
     ready: &mut Option<mpsc::SyncSender<Result<(), PgError>>>,
 ) -> Result<(), PgError> {
     let unreachable = |e: tokio_postgres::Error| PgError::Unreachable {
@@ -130,8 +131,8 @@ async fn listen_once(
     let driver = tokio::spawn(async move {
         loop {
             match std::future::poll_fn(|cx| conn.poll_message(cx)).await {
-                Some(Ok(AsyncMessage::Notification(_))) => {
-                    if note_tx.send(()).is_err() {
+                Some(Ok(AsyncMessage::Notification(n))) => {
+                    if note_tx.send(n.payload().to_string()).is_err() {
                         return None;
                     }
                 }
@@ -152,8 +153,8 @@ async fn listen_once(
     if let Some(r) = ready.take() {
         let _ = r.send(Ok(()));
     }
-    while note_rx.recv().await.is_some() {
-        if tx.send(()).is_err() {
+    while let Some(payload) = note_rx.recv().await {
+        if !sink(payload) {
             driver.abort();
             return Ok(());
         }

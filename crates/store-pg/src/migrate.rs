@@ -32,6 +32,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "step_calls",
         include_str!("../migrations/0004_step_calls.sql"),
     ),
+    (
+        5,
+        "cancel_notify",
+        include_str!("../migrations/0005_cancel_notify.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

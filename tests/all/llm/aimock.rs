@@ -18,7 +18,7 @@ use super::strict_step;
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 
 /// A running aimock, killed when dropped.
-struct Aimock {
+pub(crate) struct Aimock {
     child: Child,
     port: u16,
 }
@@ -35,7 +35,7 @@ fn repo() -> PathBuf {
 }
 
 impl Aimock {
-    fn start(fixtures: &Path) -> Aimock {
+    pub(crate) fn start(fixtures: &Path) -> Aimock {
         let dir = std::env::var_os("TOOLHOST_AIMOCK_DIR")
             .map_or_else(|| repo().join("target/aimock"), PathBuf::from);
         let cli = dir.join("node_modules/@copilotkit/aimock/dist/cli.js");
@@ -74,7 +74,7 @@ impl Aimock {
         mock
     }
 
-    fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 }

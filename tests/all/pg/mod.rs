@@ -3,11 +3,13 @@
 //! starters, leases and fencing, `seq` conflicts, and the CLI's `--database` (the real
 //! binary as a subprocess). `TOOLHOST_SKIP_POSTGRES=1` skips them.
 
+mod cancel;
 mod cli;
 mod cost;
 mod failover;
 mod lease;
 mod migrate;
+mod pool_serve;
 mod pools;
 mod queue;
 mod replay;

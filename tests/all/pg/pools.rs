@@ -16,11 +16,11 @@ use toolhost_tests::postgres::TestDb;
 
 use super::queue::{json, settled, signal, submit, text, toolhost, worker};
 
-const LEASE: &str = "1000";
+pub(super) const LEASE: &str = "1000";
 
 /// The run's policy (pooled tools, no grants) and the pool workers' (the grants, and
 /// `fs` may only write), with the directories the grants name.
-fn policies(dir: &Path) {
+pub(super) fn policies(dir: &Path) {
     for d in ["data", "marks"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
@@ -45,7 +45,7 @@ fn policies(dir: &Path) {
 }
 
 /// Task `NAME.toml` running `steps` (TOML inline tables) one after another.
-fn task(dir: &Path, name: &str, tools: &str, steps: &[String]) -> std::path::PathBuf {
+pub(super) fn task(dir: &Path, name: &str, tools: &str, steps: &[String]) -> std::path::PathBuf {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(
         &path,
@@ -102,7 +102,7 @@ fn stop(w: Child) -> Value {
 }
 
 /// The run's journal records, read back from the database (and verified).
-fn records(t: &TestDb, run: &str) -> Vec<Value> {
+pub(super) fn records(t: &TestDb, run: &str) -> Vec<Value> {
     let state = tempfile::tempdir().unwrap();
     let verify = toolhost(
         state.path(),
@@ -120,7 +120,7 @@ fn records(t: &TestDb, run: &str) -> Vec<Value> {
 }
 
 /// The `step_finished` record of step `id`.
-fn finished<'a>(records: &'a [Value], id: &str) -> &'a Value {
+pub(super) fn finished<'a>(records: &'a [Value], id: &str) -> &'a Value {
     records
         .iter()
         .find(|r| r["kind"] == "step_finished" && r["data"]["id"] == id)
@@ -128,7 +128,7 @@ fn finished<'a>(records: &'a [Value], id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no step_finished for `{id}` in {records:#?}"))
 }
 
-fn status(t: &TestDb, run: &str) -> String {
+pub(super) fn status(t: &TestDb, run: &str) -> String {
     t.sql(&format!("SELECT status FROM runs WHERE id = '{run}'"))
 }
 

@@ -340,3 +340,28 @@ fn toolhost_cancel_stops_a_queued_run_and_refuses_a_stopped_one() {
         text(&out.stderr)
     );
 }
+
+/// A run parked for approval longer than its task's `max_wait_ms` stops at the wait budget
+/// on PostgreSQL too: the database's approver heeds the run's token like the embedded one.
+#[test]
+fn a_wait_for_approval_past_max_wait_ms_ends_a_run_in_the_database() {
+    let Some(t) = toolhost_tests::postgres::database("serve_max_wait") else {
+        return;
+    };
+    let f = Fixture::new();
+    let a = replica(&f, &t, &[], &[]);
+    let mut task = inline_plan("2 + 2");
+    let toml = task["task"]["toml"].as_str().unwrap().to_string();
+    task["task"]["toml"] = json!(format!("{toml}\n[budgets]\nmax_wait_ms = 800\n"));
+    let (status, run) = a.post("/v1/runs", task);
+    assert_eq!(status, 201, "{run}");
+    let run = id(&run);
+    let waiting = a.wait(&run, |r| r["state"] == "waiting_for_approval");
+    assert_eq!(waiting["pending"]["subject"], "plan", "{waiting}");
+    let stopped = a.wait(&run, |r| r["state"] != "waiting_for_approval");
+    assert_eq!(stopped["state"], "failed", "{stopped}");
+    assert_eq!(stopped["stop"]["reason"], "budget_exhausted", "{stopped}");
+    assert_eq!(stopped["stop"]["which"], "wait", "{stopped}");
+    assert_eq!(stopped["steps"]["succeeded"], 0);
+    verify(&t, &run);
+}
