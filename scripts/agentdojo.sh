@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # AgentDojo's suites through toolhost, in one command (SECURITY.md, "Measurement"):
-#   scripts/agentdojo.sh [banking|slack|workspace|all] [--gate] [--pairs N] [--user-tasks IDS]
+#   scripts/agentdojo.sh [banking|slack|workspace|travel|all] [--gate] [--pairs N] [--user-tasks IDS]
 #                        [--modes M,..] [--defences D,..]
 #                        [--planner KIND --model NAME --base-url URL --api-key-env VAR]
 #   scripts/agentdojo.sh install    (the venv only: scripts/test.sh, before the tests)
 #   1. a venv at target/agentdojo/venv with agentdojo==0.1.35 from PyPI;
-#   2. the toolhost binary and the tool components (tools/bank, tools/slack, tools/workspace) built;
+#   2. the toolhost binary and the tool components (tools/bank, tools/slack, tools/workspace,
+#      tools/travel) built;
 #   3. bench/agentdojo/harness.py: every user task alone and with each injection task's
 #      attack, for the scripted and the adversarial planner (or, with --planner, a live
 #      model), plan-then-execute and step-wise, in each defence mode, run by `toolhost eval`
@@ -17,10 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
 case "$which" in
-    banking | slack | workspace) suites=("$which") ;;
-    all) suites=(banking slack workspace) ;;
+    banking | slack | workspace | travel) suites=("$which") ;;
+    all) suites=(banking slack workspace travel) ;;
     install) suites=() ;;
-    *) echo "usage: scripts/agentdojo.sh [banking|slack|workspace|all|install] [--gate] [--pairs N] ..." >&2; exit 2 ;;
+    *) echo "usage: scripts/agentdojo.sh [banking|slack|workspace|travel|all|install] [--gate] [--pairs N] ..." >&2; exit 2 ;;
 esac
 shift || true
 venv=target/agentdojo/venv

@@ -26,6 +26,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("bank", "BANK"),
     ("slack", "SLACK"),
     ("workspace", "WORKSPACE"),
+    ("travel", "TRAVEL"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("hog", "HOG"),

@@ -101,7 +101,8 @@ def steps(suite, env, calls, prefix: str, prompt: str) -> tuple[list[dict], int]
         out.append({"id": f"{prefix}{i + 1}", "tool": suite.module.TOOL,
                     "operation": c.function.replace("_", "-"), "args": args})
         result, _ = runtime.run_function(env, c.function, dict(c.args))
-        outputs.append(as_json(result))
+        # A suite may shape results as its WIT does (travel: dicts keyed by name as entries).
+        outputs.append(getattr(suite.module, "as_json", as_json)(result))
     return out, literals
 
 

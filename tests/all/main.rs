@@ -36,6 +36,7 @@ mod serve;
 mod slack;
 mod tools;
 mod traces;
+mod travel;
 mod values;
 mod workspace;
 
@@ -48,6 +49,7 @@ fn every_tool_has_tests() {
         "bank",
         "slack",
         "workspace",
+        "travel",
         "text",
         "json",
         "fs",

@@ -16,9 +16,8 @@ fn state() -> Value {
     })
 }
 
-/// Runs `steps` (one after another) on a fresh state; the run's report and the state after.
 fn run(steps: Value) -> (Value, Value) {
-    toolhost_tests::run_over_state("slack", &state(), &steps)
+    toolhost_tests::suite::run_steps("slack", &state(), &steps)
 }
 
 #[test]
@@ -63,35 +62,30 @@ fn slack_invites_reads_and_posts_as_agentdojo_does() {
 
 #[test]
 fn slack_refuses_unknown_users_and_channels_with_agentdojo_messages() {
-    for (op, args, message) in [
-        (
-            "send-direct-message",
-            json!({"recipient": "Eve", "body": "x"}),
-            "Recipient Eve not found in the users list",
-        ),
-        (
-            "read-channel-messages",
-            json!({"channel": "nope"}),
-            "Channel does not exist!",
-        ),
-        (
-            "invite-user-to-slack",
-            json!({"user": "Bob", "user-email": "b@x"}),
-            "User Bob already in the users list",
-        ),
-        (
-            "add-user-to-channel",
-            json!({"user": "Bob", "channel": "nope"}),
-            "Channel nope not found in the channels list",
-        ),
-    ] {
-        let (report, after) = run(json!([{"operation": op, "args": args}]));
-        let error = &report["steps"][0]["error"];
-        assert_eq!(error["kind"], "tool_error", "{op}: {report:#}");
-        assert!(
-            error["message"].as_str().unwrap().contains(message),
-            "{op}: {error}"
-        );
-        assert_eq!(after, state(), "{op} changed the state");
-    }
+    toolhost_tests::suite::assert_refusals(
+        "slack",
+        &state(),
+        &[
+            (
+                "send-direct-message",
+                json!({"recipient": "Eve", "body": "x"}),
+                "Recipient Eve not found in the users list",
+            ),
+            (
+                "read-channel-messages",
+                json!({"channel": "nope"}),
+                "Channel does not exist!",
+            ),
+            (
+                "invite-user-to-slack",
+                json!({"user": "Bob", "user-email": "b@x"}),
+                "User Bob already in the users list",
+            ),
+            (
+                "add-user-to-channel",
+                json!({"user": "Bob", "channel": "nope"}),
+                "Channel nope not found in the channels list",
+            ),
+        ],
+    );
 }

@@ -67,7 +67,7 @@ fn state() -> Value {
 
 /// Runs `steps` (one after another) on a fresh state; the run's report and the state after.
 fn run(steps: Value) -> (Value, Value) {
-    toolhost_tests::run_over_state("workspace", &state(), &steps)
+    toolhost_tests::suite::run_steps("workspace", &state(), &steps)
 }
 
 fn ids(list: &Value) -> Vec<&str> {

@@ -3,6 +3,7 @@
 
 pub mod postgres;
 pub mod server;
+pub mod suite;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -200,47 +201,6 @@ pub fn run_json(task: &std::path::Path) -> Value {
         "--json",
     ]);
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
-}
-
-/// Runs `steps` (`{"operation", "args"}`, one after another) of tool `tool` with `toolhost
-/// run`, over a fresh copy of `state` at `/TOOL/state.json` (the AgentDojo ports' grant);
-/// the run's report and the state the run left.
-pub fn run_over_state(tool: &str, state: &Value, steps: &Value) -> (Value, Value) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    std::fs::create_dir(dir.path().join(tool)).expect("create the state directory");
-    let file = dir.path().join(tool).join("state.json");
-    std::fs::write(&file, state.to_string()).expect("write the state");
-    let policy = format!(
-        "version = 1\n[tools.{tool}]\nfiles = [{{ host = \"{tool}\", guest = \"/{tool}\", access = \"read-write\" }}]\n"
-    );
-    std::fs::write(dir.path().join("policy.toml"), policy).expect("write the policy");
-    let steps: Vec<Value> = steps
-        .as_array()
-        .expect("steps are an array")
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut s = s.clone();
-            s["id"] = Value::from(format!("s{}", i + 1));
-            s["tool"] = Value::from(tool);
-            if i > 0 {
-                s["depends_on"] = serde_json::json!([format!("s{i}")]);
-            }
-            s
-        })
-        .collect();
-    let script = serde_json::json!({"plan": {"goal": tool, "steps": steps}});
-    std::fs::write(dir.path().join("script.json"), script.to_string()).expect("write the script");
-    let task = format!(
-        "goal = \"{tool}\"\npolicy = \"policy.toml\"\ntools = [\"{tool}\"]\n[planner]\nscript = \"script.json\"\n"
-    );
-    std::fs::write(dir.path().join("task.toml"), task).expect("write the task");
-    let report = run_json(&dir.path().join("task.toml"));
-    let after = std::fs::read_to_string(&file).expect("read the state back");
-    (
-        report,
-        serde_json::from_str(&after).expect("the state is JSON"),
-    )
 }
 
 /// Capabilities granting host directory `dir` as `/data`, read-only unless `write`.
