@@ -6,7 +6,7 @@
 #   scripts/agentdojo.sh install    (the venv only: scripts/test.sh, before the tests)
 #   1. a venv at target/agentdojo/venv with agentdojo==0.1.35 from PyPI;
 #   2. the toolhost binary and the tool components (tools/bank, tools/slack, tools/workspace,
-#      tools/travel) built;
+#      tools/booking for travel) built;
 #   3. bench/agentdojo/harness.py: every user task alone and with each injection task's
 #      attack, for the scripted and the adversarial planner (or, with --planner, a live
 #      model), plan-then-execute and step-wise, in each defence mode, run by `toolhost eval`

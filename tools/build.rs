@@ -26,7 +26,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("bank", "BANK"),
     ("slack", "SLACK"),
     ("workspace", "WORKSPACE"),
-    ("travel", "TRAVEL"),
+    ("booking", "BOOKING"),
     ("typesink", "TYPESINK"),
     ("misbehave", "MISBEHAVE"),
     ("hog", "HOG"),

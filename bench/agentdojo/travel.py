@@ -1,4 +1,4 @@
-"""AgentDojo's travel suite (v1) for harness.py: the `travel` tool (tools/travel), how its
+"""AgentDojo's travel suite (v1) for harness.py: the `booking` tool (tools/booking), how its
 results look to a plan, and the data-flow rules of the defended
 mode (SECURITY.md): who gets an e-mail or an invitation (the recipients, copies and event
 participants, where data leaves) and what is booked (the hotel, restaurant or car rental
@@ -11,7 +11,7 @@ returned (by reference: four ground truths), and the rest carry nothing out by t
 
 from harness import as_json as harness_as_json
 
-TOOL = "travel"
+TOOL = "booking"
 
 RULES = (
     'trusted_args = { send-email = ["recipients", "cc", "bcc"], '

@@ -49,7 +49,7 @@ fn every_tool_has_tests() {
         "bank",
         "slack",
         "workspace",
-        "travel",
+        "booking",
         "text",
         "json",
         "fs",
@@ -62,6 +62,17 @@ fn every_tool_has_tests() {
         "table",
         "web",
     ];
+    // Every build writes its components to one directory, `TARGET/tools/NAME.wasm`: two
+    // tools of one name would leave whichever was built last (AgentDojo's travel tool was
+    // once overwritten by BFCL's `travel`).
+    let mut names: Vec<&str> = toolhost_tools::ALL
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(toolhost_lang_tools::ALL.iter().map(|(name, _, _)| *name))
+        .collect();
+    names.sort_unstable();
+    let twice: Vec<_> = names.windows(2).filter(|w| w[0] == w[1]).collect();
+    assert!(twice.is_empty(), "tool names built twice: {twice:?}");
     let lang_tools = toolhost_lang_tools::ALL.iter().map(|(name, _, _)| name);
     for name in toolhost_tools::ALL
         .iter()

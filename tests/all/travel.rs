@@ -1,4 +1,5 @@
-//! The `travel` tool (AgentDojo's travel suite over a JSON state file) run by `toolhost run`:
+//! The `booking` tool (`tools/booking`: AgentDojo's travel suite over a JSON state file, named
+//! apart from BFCL's `travel`) run by `toolhost run`:
 //! each operation returns what AgentDojo's Python original returns on the same state and
 //! leaves the state it would, errors included. The state (`tests/fixtures/travel/state.json`)
 //! is a pydantic dump of a small `TravelEnvironment`; the expected values were written from
@@ -11,7 +12,7 @@ fn state() -> Value {
 }
 
 fn run(steps: Value) -> (Value, Value) {
-    toolhost_tests::suite::run_steps("travel", &state(), &steps)
+    toolhost_tests::suite::run_steps("booking", &state(), &steps)
 }
 
 fn entries(pairs: &[(&str, Value)]) -> Value {
@@ -284,7 +285,7 @@ fn travel_keeps_a_calendar_and_sends_email_as_agentdojo_does() {
 #[test]
 fn travel_refuses_bad_events_with_agentdojo_messages() {
     toolhost_tests::suite::assert_refusals(
-        "travel",
+        "booking",
         &state(),
         &[
             (

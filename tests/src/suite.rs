@@ -1,4 +1,4 @@
-//! Running an AgentDojo suite's tool (`tools/slack`, `tools/travel`, …) over its JSON state
+//! Running an AgentDojo suite's tool (`tools/slack`, `tools/booking`, …) over its JSON state
 //! file the way the harness does: the state granted read-write at `/TOOL`, a scripted plan
 //! of one step after another (they share the file), `toolhost run` as the user runs it.
 

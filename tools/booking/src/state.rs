@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::time::DateTime;
 
 /// Where the host grants the state.
-pub const PATH: &str = "/travel/state.json";
+pub const PATH: &str = "/booking/state.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct User {

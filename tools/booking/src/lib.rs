@@ -1,9 +1,9 @@
-//! `travel`: AgentDojo's travel suite tools (v1, `agentdojo/default_suites/v1/tools`:
+//! `booking`: AgentDojo's travel suite tools (v1, `agentdojo/default_suites/v1/tools`:
 //! `travel_booking_client.py`, and the calendar and e-mail functions the suite registers)
 //! over a JSON state file, so that the suite's tasks run sandboxed and its own `utility()`
 //! and `security()` can score the state a run leaves.
 //!
-//! The state is the suite's environment as JSON, at `/travel/state.json`: the host grants
+//! The state is the suite's environment as JSON, at `/booking/state.json`: the host grants
 //! the file, the tool only reads and writes it. Each operation behaves as its Python
 //! original, down to the quirks: names match exactly (dietary restrictions by substring of
 //! the joined names), floats and datetimes print as Python prints them, a car reservation
