@@ -77,21 +77,11 @@ impl Fixture {
 /// until it is ready. The server dies with the test's thread (a failing test leaves none
 /// behind).
 pub(crate) fn spawn(mut cmd: Command) -> Server {
-    use std::os::unix::process::CommandExt;
     cmd.env_remove("TOOLHOST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
+    toolhost_tests::die_with_parent(&mut cmd);
     let mut child = cmd.spawn().expect("start toolhost serve");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let line = lines

@@ -203,6 +203,22 @@ pub fn run_json(task: &std::path::Path) -> Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
 
+/// Makes the child `cmd` starts die (SIGKILL) with the thread that started it: a server or
+/// worker a failing test leaves behind would otherwise outlive the test (and its database).
+pub fn die_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        })
+    }
+}
+
 /// Capabilities granting host directory `dir` as `/data`, read-only unless `write`.
 pub fn grant_dir(dir: &std::path::Path, write: bool) -> Capabilities {
     Capabilities::none().files(vec![FileGrant::dir(dir, "/data", write)])

@@ -117,18 +117,8 @@ fn relay(listener: TcpListener, to: String) {
 
 /// `toolhost worker` inside namespace `ns`, reaching the database at `url`.
 fn worker_in(ns: &Netns, url: &str, flags: &[&str]) -> Child {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("ip");
-    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
+    toolhost_tests::die_with_parent(&mut cmd);
     cmd.args(["netns", "exec", &ns.name, BIN, "worker", "--database", url])
         .args(["--tools-dir", &toolhost_tests::tools_dir()])
         .args(flags)

@@ -315,18 +315,8 @@ fn resume_on_postgres_after_a_crash_behaves_as_file_resume() {
 /// ends (a failing test included): a worker whose database is gone would otherwise retry
 /// for ever after the test.
 pub(super) fn worker(t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> Child {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(BIN);
-    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
+    toolhost_tests::die_with_parent(&mut cmd);
     cmd.args(["worker", "--database", &t.url, "--tools-dir", &tools_dir()])
         .args(extra)
         .env_remove("TOOLHOST_DATABASE_URL")
