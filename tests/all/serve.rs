@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_tests::{cli, path, root};
 
+pub(crate) mod hosts;
+mod inline;
+
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 const TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -11,6 +11,8 @@
 //! # database = "postgres://toolhost@db/toolhost"   # replicas sharing one database
 //! # lease_ms = 30000             # with a database: a dead replica's runs move on after this
 //! # poll_ms = 2000               # with a database: idle replicas look for work this often
+//! # allowed_hosts = ["toolhost.example.com"]   # names clients use in `Host` (IPs and
+//! #                                             # localhost need none)
 //!
 //! [[tokens]]
 //! name = "ci"
@@ -42,7 +44,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// - no database: runs are journaled in the state directory and executed by this process
 ///   only (with one, every replica sharing it claims runs from its queue, under 30 s
 ///   leases, looking for work every 2 s when no notification comes);
-/// - no tokens, which is allowed on loopback only.
+/// - no tokens, which is allowed on loopback only;
+/// - no `Host` names besides IP addresses and `localhost` (a request naming any other
+///   host, as a DNS-rebinding page does, is refused, as is any request from a page served
+///   elsewhere).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -66,6 +71,10 @@ pub struct ServeConfig {
     pub poll_ms: u64,
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
+    /// Names besides IP addresses and `localhost` that requests may give in `Host`:
+    /// `NAME` (any port) or `NAME:PORT`.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
 
 fn default_lease() -> u64 {
@@ -102,6 +111,7 @@ impl Default for ServeConfig {
             lease_ms: default_lease(),
             poll_ms: default_poll(),
             tokens: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -128,6 +138,10 @@ pub enum ConfigError {
     },
     #[error("token `{name}`: {reason}")]
     Token { name: String, reason: String },
+    #[error(
+        "allowed_hosts: `{0}` is not a host name: give NAME or NAME:PORT (no scheme, path or wildcard)"
+    )]
+    BadHost(String),
     #[error("two tokens are named `{0}`: names identify submitters, so each must be unique")]
     DuplicateToken(String),
 }
@@ -181,6 +195,18 @@ impl ServeConfig {
             })?;
             if !names.insert(t.name.as_str()) {
                 return Err(ConfigError::DuplicateToken(t.name.clone()));
+            }
+        }
+        for h in &self.allowed_hosts {
+            let name = h.rsplit_once(':').map_or(h.as_str(), |(n, _)| n);
+            let fine = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+                && h.rsplit_once(':')
+                    .is_none_or(|(_, p)| p.parse::<u16>().is_ok());
+            if !fine {
+                return Err(ConfigError::BadHost(h.escape_debug().to_string()));
             }
         }
         if self.tokens.is_empty() && !self.listen.ip().is_loopback() {

@@ -24,6 +24,8 @@
 //! - [`embedded`]: the embedded backend: worker threads, the approver that parks a run
 //!   until the API answers, following a journal file, runs found in the state directory.
 //! - [`metrics`]: the Prometheus exposition.
+//! - `origin`: the `Host` allow-list and the same-origin rule every request passes first
+//!   (DNS rebinding, pages elsewhere).
 //! - `api`: the axum router, handlers and the OpenAPI document ([`ApiDoc`]).
 //! - `server`: [`serve`]: bind, warm up, serve, drain on SIGTERM/SIGINT.
 
@@ -34,6 +36,7 @@ pub mod config;
 pub mod embedded;
 pub mod launch;
 pub mod metrics;
+mod origin;
 pub mod registry;
 mod server;
 

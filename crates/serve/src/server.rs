@@ -14,6 +14,7 @@ use crate::config::{ConfigError, ServeConfig};
 use crate::embedded::Embedded;
 use crate::launch::Launcher;
 use crate::metrics::Metrics;
+use crate::origin::AllowedHosts;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +77,7 @@ pub async fn serve_backend(
         backend: backend.clone(),
         tokens: Arc::new(Tokens::new(&config.tokens)),
         metrics,
+        hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
     };
     let _ = writeln!(out, "listening on http://{addr}");
     let _ = out.flush();

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use toolhost_tests::postgres::TestDb;
 
 use super::queue::{BIN, effects, marks_task, signal, text};
+use crate::serve::hosts::call;
 use crate::serve::{Api, Fixture, Server, inline_plan};
 
 const LEASE_MS: &str = "1500";
@@ -92,6 +93,20 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
         t.sql(&format!("SELECT status FROM runs WHERE id = '{first}'")),
         "waiting_for_approval"
     );
+    // This backend is behind the same `Host`/`Origin` check (tests/all/serve/hosts.rs).
+    let port = b.url.rsplit(':').next().unwrap().to_string();
+    let rebound = format!("attacker.example:{port}");
+    for headers in [
+        [("host", rebound.as_str())],
+        [("origin", "http://attacker.example")],
+    ] {
+        let approve = Some(json!({"decision": "approve"}));
+        let at = format!("/v1/runs/{first}/approval");
+        let (status, e) = call(&b, reqwest::Method::POST, &at, &headers, approve);
+        assert_eq!(status, 403, "{e}");
+        let (status, e) = call(&b, reqwest::Method::GET, "/v1/runs", &headers, None);
+        assert_eq!(status, 403, "{e}");
+    }
     // Followed on B from the start while A or B executes it.
     let follower = {
         let url = b.url.clone();

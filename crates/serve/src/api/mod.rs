@@ -22,6 +22,7 @@ pub use self::doc::ApiDoc;
 use crate::auth::{Caller, Refused, Role, Tokens};
 use crate::backend::Backend;
 use crate::metrics::Metrics;
+use crate::origin::{self, AllowedHosts};
 use crate::registry::{Registry, RegistryError};
 
 /// What every handler shares.
@@ -31,9 +32,12 @@ pub(crate) struct AppState {
     pub backend: Arc<dyn Backend>,
     pub tokens: Arc<Tokens>,
     pub metrics: Arc<Metrics>,
+    /// The `Host` names served besides IP addresses and `localhost`.
+    pub hosts: Arc<AllowedHosts>,
 }
 
-/// The routes of the API (each in the OpenAPI document: a test holds them to it).
+/// The routes of the API (each in the OpenAPI document: a test holds them to it), behind
+/// the `Host`/`Origin` check ([`origin`]).
 pub(crate) fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/runs", post(runs::submit).get(runs::list))
@@ -49,6 +53,10 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/metrics", get(service::metrics))
         .route("/openapi.json", get(service::openapi))
         .fallback(service::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.hosts.clone(),
+            origin::check,
+        ))
         .with_state(state)
 }
 

@@ -4,9 +4,8 @@
 //!
 //! Tasks come by name from the task directory (`NAME.toml`, under its own policy), or
 //! inline. An inline task runs under the server's `policy`, names its tools (found in the
-//! tools directory), and may not point at files or secrets on the server: no
-//! `policy`, no tool paths, no planner or extractor `script`, `cassette`, `base_url` or
-//! `api_key_env`.
+//! tools directory), and may give only the keys known to be safe for a remote submitter
+//! (`inline`: an allow-list; every other key is refused by name).
 //! It is written to `STATE/serve/tasks/` so that its journal's task digest holds and
 //! `toolhost resume` finds it.
 
@@ -16,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod inline;
 mod pg;
 
 use self::pg::PgBackend;
@@ -46,7 +46,7 @@ use toolhost_serve::{
 pub(crate) struct Args {
     /// The server's configuration (TOML): listen, tasks_dir, tools_dir, policy,
     /// state_dir, max_concurrent_runs, shutdown_grace_ms, database, lease_ms, poll_ms,
-    /// [[tokens]].
+    /// allowed_hosts, [[tokens]].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The address to listen on [default: 127.0.0.1:8080]; port 0 picks a free one.
@@ -88,6 +88,10 @@ pub(crate) struct Args {
     /// The policy the pools' calls run under: this replica's grants for the pooled tools.
     #[arg(long, value_name = "FILE")]
     pool_policy: Option<PathBuf>,
+    /// A name clients reach the server by, besides its IP addresses and `localhost`
+    /// (repeatable; `NAME` or `NAME:PORT`): requests naming another `Host` are refused.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
     /// From the global `--state-dir`.
     #[arg(skip)]
     pub state_dir: Option<PathBuf>,
@@ -115,6 +119,7 @@ impl Args {
             }
         }
         c.tools_dir = loaded::tools_dir(c.tools_dir.as_deref());
+        c.allowed_hosts.extend(self.allowed_hosts.iter().cloned());
         if let Some(n) = self.max_concurrent_runs {
             c.max_concurrent_runs = n;
         }
@@ -210,25 +215,9 @@ pub(super) struct CliLauncher {
     state_dir: PathBuf,
 }
 
-/// Keys of an inline task's `[planner]` and `[extractor]` (at any depth) that would read
-/// files or secrets of the server, or send them elsewhere.
-const SERVER_ONLY: [&str; 4] = ["script", "cassette", "base_url", "api_key_env"];
-
 pub(super) fn invalid(f: Failure) -> RegistryError {
     RegistryError::Invalid {
         problems: vec![f.message().to_string()],
-    }
-}
-
-fn server_only_keys(table: &toml::Table, at: &str, found: &mut Vec<String>) {
-    for (k, v) in table {
-        let path = format!("{at}.{k}");
-        if SERVER_ONLY.contains(&k.as_str()) {
-            found.push(path.clone());
-        }
-        if let toml::Value::Table(t) = v {
-            server_only_keys(t, &path, found);
-        }
     }
 }
 
@@ -280,26 +269,7 @@ impl CliLauncher {
                 None
             }
         };
-        if table.contains_key("policy") {
-            problems
-                .push("`policy`: an inline task runs under the server's policy; drop it".into());
-        }
-        if matches!(table.get("tools"), Some(toml::Value::Table(_))) {
-            problems.push(
-                "`tools`: an inline task names its tools (found in the server's tools directory), never paths".into(),
-            );
-        }
-        for model in ["planner", "extractor"] {
-            if let Some(toml::Value::Table(p)) = table.get(model) {
-                let mut found = Vec::new();
-                server_only_keys(p, model, &mut found);
-                for k in found {
-                    problems.push(format!(
-                        "`{k}`: an inline task may not name files or secrets of the server"
-                    ));
-                }
-            }
-        }
+        problems.extend(inline::problems(&table));
         if !problems.is_empty() {
             return Err(RegistryError::Invalid { problems });
         }
@@ -333,10 +303,13 @@ pub(super) fn planner_overrides(o: &Overrides) -> Result<PlannerOverrides, Regis
         .map(str::parse::<PlannerKind>)
         .transpose()
         .map_err(bad)?;
-    if kind == Some(PlannerKind::Replay) {
-        return Err(RegistryError::BadRequest(
-            "planner `replay` needs a cassette, a file the API does not take".into(),
-        ));
+    if let Some(k) = &o.planner
+        && !inline::KINDS.contains(&k.as_str())
+    {
+        return Err(RegistryError::BadRequest(format!(
+            "planner `{k}`: not one the API runs (use {}): it reads a file of the server",
+            inline::KINDS.join(", ")
+        )));
     }
     Ok(PlannerOverrides {
         mode,
