@@ -24,14 +24,17 @@
 //! - [`embedded`]: the embedded backend: worker threads, the approver that parks a run
 //!   until the API answers, following a journal file, runs found in the state directory.
 //! - [`metrics`]: the Prometheus exposition.
+//! - `followers`: the cap on SSE followers, in all and per token.
 //! - `api`: the axum router, handlers and the OpenAPI document ([`ApiDoc`]).
-//! - `server`: [`serve`]: bind, warm up, serve, drain on SIGTERM/SIGINT.
+//! - `server`: [`serve`]: bind, warm up, serve (connections under the cap and timeouts
+//!   of `toolhost-listen`), drain on SIGTERM/SIGINT.
 
 mod api;
 pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod embedded;
+mod followers;
 pub mod launch;
 pub mod metrics;
 pub mod registry;
