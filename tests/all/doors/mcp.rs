@@ -6,8 +6,8 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -31,7 +31,11 @@ fn half_sent_requests_and_idle_connections_are_dropped_after_the_header_timeout(
     let mut slow = half_sent(&addr, "/mcp", 20);
     let mut idle = vec![idle_after_one_request(&addr, "/other")];
     all_closed_within(&mut slow, Duration::from_secs(3), "half-sent request");
-    all_closed_within(&mut idle, Duration::from_secs(1), "idle keep-alive connection");
+    all_closed_within(
+        &mut idle,
+        Duration::from_secs(1),
+        "idle keep-alive connection",
+    );
 }
 
 #[test]
@@ -195,7 +199,12 @@ fn session(url: &str) -> String {
 
 /// The status of a `ping` in session `id` (404: no such session).
 fn ping(url: &str, id: &str) -> u16 {
-    post(url, Some(id), &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).0
+    post(
+        url,
+        Some(id),
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+    )
+    .0
 }
 
 #[test]

@@ -28,7 +28,11 @@ fn half_sent_requests_and_idle_keep_alive_connections_are_closed() {
     let mut slow = half_sent(&addr, "/v1/runs", 20);
     let mut idle = vec![idle_after_one_request(&addr, "/healthz")];
     all_closed_within(&mut slow, Duration::from_secs(3), "half-sent request");
-    all_closed_within(&mut idle, Duration::from_secs(1), "idle keep-alive connection");
+    all_closed_within(
+        &mut idle,
+        Duration::from_secs(1),
+        "idle keep-alive connection",
+    );
 }
 
 #[test]
@@ -90,16 +94,26 @@ fn sse_followers_past_their_caps_are_refused_with_retry_after() {
         429,
         "a third follower of one token (cap 2 per token) was let in"
     );
-    assert!(third.headers().contains_key("retry-after"), "no Retry-After");
+    assert!(
+        third.headers().contains_key("retry-after"),
+        "no Retry-After"
+    );
     let other = follow(&b);
-    assert_eq!(other.status(), 200, "another token was refused below the cap");
+    assert_eq!(
+        other.status(),
+        200,
+        "another token was refused below the cap"
+    );
     let fourth = follow(&b);
     assert_eq!(
         fourth.status(),
         503,
         "a fourth follower (cap 3 in all) was let in"
     );
-    assert!(fourth.headers().contains_key("retry-after"), "no Retry-After");
+    assert!(
+        fourth.headers().contains_key("retry-after"),
+        "no Retry-After"
+    );
     // Unauthenticated followers are refused before they count.
     assert_eq!(server.text(&events).0, 401);
 }
