@@ -9,6 +9,7 @@ mod calc;
 mod cli;
 mod deploy;
 mod docs;
+mod doors;
 mod engine;
 mod eval;
 mod failures;

@@ -2,7 +2,9 @@
 //! against the bound address (DNS-rebinding protection, as the transport spec requires);
 //! a bearer token required when one is set, and required for any non-loopback bind.
 //! Sessions (revisions before 2026-07-28) and stateless requests (2026-07-28) are served
-//! in parallel, within the server's cap on calls in flight.
+//! in parallel, within the server's cap on calls in flight. Connections are accepted under
+//! [`ConnLimits`] (a cap, header and body timeouts: `toolhost-listen`), sessions kept under
+//! [`SessionLimits`] (`sessions`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -12,21 +14,26 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use hyper::{Method, Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use toolhost_listen::{ConnLimits, Deadline, LimitError};
 use toolhost_runtime::cache::sha256_hex;
 
 use crate::Server;
+use crate::sessions::{SessionLimits, Sessions};
 
 /// The path the MCP endpoint is served on.
 pub const PATH: &str = "/mcp";
 
 /// The largest request body accepted, before any tool's own `max_args_bytes` applies.
 const MAX_BODY: usize = 4 << 20;
+
+/// What a client refused for want of room is told to wait, in seconds.
+const RETRY_AFTER_S: &str = "5";
+
+type Service = StreamableHttpService<Server, Sessions>;
 
 /// Who may call.
 #[derive(Clone)]
@@ -60,7 +67,7 @@ impl Auth {
         })
     }
 
-    fn admits(&self, req: &Request<Incoming>) -> bool {
+    fn admits<B>(&self, req: &Request<B>) -> bool {
         let Some(want) = &self.digest else {
             return true;
         };
@@ -88,6 +95,10 @@ pub struct HttpConfig {
     /// More `Host` names to accept besides the bound address and loopback names (for a
     /// server behind a proxy that keeps the client's `Host`).
     pub allowed_hosts: Vec<String>,
+    /// The connection cap and timeouts ([`ConnLimits::default`] unless set).
+    pub connections: ConnLimits,
+    /// The session cap and idle limit ([`SessionLimits::default`] unless set).
+    pub sessions: SessionLimits,
 }
 
 impl HttpConfig {
@@ -96,7 +107,19 @@ impl HttpConfig {
             bind,
             auth,
             allowed_hosts: Vec::new(),
+            connections: ConnLimits::default(),
+            sessions: SessionLimits::default(),
         }
+    }
+
+    pub fn connections(mut self, limits: ConnLimits) -> HttpConfig {
+        self.connections = limits;
+        self
+    }
+
+    pub fn sessions(mut self, limits: SessionLimits) -> HttpConfig {
+        self.sessions = limits;
+        self
     }
 
     pub fn allow_hosts(mut self, hosts: Vec<String>) -> HttpConfig {
@@ -115,6 +138,10 @@ pub enum HttpError {
     Unauthenticated { addr: SocketAddr },
     #[error("the bearer token is empty")]
     EmptyToken,
+    #[error(transparent)]
+    Connections(#[from] LimitError),
+    #[error("a cap of 0 sessions would serve nobody: give at least 1")]
+    NoSessions,
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -126,7 +153,9 @@ pub enum HttpError {
 /// A bound listener, ready to serve.
 pub struct Listening {
     listener: TcpListener,
-    service: Arc<StreamableHttpService<Server, LocalSessionManager>>,
+    service: Arc<Service>,
+    sessions: Arc<Sessions>,
+    connections: ConnLimits,
     auth: Auth,
 }
 
@@ -138,43 +167,21 @@ impl Listening {
 
     /// Serves until `stop` is cancelled.
     pub async fn serve(self, stop: CancellationToken) {
-        loop {
-            let (tcp, _) = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot accept a connection");
-                        continue;
-                    }
-                },
-                () = stop.cancelled() => return,
-            };
-            let _ = tcp.set_nodelay(true);
-            let service = self.service.clone();
-            let auth = self.auth.clone();
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let handle = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let service = service.clone();
-                    let auth = auth.clone();
-                    async move { Ok::<_, Infallible>(route(&service, &auth, req).await) }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tcp), handle);
-                tokio::pin!(conn);
-                tokio::select! {
-                    _ = conn.as_mut() => {}
-                    () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
-                }
-            });
-        }
+        tokio::spawn(self.sessions.clone().sweep(stop.clone()));
+        let (service, sessions, auth) = (self.service, self.sessions, self.auth);
+        let handle = hyper::service::service_fn(move |req: Request<Deadline<Incoming>>| {
+            let (service, sessions, auth) = (service.clone(), sessions.clone(), auth.clone());
+            async move { Ok::<_, Infallible>(route(&service, &sessions, &auth, req).await) }
+        });
+        toolhost_listen::serve(self.listener, self.connections, handle, stop).await;
     }
 }
 
 async fn route(
-    service: &StreamableHttpService<Server, LocalSessionManager>,
+    service: &Service,
+    sessions: &Sessions,
     auth: &Auth,
-    req: Request<Incoming>,
+    req: Request<Deadline<Incoming>>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     if req.uri().path() != PATH {
         return plain(
@@ -193,7 +200,28 @@ async fn route(
         );
         return r;
     }
-    service.handle(req).await
+    // A POST without a session may open one (an `initialize`): refused here, with a status
+    // that says wait, when no session could make room for it.
+    let new_session = req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
+    if new_session && sessions.full() {
+        let mut r = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many sessions, each with a call or stream open: retry later".into(),
+        );
+        r.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static(RETRY_AFTER_S),
+        );
+        return r;
+    }
+    let closing = req.method() == Method::DELETE;
+    let mut r = service.handle(req).await;
+    // rmcp answers a closed session 202 (Accepted), which clients read as a failure (the
+    // Python SDK logs "Session termination failed: 202"); it is done, so 200.
+    if closing && r.status() == StatusCode::ACCEPTED {
+        *r.status_mut() = StatusCode::OK;
+    }
+    r
 }
 
 fn plain(status: StatusCode, text: String) -> Response<BoxBody<Bytes, Infallible>> {
@@ -211,6 +239,10 @@ pub async fn bind(
 ) -> Result<Listening, HttpError> {
     if !config.bind.ip().is_loopback() && config.auth.digest.is_none() {
         return Err(HttpError::Unauthenticated { addr: config.bind });
+    }
+    config.connections.check()?;
+    if config.sessions.max_sessions == 0 {
+        return Err(HttpError::NoSessions);
     }
     let listener = TcpListener::bind(config.bind)
         .await
@@ -247,14 +279,13 @@ pub async fn bind(
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_BODY)
         .with_cancellation_token(stop.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        http,
-    );
+    let sessions = Arc::new(Sessions::new(config.sessions));
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), http);
     Ok(Listening {
         listener,
         service: Arc::new(service),
+        sessions,
+        connections: config.connections,
         auth: config.auth,
     })
 }

@@ -27,7 +27,9 @@
 //! - `call`: one call: the cap on calls in flight, progress ticks, cancellation.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
-//!   bearer tokens.
+//!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
+//! - [`sessions`]: the session cap ([`SessionLimits`]): least recently used idle sessions
+//!   evicted, idle ones expired.
 //! - [`watch`]: swapping in a changed policy or component, refusing a broken one.
 
 mod annotate;
@@ -37,6 +39,7 @@ mod errors;
 mod handler;
 pub mod http;
 mod output;
+pub mod sessions;
 mod shared;
 pub mod sink;
 pub mod stdio;
@@ -45,5 +48,7 @@ pub mod watch;
 pub use self::catalog::{Catalog, CatalogError, Offered};
 pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
+pub use self::sessions::SessionLimits;
 pub use self::shared::ServerConfig;
 pub use self::sink::{CallEnd, CallSink, CallStart, NoSink};
+pub use toolhost_listen::ConnLimits;

@@ -11,6 +11,11 @@
 //! # database = "postgres://toolhost@db/toolhost"   # replicas sharing one database
 //! # lease_ms = 30000             # with a database: a dead replica's runs move on after this
 //! # poll_ms = 2000               # with a database: idle replicas look for work this often
+//! max_connections = 512          # connections held at once; more wait in the backlog
+//! header_timeout_ms = 10000      # to send a request head (idle keep-alive ones closed after it)
+//! body_timeout_ms = 30000        # to send a request body, from its head
+//! max_followers = 256            # SSE followers in all (503 past it)
+//! max_followers_per_token = 32   # SSE followers of one token (429 past it)
 //! # allowed_hosts = ["toolhost.example.com"]   # names clients use in `Host` (IPs and
 //! #                                             # localhost need none)
 //!
@@ -25,7 +30,10 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use serde::Deserialize;
+use toolhost_listen::ConnLimits;
 
 use crate::auth::TokenSpec;
 
@@ -44,6 +52,11 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// - no database: runs are journaled in the state directory and executed by this process
 ///   only (with one, every replica sharing it claims runs from its queue, under 30 s
 ///   leases, looking for work every 2 s when no notification comes);
+/// - at most 512 connections at once (more wait in the listen backlog); 10 s for a
+///   request head, from connecting or from the previous response (so idle keep-alive
+///   connections are closed after 10 s); 30 s for a request body;
+/// - at most 256 SSE followers in all, 32 per token (refused with 503 and 429, with
+///   `Retry-After`);
 /// - no tokens, which is allowed on loopback only;
 /// - no `Host` names besides IP addresses and `localhost` (a request naming any other
 ///   host, as a DNS-rebinding page does, is refused, as is any request from a page served
@@ -69,12 +82,42 @@ pub struct ServeConfig {
     pub lease_ms: u64,
     #[serde(default = "default_poll")]
     pub poll_ms: u64,
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    #[serde(default = "default_header_timeout")]
+    pub header_timeout_ms: u64,
+    #[serde(default = "default_body_timeout")]
+    pub body_timeout_ms: u64,
+    #[serde(default = "default_max_followers")]
+    pub max_followers: usize,
+    #[serde(default = "default_max_followers_per_token")]
+    pub max_followers_per_token: usize,
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
     /// Names besides IP addresses and `localhost` that requests may give in `Host`:
     /// `NAME` (any port) or `NAME:PORT`.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+}
+
+fn default_max_connections() -> usize {
+    ConnLimits::DEFAULT_MAX_CONNECTIONS
+}
+
+fn default_header_timeout() -> u64 {
+    ConnLimits::DEFAULT_HEADER_TIMEOUT.as_millis() as u64
+}
+
+fn default_body_timeout() -> u64 {
+    ConnLimits::DEFAULT_BODY_TIMEOUT.as_millis() as u64
+}
+
+fn default_max_followers() -> usize {
+    256
+}
+
+fn default_max_followers_per_token() -> usize {
+    32
 }
 
 fn default_lease() -> u64 {
@@ -110,6 +153,11 @@ impl Default for ServeConfig {
             database: None,
             lease_ms: default_lease(),
             poll_ms: default_poll(),
+            max_connections: default_max_connections(),
+            header_timeout_ms: default_header_timeout(),
+            body_timeout_ms: default_body_timeout(),
+            max_followers: default_max_followers(),
+            max_followers_per_token: default_max_followers_per_token(),
             tokens: Vec::new(),
             allowed_hosts: Vec::new(),
         }
@@ -130,6 +178,8 @@ pub enum ConfigError {
     OpenBind { addr: SocketAddr },
     #[error("max_concurrent_runs 0 would run nothing: give at least 1")]
     NoRuns,
+    #[error("{key} 0 would let nobody in: give at least 1")]
+    Zero { key: &'static str },
     #[error("{key} {value} is too short: give at least {min}")]
     TooShort {
         key: &'static str,
@@ -182,9 +232,20 @@ impl ServeConfig {
         for (key, value, min) in [
             ("lease_ms", self.lease_ms, 100),
             ("poll_ms", self.poll_ms, 10),
+            ("header_timeout_ms", self.header_timeout_ms, min_timeout()),
+            ("body_timeout_ms", self.body_timeout_ms, min_timeout()),
         ] {
             if value < min {
                 return Err(ConfigError::TooShort { key, value, min });
+            }
+        }
+        for (key, value) in [
+            ("max_connections", self.max_connections),
+            ("max_followers", self.max_followers),
+            ("max_followers_per_token", self.max_followers_per_token),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Zero { key });
             }
         }
         let mut names = std::collections::BTreeSet::new();
@@ -216,6 +277,20 @@ impl ServeConfig {
     }
 }
 
+impl ServeConfig {
+    /// The connection cap and timeouts.
+    pub fn connections(&self) -> ConnLimits {
+        ConnLimits::default()
+            .max_connections(self.max_connections)
+            .header_timeout(Duration::from_millis(self.header_timeout_ms))
+            .body_timeout(Duration::from_millis(self.body_timeout_ms))
+    }
+}
+
+fn min_timeout() -> u64 {
+    ConnLimits::MIN_TIMEOUT.as_millis() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +308,23 @@ mod tests {
             ServeConfig::default().listen.to_string(),
             DEFAULT_LISTEN,
             "the default listens on loopback"
+        );
+    }
+
+    #[test]
+    fn doors_are_bounded_by_default_and_zero_or_tiny_bounds_are_refused() {
+        let c: ServeConfig = toml::from_str("").unwrap();
+        assert_eq!(c.connections(), ConnLimits::default());
+        assert_eq!((c.max_followers, c.max_followers_per_token), (256, 32));
+        let c: ServeConfig = toml::from_str("max_followers = 0").unwrap();
+        assert_eq!(
+            c.check().unwrap_err().to_string(),
+            "max_followers 0 would let nobody in: give at least 1"
+        );
+        let c: ServeConfig = toml::from_str("header_timeout_ms = 5").unwrap();
+        assert_eq!(
+            c.check().unwrap_err().to_string(),
+            "header_timeout_ms 5 is too short: give at least 100"
         );
     }
 }

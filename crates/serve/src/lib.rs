@@ -26,14 +26,17 @@
 //! - [`metrics`]: the Prometheus exposition.
 //! - `origin`: the `Host` allow-list and the same-origin rule every request passes first
 //!   (DNS rebinding, pages elsewhere).
+//! - `followers`: the cap on SSE followers, in all and per token.
 //! - `api`: the axum router, handlers and the OpenAPI document ([`ApiDoc`]).
-//! - `server`: [`serve`]: bind, warm up, serve, drain on SIGTERM/SIGINT.
+//! - `server`: [`serve`]: bind, warm up, serve (connections under the cap and timeouts
+//!   of `toolhost-listen`), drain on SIGTERM/SIGINT.
 
 mod api;
 pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod embedded;
+mod followers;
 pub mod launch;
 pub mod metrics;
 mod origin;

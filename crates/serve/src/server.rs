@@ -7,11 +7,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper_util::service::TowerToHyperService;
+use tokio_util::sync::CancellationToken;
+
 use crate::api::{AppState, router};
 use crate::auth::Tokens;
 use crate::backend::Backend;
 use crate::config::{ConfigError, ServeConfig};
 use crate::embedded::Embedded;
+use crate::followers::Followers;
 use crate::launch::Launcher;
 use crate::metrics::Metrics;
 use crate::origin::AllowedHosts;
@@ -78,6 +82,10 @@ pub async fn serve_backend(
         tokens: Arc::new(Tokens::new(&config.tokens)),
         metrics,
         hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
+        followers: Arc::new(Followers::new(
+            config.max_followers,
+            config.max_followers_per_token,
+        )),
     };
     let _ = writeln!(out, "listening on http://{addr}");
     let _ = out.flush();
@@ -108,10 +116,14 @@ pub async fn serve_backend(
         }
         let _ = tokio::task::spawn_blocking(move || draining.shut_down(grace)).await;
     };
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| ServeError::Serve(e.to_string()))?;
+    let stop = CancellationToken::new();
+    let stopping = stop.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        stopping.cancel();
+    });
+    let service = TowerToHyperService::new(router(state));
+    toolhost_listen::serve(listener, config.connections(), service, stop).await;
     match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         Some(e) => Err(ServeError::Warm(e)),
         None => Ok(()),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use toolhost_mcp::http::{self, Auth, HttpConfig};
-use toolhost_mcp::{CallSink, NoSink, Server, ServerConfig};
+use toolhost_mcp::{CallSink, ConnLimits, NoSink, Server, ServerConfig, SessionLimits};
 use toolhost_runtime::Runtime;
 
 use super::{CmdResult, Failure, exit};
@@ -52,6 +52,23 @@ pub(crate) struct Args {
     /// at least 32].
     #[arg(long, value_name = "N")]
     max_in_flight: Option<usize>,
+    /// HTTP connections held at once; more wait in the listen backlog [default: 512].
+    #[arg(long, value_name = "N", requires = "http")]
+    max_connections: Option<usize>,
+    /// How long a client may take to send a request head, from connecting or from its
+    /// previous response (idle keep-alive connections are closed after it) [default: 10000].
+    #[arg(long, value_name = "MS", requires = "http")]
+    header_timeout_ms: Option<u64>,
+    /// How long a client may take to send a request body, from its head [default: 30000].
+    #[arg(long, value_name = "MS", requires = "http")]
+    body_timeout_ms: Option<u64>,
+    /// Sessions kept at once; past it the least recently used idle one is closed, and a
+    /// new one is refused (503) when every one has a call or stream open [default: 1024].
+    #[arg(long, value_name = "N", requires = "http")]
+    max_sessions: Option<usize>,
+    /// A session with no call or stream open for this long is closed [default: 120000].
+    #[arg(long, value_name = "MS", requires = "http")]
+    session_idle_ms: Option<u64>,
     /// Reload a changed policy or component without a restart; a broken one is refused
     /// and the previous tools stay.
     #[arg(long)]
@@ -74,6 +91,7 @@ pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
             "--max-in-flight 0: at least one call must be able to run".into(),
         ));
     }
+    let (connections, sessions) = http_limits(&args)?;
     let auth = match token(&args)? {
         Some(t) => Auth::bearer(&t).map_err(|e| usage(e.to_string()))?,
         None => Auth::none(),
@@ -131,7 +149,10 @@ pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
                     .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
             }
             Some(bind) => {
-                let config = HttpConfig::new(bind, auth).allow_hosts(args.allow_hosts.clone());
+                let config = HttpConfig::new(bind, auth)
+                    .allow_hosts(args.allow_hosts.clone())
+                    .connections(connections)
+                    .sessions(sessions);
                 let listening = http::bind(server, config, &stop)
                     .await
                     .map_err(|e| usage(e.to_string()))?;
@@ -158,6 +179,51 @@ pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
         });
     }
     outcome.map(|()| exit::OK)
+}
+
+/// The connection and session bounds of HTTP: the defaults, with the flags on top.
+fn http_limits(args: &Args) -> Result<(ConnLimits, SessionLimits), Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let mut conns = ConnLimits::default();
+    let mut sessions = SessionLimits::default();
+    for (flag, n) in [
+        ("--max-connections", args.max_connections),
+        ("--max-sessions", args.max_sessions),
+    ] {
+        if n == Some(0) {
+            return Err(usage(format!(
+                "{flag} 0 would serve nobody: give at least 1"
+            )));
+        }
+    }
+    let min = ConnLimits::MIN_TIMEOUT.as_millis() as u64;
+    for (flag, ms) in [
+        ("--header-timeout-ms", args.header_timeout_ms),
+        ("--body-timeout-ms", args.body_timeout_ms),
+        ("--session-idle-ms", args.session_idle_ms),
+    ] {
+        if let Some(ms) = ms.filter(|ms| *ms < min) {
+            return Err(usage(format!(
+                "{flag} {ms} is too short: give at least {min}"
+            )));
+        }
+    }
+    if let Some(n) = args.max_connections {
+        conns = conns.max_connections(n);
+    }
+    if let Some(ms) = args.header_timeout_ms {
+        conns = conns.header_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = args.body_timeout_ms {
+        conns = conns.body_timeout(Duration::from_millis(ms));
+    }
+    if let Some(n) = args.max_sessions {
+        sessions = sessions.max_sessions(n);
+    }
+    if let Some(ms) = args.session_idle_ms {
+        sessions = sessions.idle(Duration::from_millis(ms));
+    }
+    Ok((conns, sessions))
 }
 
 /// The bearer token: `--token-file`, else `TOOLHOST_MCP_TOKEN` (HTTP only).

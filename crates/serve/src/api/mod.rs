@@ -21,6 +21,7 @@ use utoipa::ToSchema;
 pub use self::doc::ApiDoc;
 use crate::auth::{Caller, Refused, Role, Tokens};
 use crate::backend::Backend;
+use crate::followers::{Followers, Refused as Crowded};
 use crate::metrics::Metrics;
 use crate::origin::{self, AllowedHosts};
 use crate::registry::{Registry, RegistryError};
@@ -34,7 +35,11 @@ pub(crate) struct AppState {
     pub metrics: Arc<Metrics>,
     /// The `Host` names served besides IP addresses and `localhost`.
     pub hosts: Arc<AllowedHosts>,
+    pub followers: Arc<Followers>,
 }
+
+/// What a client refused for want of room (429, 503) is told to wait, in seconds.
+const RETRY_AFTER_S: &str = "5";
 
 /// The routes of the API (each in the OpenAPI document: a test holds them to it), behind
 /// the `Host`/`Origin` check ([`origin`]).
@@ -123,12 +128,36 @@ impl From<RegistryError> for ApiError {
     }
 }
 
+impl From<Crowded> for ApiError {
+    fn from(c: Crowded) -> ApiError {
+        match c {
+            Crowded::Token { name, max } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "token `{name}` already follows {max} runs, its most: close one or retry later"
+                ),
+            ),
+            Crowded::Server { max } => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("this server already has {max} followers, its most: retry later"),
+            ),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut r = (self.status, Json(json!(self.body))).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if matches!(
+            self.status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        ) {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_S));
         }
         r
     }

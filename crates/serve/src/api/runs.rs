@@ -180,6 +180,7 @@ pub(crate) struct EventParams {
 /// The run's journal records as Server-Sent Events, as they are appended: event `id` is
 /// the record's `seq`, `event` its kind, `data` the record. Resumable: with
 /// `Last-Event-ID: N` the records after N come first. The stream ends when the run does.
+/// Followers are capped, per token (429) and in all (503).
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
     params(("id" = String, Path, description = "The run id"), EventParams,
         ("last-event-id" = Option<u64>, Header, description = "The last record seen")),
@@ -189,6 +190,8 @@ pub(crate) struct EventParams {
         (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 429, description = "The token follows its most runs already; see Retry-After", body = ErrorBody),
+        (status = 503, description = "The server has its most followers already; see Retry-After", body = ErrorBody),
     ),
     security(("bearer" = [])))]
 pub(crate) async fn events(
@@ -225,8 +228,11 @@ pub(crate) async fn events(
         ));
     }
     let after = header.or(p.after).unwrap_or(0);
+    let follower = state.followers.admit(&caller)?;
     let records = state.registry.events(&id, after)?;
-    let stream = records.map(|r| {
+    // The follower is counted for as long as its stream lives.
+    let stream = records.map(move |r| {
+        let _ = &follower;
         let event = Event::default()
             .id(r.seq.to_string())
             .event(r.kind.as_str())

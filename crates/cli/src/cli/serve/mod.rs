@@ -46,7 +46,8 @@ use toolhost_serve::{
 pub(crate) struct Args {
     /// The server's configuration (TOML): listen, tasks_dir, tools_dir, policy,
     /// state_dir, max_concurrent_runs, shutdown_grace_ms, database, lease_ms, poll_ms,
-    /// allowed_hosts, [[tokens]].
+    /// allowed_hosts, max_connections, header_timeout_ms, body_timeout_ms, max_followers,
+    /// max_followers_per_token, [[tokens]].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The address to listen on [default: 127.0.0.1:8080]; port 0 picks a free one.
@@ -80,6 +81,24 @@ pub(crate) struct Args {
     /// notification [default: 2000].
     #[arg(long, value_name = "MS")]
     poll_ms: Option<u64>,
+    /// Connections held at once; more wait in the listen backlog [default: 512].
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// How long a client may take to send a request head, from connecting or from its
+    /// previous response (idle keep-alive connections are closed after it) [default: 10000].
+    #[arg(long, value_name = "MS")]
+    header_timeout_ms: Option<u64>,
+    /// How long a client may take to send a request body, from its head [default: 30000].
+    #[arg(long, value_name = "MS")]
+    body_timeout_ms: Option<u64>,
+    /// SSE followers (`/v1/runs/{id}/events`) at once; more are refused with 503 and
+    /// Retry-After [default: 256].
+    #[arg(long, value_name = "N")]
+    max_followers: Option<usize>,
+    /// SSE followers of one token at once; more are refused with 429 and Retry-After
+    /// [default: 32].
+    #[arg(long, value_name = "N")]
+    max_followers_per_token: Option<usize>,
     /// With a database: also run the queued calls of executor pool NAME (repeatable),
     /// under --pool-policy, as `toolhost worker --pool` does (the replica still serves
     /// the API and runs whole runs).
@@ -120,17 +139,26 @@ impl Args {
         }
         c.tools_dir = loaded::tools_dir(c.tools_dir.as_deref());
         c.allowed_hosts.extend(self.allowed_hosts.iter().cloned());
-        if let Some(n) = self.max_concurrent_runs {
-            c.max_concurrent_runs = n;
+        for (flag, field) in [
+            (self.max_concurrent_runs, &mut c.max_concurrent_runs),
+            (self.max_connections, &mut c.max_connections),
+            (self.max_followers, &mut c.max_followers),
+            (self.max_followers_per_token, &mut c.max_followers_per_token),
+        ] {
+            if let Some(n) = flag {
+                *field = n;
+            }
         }
-        if let Some(ms) = self.shutdown_grace_ms {
-            c.shutdown_grace_ms = ms;
-        }
-        if let Some(ms) = self.lease_ms {
-            c.lease_ms = ms;
-        }
-        if let Some(ms) = self.poll_ms {
-            c.poll_ms = ms;
+        for (flag, field) in [
+            (self.shutdown_grace_ms, &mut c.shutdown_grace_ms),
+            (self.lease_ms, &mut c.lease_ms),
+            (self.poll_ms, &mut c.poll_ms),
+            (self.header_timeout_ms, &mut c.header_timeout_ms),
+            (self.body_timeout_ms, &mut c.body_timeout_ms),
+        ] {
+            if let Some(ms) = flag {
+                *field = ms;
+            }
         }
         // The flag, then the configuration file, then TOOLHOST_DATABASE_URL.
         if let Some(url) = self.database.given() {
