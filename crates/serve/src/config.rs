@@ -11,6 +11,19 @@
 //! # database = "postgres://toolhost@db/toolhost"   # replicas sharing one database
 //! # lease_ms = 30000             # with a database: a dead replica's runs move on after this
 //! # poll_ms = 2000               # with a database: idle replicas look for work this often
+//! max_queued_runs = 32           # more submissions are refused: 503 with Retry-After
+//!
+//! [calls]                        # the host-wide budget of tool calls, all runs together
+//! max_running = 64               # calls at once
+//! max_memory_mib = 4096          # the sum of the running calls' memory caps
+//! max_queued = 256               # calls waiting for room; more are refused `overloaded`
+//! max_queued_bytes = 67108864    # argument bytes the waiting calls may hold
+//!
+//! [run_limits]                   # the most an inline task (or an override) may ask for
+//! max_parallel = 4
+//! [run_limits.budgets]           # each of a task's [budgets] at most this
+//! max_steps = 20
+//! max_wall_ms = 60000
 //!
 //! [[tokens]]
 //! name = "ci"
@@ -25,7 +38,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use toolhost_runtime::CallBudget;
+
 use crate::auth::TokenSpec;
+use crate::limits::RunLimits;
 
 /// The default address: loopback, so a server started without a thought is not reachable
 /// from elsewhere.
@@ -42,7 +58,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// - no database: runs are journaled in the state directory and executed by this process
 ///   only (with one, every replica sharing it claims runs from its queue, under 30 s
 ///   leases, looking for work every 2 s when no notification comes);
-/// - no tokens, which is allowed on loopback only.
+/// - no tokens, which is allowed on loopback only;
+/// - at most 32 runs queued (beyond them a submission is refused with 503 and
+///   `Retry-After`, before anything is written for it);
+/// - `[calls]`: the host-wide call budget's defaults ([`CallBudget`]): 64 calls at once,
+///   4,096 MiB of memory caps, 256 calls and 64 MiB of arguments waiting;
+/// - `[run_limits]`: an inline task may ask for no more than `toolhost run`'s defaults
+///   ([`RunLimits`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -66,6 +88,23 @@ pub struct ServeConfig {
     pub poll_ms: u64,
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
+    /// Runs waiting for a free slot (each holds its journal open); beyond it, 503.
+    #[serde(default = "default_queued_runs")]
+    pub max_queued_runs: usize,
+    /// The host-wide budget every tool call of every run draws from.
+    #[serde(default)]
+    pub calls: CallBudget,
+    /// The most an inline task may ask for.
+    #[serde(default)]
+    pub run_limits: RunLimits,
+}
+
+/// Runs queued by default: each holds an open journal, so a flood of submissions cannot
+/// run the server out of descriptors.
+pub const DEFAULT_MAX_QUEUED_RUNS: usize = 32;
+
+fn default_queued_runs() -> usize {
+    DEFAULT_MAX_QUEUED_RUNS
 }
 
 fn default_lease() -> u64 {
@@ -102,6 +141,9 @@ impl Default for ServeConfig {
             lease_ms: default_lease(),
             poll_ms: default_poll(),
             tokens: Vec::new(),
+            max_queued_runs: DEFAULT_MAX_QUEUED_RUNS,
+            calls: CallBudget::default(),
+            run_limits: RunLimits::default(),
         }
     }
 }
@@ -130,6 +172,8 @@ pub enum ConfigError {
     Token { name: String, reason: String },
     #[error("two tokens are named `{0}`: names identify submitters, so each must be unique")]
     DuplicateToken(String),
+    #[error("{key} 0 would run nothing: give at least 1")]
+    Zero { key: &'static str },
 }
 
 impl ServeConfig {
@@ -164,6 +208,15 @@ impl ServeConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         if self.max_concurrent_runs == 0 {
             return Err(ConfigError::NoRuns);
+        }
+        for (key, zero) in [
+            ("calls.max_running", self.calls.max_running == 0),
+            ("calls.max_memory_mib", self.calls.max_memory_mib == 0),
+            ("run_limits.max_parallel", self.run_limits.max_parallel == 0),
+        ] {
+            if zero {
+                return Err(ConfigError::Zero { key });
+            }
         }
         for (key, value, min) in [
             ("lease_ms", self.lease_ms, 100),
