@@ -38,14 +38,20 @@ pub fn calls(n: usize) {
     }
 }
 
-/// The runtime of the isolation figures: the defaults (a pool), or
-/// `TOOLHOST_BENCH_POOLING`: `0` for on-demand allocation, `N` for a pool of `N`.
+/// The runtime of the isolation figures: the defaults (a pool, the default call budget),
+/// with [`pooling`].
 fn runtime() -> Runtime {
+    with_pooling(pooling())
+}
+
+/// The pool of the isolation figures: the default, or `TOOLHOST_BENCH_POOLING`: `0` for
+/// on-demand allocation, `N` for a pool of `N`.
+pub fn pooling() -> Option<u32> {
     let pooling = match std::env::var("TOOLHOST_BENCH_POOLING") {
         Ok(n) => Some(n.parse().expect("TOOLHOST_BENCH_POOLING is a number")),
         Err(_) => None,
     };
-    with_pooling(pooling.map_or(RuntimeConfig::default().pooling, |n| (n > 0).then_some(n)))
+    pooling.map_or(RuntimeConfig::default().pooling, |n| (n > 0).then_some(n))
 }
 
 fn with_pooling(pooling: Option<u32>) -> Runtime {

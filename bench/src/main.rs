@@ -9,7 +9,8 @@
 //! TOOLHOST_BENCH_POOLING=1024 …   # isolation figures with the pooling allocator
 //! ```
 //!
-//! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput.
+//! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput;
+//!   the isolated call with the host-wide call budget vs without (also `--only admission`).
 //! - `startup`: host start + 10 tools from the compiled cache vs compiling them.
 //! - `python`: the componentize-py tool's second load (from the cache) vs its first.
 //! - `metering`: CPU-bound kernels with fuel (the default), fuel + epoch, epoch only,
@@ -25,6 +26,7 @@
 //! - `mcp`: `tools/call` round trips through `toolhost mcp` over stdio and HTTP, 1 and 32
 //!   callers, p50 and p99, vs a direct `Gate::call` of the same operation.
 
+mod admission;
 mod dag;
 mod isolation;
 mod journal;
@@ -130,7 +132,7 @@ fn main() {
         if scale.quick { "quick" } else { "full" },
         cpu_model()
     );
-    // `--only NAME` runs one group: isolation, startup, python, metering, dag, memory,
+    // `--only NAME` runs one group: isolation, admission, startup, python, metering, dag, memory,
     // planning, journal, scale, oneshot, mcp.
     let only = args
         .iter()
@@ -141,6 +143,9 @@ fn main() {
     let mut figures = Vec::new();
     if wanted("isolation") {
         figures.extend(isolation::run(scale, cores));
+    }
+    if wanted("isolation") || wanted("admission") {
+        figures.push(admission::run(scale, isolation::pooling()));
     }
     if wanted("startup") {
         figures.push(startup::run(scale));

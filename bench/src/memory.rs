@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_runtime::{Capabilities, Limits, Runtime, RuntimeConfig};
+use toolhost_runtime::{CallBudget, Capabilities, Limits, Runtime, RuntimeConfig};
 
 use super::{Figure, Scale};
 
@@ -26,7 +26,12 @@ fn rss() -> (u64, u64) {
 }
 
 pub fn run(_scale: Scale) -> Figure {
-    let rt = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
+    // A call budget with room for all of them, so that every call is in flight at once
+    // (the default budget would queue most): its bookkeeping is counted with the host's.
+    let budget = CallBudget::default()
+        .max_running(N)
+        .max_memory_mib(u64::try_from(N).unwrap_or(u64::MAX) * Limits::default().memory_mib);
+    let rt = Arc::new(Runtime::new(RuntimeConfig::default().calls(Some(budget))).expect("runtime"));
     let tool = Arc::new(rt.load(toolhost_tools::MISBEHAVE.as_ref()).expect("load"));
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,5 +1,6 @@
 //! toolhost integration tests: one binary, a module per area.
 
+mod admission;
 mod adversary;
 mod agentdojo;
 mod bank;

@@ -1,8 +1,9 @@
-//! One `tools/call`: a slot under the cap on calls in flight, the sink told before and
-//! after, the sandboxed call itself raced against the request's cancellation, and progress
-//! reports while it runs. Cancelling drops the call's future, which drops its wasmtime
-//! store and pool slot at once: a fuel-metered guest yields about every millisecond, so a
-//! spinning tool stops within one yield of the cancellation.
+//! One `tools/call`: the sink told before and after, the sandboxed call itself (admitted
+//! against the runtime's call budget, which bounds the calls in flight and the queue of
+//! those waiting) raced against the request's cancellation, and progress reports while it
+//! runs. Cancelling drops the call's future, which drops its wasmtime store, pool slot and
+//! place in the budget or its queue at once: a fuel-metered guest yields about every
+//! millisecond, so a spinning tool stops within one yield of the cancellation.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -27,10 +28,6 @@ pub(crate) async fn call(
     ctx: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     refuse_if_broken(shared)?;
-    let _slot = tokio::select! {
-        slot = shared.in_flight.acquire() => slot.map_err(|_| stopping())?,
-        () = ctx.ct.cancelled() => return Err(cancelled()),
-    };
     let start = CallStart {
         seq: shared.seq.fetch_add(1, Ordering::Relaxed) + 1,
         name,
@@ -163,8 +160,4 @@ fn broke(shared: &Shared, why: String) -> ErrorData {
 /// The error a cancelled request ends with (rmcp sends no response for it).
 fn cancelled() -> ErrorData {
     ErrorData::internal_error("the call was cancelled", None)
-}
-
-fn stopping() -> ErrorData {
-    ErrorData::internal_error("the server is stopping", None)
 }

@@ -11,7 +11,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use tokio::sync::Semaphore;
 use toolhost_runtime::{Gate, Runtime};
 
 use crate::shared::Shared;
@@ -19,8 +18,8 @@ use crate::sink::CallSink;
 use crate::{Catalog, ServerConfig, call, errors};
 
 /// Serves a [`Catalog`] to MCP clients. Cheap to clone: clones share the catalog, the
-/// policy gate (rate limits add up over all sessions), the cap on calls in flight and the
-/// sink.
+/// policy gate (rate limits add up over all sessions), the runtime and its call budget, and
+/// the sink.
 #[derive(Clone)]
 pub struct Server {
     pub(crate) shared: Arc<Shared>,
@@ -39,7 +38,6 @@ impl Server {
                 gate: Gate::new(),
                 catalog: RwLock::new(Arc::new(catalog)),
                 sink,
-                in_flight: Semaphore::new(config.max_in_flight),
                 seq: AtomicU64::new(0),
                 broken: OnceLock::new(),
                 peers: Mutex::new(Vec::new()),

@@ -11,7 +11,7 @@
 //!
 //! Data flows: policy sections + loaded tools → [`Catalog`] (one MCP tool per allowed
 //! operation, with schemas and annotations) → [`Server`] (an `rmcp` `ServerHandler`) →
-//! `call` (in-flight cap, progress, cancellation, the [`CallSink`]) →
+//! `call` (progress, cancellation, the [`CallSink`]) →
 //! [`toolhost_runtime::Gate::call`] → a result or an `isError` result.
 //!
 //! - [`catalog`]: [`Catalog`]: names (`section.operation`), descriptions, input and output
@@ -24,7 +24,8 @@
 //! - `shared`: what all sessions share, and [`ServerConfig`].
 //! - [`sink`]: [`CallSink`], where each call is recorded (the CLI journals it).
 //! - `handler`: [`Server`], the `ServerHandler`: `list_tools`, `call_tool`, `get_tool`.
-//! - `call`: one call: the cap on calls in flight, progress ticks, cancellation.
+//! - `call`: one call: progress ticks, cancellation; the calls in flight and the queue of
+//!   those waiting are bounded by the runtime's call budget.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.

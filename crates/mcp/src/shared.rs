@@ -1,24 +1,23 @@
-//! What every session of a server shares: the runtime, the policy gate, the catalog, the
-//! sink, the cap on calls in flight; and [`ServerConfig`], how calls are run. Below both
-//! the handler and the call path.
+//! What every session of a server shares: the runtime (whose call budget bounds the calls
+//! in flight and their queue), the policy gate, the catalog, the sink; and
+//! [`ServerConfig`], how calls are run. Below both the handler and the call path.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use rmcp::{Peer, RoleServer};
-use tokio::sync::Semaphore;
 use toolhost_runtime::{Gate, Runtime};
 
 use crate::Catalog;
 use crate::sink::CallSink;
 
-/// How a server runs calls.
+/// How a server runs calls. How many run at once, over all sessions, and how many may
+/// wait is the runtime's [`CallBudget`](toolhost_runtime::CallBudget): a call past it is an
+/// `isError` result of kind `overloaded`.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServerConfig {
-    /// Calls running at once, over all sessions; more wait (cancellably) for a slot.
-    pub max_in_flight: usize,
     /// How often a long call reports progress to a client that sent a progress token (the
     /// first report comes after one interval, so fast calls send none).
     pub progress_every: Duration,
@@ -27,21 +26,12 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
-            max_in_flight: std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .saturating_mul(4)
-                .max(32),
             progress_every: Duration::from_millis(250),
         }
     }
 }
 
 impl ServerConfig {
-    pub fn max_in_flight(mut self, n: usize) -> ServerConfig {
-        self.max_in_flight = n.max(1);
-        self
-    }
-
     pub fn progress_every(mut self, every: Duration) -> ServerConfig {
         self.progress_every = every;
         self
@@ -53,7 +43,6 @@ pub(crate) struct Shared {
     pub gate: Gate,
     pub(crate) catalog: RwLock<Arc<Catalog>>,
     pub sink: Arc<dyn CallSink>,
-    pub in_flight: Semaphore,
     pub seq: AtomicU64,
     /// Set when the sink failed: the server takes no further call.
     pub broken: OnceLock<String>,

@@ -122,14 +122,26 @@ impl Runtime {
                 operation: operation.to_string(),
                 available: tool.operation_names(),
             })?;
-        check_args_size(args, limits.max_args_bytes)?;
+        let args_bytes = check_args_size(args, limits.max_args_bytes)?;
+        // The host-wide budget first, before the arguments are copied or anything is set
+        // up for the call: a waiting call holds only its place in the bounded queue. Like
+        // the pool slot below, its share is declared before the store, so it is given back
+        // only after the store (and with it the instance) is gone.
+        let mut budget = limits.timeout;
+        let _admitted = match &self.admission {
+            None => None,
+            Some(admission) => {
+                let (admitted, waited) = admission
+                    .admit(limits.memory_mib, args_bytes, budget)
+                    .await?;
+                budget = budget.saturating_sub(waited);
+                Some(admitted)
+            }
+        };
         let params = convert::args_to_vals(&op.params, args)?;
         let state = HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
             reason: e.to_string(),
         })?;
-        // Declared before the store so the slot is released only after the store (and
-        // with it the instance) is gone.
-        let mut budget = limits.timeout;
         let _slot = match &self.slots {
             None => None,
             Some(slots) => Some(match slots.try_acquire() {
@@ -299,7 +311,8 @@ fn failure_event(operation: &str, e: &CallError) -> Option<AuditEvent> {
         | K::OutputLimit
         | K::WriteLimit
         | K::HostMemoryLimit
-        | K::ResourceLimit => AuditEvent::Limit {
+        | K::ResourceLimit
+        | K::Overloaded => AuditEvent::Limit {
             limit: e.limit_name().unwrap_or("limit").into(),
             detail,
         },
@@ -317,8 +330,8 @@ fn failure_event(operation: &str, e: &CallError) -> Option<AuditEvent> {
 }
 
 /// Refuses arguments whose JSON is over `limit` bytes, before anything is converted or
-/// copied into the guest; counts without allocating.
-fn check_args_size(args: &Value, limit: usize) -> Result<(), CallError> {
+/// copied into the guest; counts without allocating. Returns the size.
+fn check_args_size(args: &Value, limit: usize) -> Result<usize, CallError> {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -334,7 +347,7 @@ fn check_args_size(args: &Value, limit: usize) -> Result<(), CallError> {
     if n.0 > limit {
         return Err(CallError::ArgumentsTooLarge { size: n.0, limit });
     }
-    Ok(())
+    Ok(n.0)
 }
 
 async fn run(

@@ -101,6 +101,10 @@ pub enum CallError {
         "audit limit exceeded: the call's audit events reached {budget} bytes (`max_audit_bytes`); it was ended rather than go on unaudited"
     )]
     AuditLimit { budget: usize },
+    /// The host's call budget ([`CallBudget`](crate::CallBudget)) had no room for the call
+    /// and its queue was full, or the call waited its whole timeout: it never ran.
+    #[error("overloaded: {reason}")]
+    Overloaded { reason: String },
 }
 
 fn display_json(v: &serde_json::Value) -> String {
@@ -112,7 +116,8 @@ fn display_json(v: &serde_json::Value) -> String {
 
 impl CallError {
     /// For a failure caused by a limit, the limit's name: `fuel`, `timeout`, `memory`,
-    /// `output`, `host-memory`, `resources`, `arguments`, `written`, `audit`.
+    /// `output`, `host-memory`, `resources`, `arguments`, `written`, `audit`, `calls` (the
+    /// host's call budget).
     pub fn limit_name(&self) -> Option<&'static str> {
         match self {
             CallError::FuelExhausted { .. } => Some("fuel"),
@@ -124,6 +129,7 @@ impl CallError {
             CallError::ArgumentsTooLarge { .. } => Some("arguments"),
             CallError::WriteLimit { .. } => Some("written"),
             CallError::AuditLimit { .. } => Some("audit"),
+            CallError::Overloaded { .. } => Some("calls"),
             _ => None,
         }
     }
@@ -150,6 +156,7 @@ impl CallError {
             CallError::Exit { .. } => ErrorKind::Exit,
             CallError::WriteLimit { .. } => ErrorKind::WriteLimit,
             CallError::AuditLimit { .. } => ErrorKind::AuditLimit,
+            CallError::Overloaded { .. } => ErrorKind::Overloaded,
         }
     }
 }
@@ -177,6 +184,7 @@ pub enum ErrorKind {
     Exit,
     WriteLimit,
     AuditLimit,
+    Overloaded,
 }
 
 impl ErrorKind {
@@ -200,6 +208,7 @@ impl ErrorKind {
             ErrorKind::Exit => "exit",
             ErrorKind::WriteLimit => "write_limit",
             ErrorKind::AuditLimit => "audit_limit",
+            ErrorKind::Overloaded => "overloaded",
         }
     }
 }

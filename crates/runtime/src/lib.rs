@@ -38,6 +38,9 @@
 //!
 //! - [`runtime`]: the shared engine, linker, epoch ticker and instance pool; loading
 //!   components as tools.
+//! - [`admission`]: [`CallBudget`], the host-wide budget every call is admitted against
+//!   (calls running, the sum of their memory caps, a bounded queue), lock-free when there
+//!   is room.
 //! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
 //! - [`tool`]: a loaded tool, its operations and their schemas.
 //! - [`types`]: [`WitType`], the host's copy of a component value type.
@@ -62,6 +65,7 @@
 //!
 //! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
 
+pub mod admission;
 pub mod cache;
 pub mod call;
 pub mod convert;
@@ -79,6 +83,7 @@ pub mod tool;
 pub mod trace;
 pub mod types;
 
+pub use admission::{CallBudget, CallLoad};
 pub use call::{CallOutcome, CallReport};
 pub use error::{CallError, ErrorKind, LoadError};
 pub use grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};

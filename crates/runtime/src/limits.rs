@@ -39,6 +39,11 @@ settable! {
     ///   runs);
     /// - `max_audit_bytes`: 1 MiB of audit events kept per call (allowed reads beyond the first
     ///   256 are counted, not kept; once spent, the call ends rather than go on unaudited).
+    ///
+    /// These bound one call; what all calls together may hold is the runtime's
+    /// [`CallBudget`](crate::CallBudget) (calls at once, the sum of their `memory_mib`, a
+    /// bounded queue): a call is admitted against it before it starts, reserving its whole
+    /// `memory_mib`, and is refused `overloaded` when the host has no room for it.
     #[derive(Debug, Clone, PartialEq, Eq)]
     #[non_exhaustive]
     pub struct Limits {

@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, PoolingAllocationConfig};
 
+use crate::admission::{Admission, CallBudget, CallLoad};
 use crate::cache::{self, Cache, Identity, Miss};
 use crate::docs;
 use crate::error::LoadError;
@@ -85,6 +86,10 @@ settable! {
     ///   instance on demand with `mmap`/`munmap` (slower per call, no up-front reservation: for
     ///   hosts with a limited address space, e.g. under `ulimit -v`). When the reservation
     ///   fails, [`Runtime::new`] logs a warning and allocates on demand.
+    /// - `calls`: `Some(`[`CallBudget::default()`]`)`: the host-wide budget every call draws
+    ///   from (calls running at once, the sum of their memory caps, a bounded queue beyond
+    ///   them). `None` admits every call (for benchmarks' baselines and embedders that bound
+    ///   calls themselves).
     #[derive(Debug, Clone, PartialEq, Eq)]
     #[non_exhaustive]
     pub struct RuntimeConfig {
@@ -92,6 +97,7 @@ settable! {
         pub epoch_tick: Duration,
         pub metering: Metering,
         pub pooling: Option<u32>,
+        pub calls: Option<CallBudget>,
     }
 }
 
@@ -102,6 +108,7 @@ impl Default for RuntimeConfig {
             epoch_tick: Duration::from_millis(5),
             metering: Metering::Fuel,
             pooling: Some(DEFAULT_POOL),
+            calls: Some(CallBudget::default()),
         }
     }
 }
@@ -116,6 +123,8 @@ pub struct Runtime {
     /// One permit per pool slot: a call waits here rather than fail to instantiate when
     /// the pool is full.
     pub(crate) slots: Option<Arc<Semaphore>>,
+    /// The host-wide call budget, taken before a pool slot.
+    pub(crate) admission: Option<Admission>,
     cache: Option<Cache>,
     stop_ticker: Arc<AtomicBool>,
 }
@@ -162,8 +171,20 @@ impl Runtime {
             metering: config.metering,
             slots: pooling
                 .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX)))),
+            admission: config.calls.map(Admission::new),
             stop_ticker: stop,
         })
+    }
+
+    /// Replaces the host-wide call budget (`None`: none). Before the runtime is shared:
+    /// a command sets the budget its configuration names once it has read it.
+    pub fn set_call_budget(&mut self, budget: Option<CallBudget>) {
+        self.admission = budget.map(Admission::new);
+    }
+
+    /// How much of the call budget is in use; `None` without a budget.
+    pub fn call_load(&self) -> Option<CallLoad> {
+        self.admission.as_ref().map(Admission::load)
     }
 
     /// The compiled cache in use, if any.

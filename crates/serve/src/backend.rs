@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use toolhost_runtime::CallLoad;
+
 use crate::registry::{Registry, RunState};
 
 /// A registry that the server starts, watches and drains.
@@ -19,6 +21,10 @@ pub trait Backend: Registry {
     /// Runs taken over after another replica's lease expired (0 without leases).
     fn lease_takeovers(&self) -> u64 {
         0
+    }
+    /// How much of this replica's call budget its tool calls hold now.
+    fn calls(&self) -> Option<CallLoad> {
+        None
     }
     /// Stops taking runs; in-flight runs get `grace` to finish, then are cancelled (or
     /// handed back to other replicas). Blocking.

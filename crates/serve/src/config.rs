@@ -16,8 +16,21 @@
 //! body_timeout_ms = 30000        # to send a request body, from its head
 //! max_followers = 256            # SSE followers in all (503 past it)
 //! max_followers_per_token = 32   # SSE followers of one token (429 past it)
+//! max_queued_runs = 32           # more submissions are refused: 503 with Retry-After
 //! # allowed_hosts = ["toolhost.example.com"]   # names clients use in `Host` (IPs and
 //! #                                             # localhost need none)
+//!
+//! [calls]                        # the host-wide budget of tool calls, all runs together
+//! max_running = 64               # calls at once
+//! max_memory_mib = 4096          # the sum of the running calls' memory caps
+//! max_queued = 256               # calls waiting for room; more are refused `overloaded`
+//! max_queued_bytes = 67108864    # argument bytes the waiting calls may hold
+//!
+//! [run_limits]                   # the most an inline task (or an override) may ask for
+//! max_parallel = 4
+//! [run_limits.budgets]           # each of a task's [budgets] at most this
+//! max_steps = 20
+//! max_wall_ms = 60000
 //!
 //! [[tokens]]
 //! name = "ci"
@@ -35,7 +48,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use toolhost_listen::ConnLimits;
 
+use toolhost_runtime::CallBudget;
+
 use crate::auth::TokenSpec;
+use crate::limits::RunLimits;
 
 /// The default address: loopback, so a server started without a thought is not reachable
 /// from elsewhere.
@@ -60,7 +76,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// - no tokens, which is allowed on loopback only;
 /// - no `Host` names besides IP addresses and `localhost` (a request naming any other
 ///   host, as a DNS-rebinding page does, is refused, as is any request from a page served
-///   elsewhere).
+///   elsewhere);
+/// - at most 32 runs queued (beyond them a submission is refused with 503 and
+///   `Retry-After`, before anything is written for it);
+/// - `[calls]`: the host-wide call budget's defaults ([`CallBudget`]): 64 calls at once,
+///   4,096 MiB of memory caps, 256 calls and 64 MiB of arguments waiting;
+/// - `[run_limits]`: an inline task may ask for no more than `toolhost run`'s defaults
+///   ([`RunLimits`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -98,6 +120,15 @@ pub struct ServeConfig {
     /// `NAME` (any port) or `NAME:PORT`.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Runs waiting for a free slot (each holds its journal open); beyond it, 503.
+    #[serde(default = "default_queued_runs")]
+    pub max_queued_runs: usize,
+    /// The host-wide budget every tool call of every run draws from.
+    #[serde(default)]
+    pub calls: CallBudget,
+    /// The most an inline task may ask for.
+    #[serde(default)]
+    pub run_limits: RunLimits,
 }
 
 fn default_max_connections() -> usize {
@@ -118,6 +149,14 @@ fn default_max_followers() -> usize {
 
 fn default_max_followers_per_token() -> usize {
     32
+}
+
+/// Runs queued by default: each holds an open journal, so a flood of submissions cannot
+/// run the server out of descriptors.
+pub const DEFAULT_MAX_QUEUED_RUNS: usize = 32;
+
+fn default_queued_runs() -> usize {
+    DEFAULT_MAX_QUEUED_RUNS
 }
 
 fn default_lease() -> u64 {
@@ -160,6 +199,9 @@ impl Default for ServeConfig {
             max_followers_per_token: default_max_followers_per_token(),
             tokens: Vec::new(),
             allowed_hosts: Vec::new(),
+            max_queued_runs: DEFAULT_MAX_QUEUED_RUNS,
+            calls: CallBudget::default(),
+            run_limits: RunLimits::default(),
         }
     }
 }
@@ -194,6 +236,8 @@ pub enum ConfigError {
     BadHost(String),
     #[error("two tokens are named `{0}`: names identify submitters, so each must be unique")]
     DuplicateToken(String),
+    #[error("{key} 0 would run nothing: give at least 1")]
+    Zero { key: &'static str },
 }
 
 impl ServeConfig {
@@ -228,6 +272,15 @@ impl ServeConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         if self.max_concurrent_runs == 0 {
             return Err(ConfigError::NoRuns);
+        }
+        for (key, zero) in [
+            ("calls.max_running", self.calls.max_running == 0),
+            ("calls.max_memory_mib", self.calls.max_memory_mib == 0),
+            ("run_limits.max_parallel", self.run_limits.max_parallel == 0),
+        ] {
+            if zero {
+                return Err(ConfigError::Zero { key });
+            }
         }
         for (key, value, min) in [
             ("lease_ms", self.lease_ms, 100),

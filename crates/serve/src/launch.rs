@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use toolhost_engine::approval::{ApprovalMode, Approver};
 use toolhost_engine::{Cancel, RunReport};
+use toolhost_runtime::CallLoad;
 
 use crate::registry::{Overrides, RegistryError, TaskSource};
 
@@ -21,6 +22,11 @@ pub trait Launcher: Send + Sync {
 
     /// Start-up work after which the server is ready (loading and compiling the tools).
     fn warm(&self) -> Result<(), String>;
+
+    /// How much of the host's call budget the runs' tool calls hold now, for `/metrics`.
+    fn calls(&self) -> Option<CallLoad> {
+        None
+    }
 }
 
 /// A run whose journal is open, ready to execute.

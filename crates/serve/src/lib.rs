@@ -9,10 +9,12 @@
 //! # Layout
 //!
 //! Data flows: HTTP request → `api` (token → [`Caller`], role check) → [`Registry`]
-//! ([`Embedded`]: queue → worker thread → [`Launcher`]'s [`Prepared`] run → journal
-//! file) → back out as [`RunView`]s, SSE records, the report, and [`Metrics`].
+//! ([`Embedded`]: bounded queue → worker thread → [`Launcher`]'s [`Prepared`] run →
+//! journal file) → back out as [`RunView`]s, SSE records, the report, and [`Metrics`].
 //!
 //! - [`config`]: `serve.toml` ([`ServeConfig`], its closed defaults, the loopback rule).
+//! - [`limits`]: [`RunLimits`], the most an inline task may ask for (`max_parallel`,
+//!   `[budgets]`), checked before a run is prepared.
 //! - [`auth`]: bearer tokens stored hashed, compared in constant time; [`Role`]s and what
 //!   each allows.
 //! - [`registry`]: the [`Registry`] trait a backend implements (submit, list, get,
@@ -38,6 +40,7 @@ pub mod config;
 pub mod embedded;
 mod followers;
 pub mod launch;
+pub mod limits;
 pub mod metrics;
 mod origin;
 pub mod registry;
@@ -49,6 +52,7 @@ pub use self::backend::Backend;
 pub use self::config::{ConfigError, ServeConfig};
 pub use self::embedded::{Embedded, Outcome};
 pub use self::launch::{Launcher, Prepared};
+pub use self::limits::RunLimits;
 pub use self::metrics::Metrics;
 pub use self::registry::{
     Decision, DecisionKind, Overrides, Pending, RecordStream, Registry, RegistryError, RunState,

@@ -1,12 +1,15 @@
 //! `/metrics` in the Prometheus text format (version 0.0.4): runs by state, steps by
-//! status, a tool-call latency histogram, planner tokens, lease takeovers. Steps, latencies
-//! and tokens are counted when a run ends, from its report.
+//! status, a tool-call latency histogram, planner tokens, lease takeovers, and the host's
+//! call budget (calls running and waiting, memory reserved, their peaks, refusals). Steps,
+//! latencies and tokens are counted when a run ends, from its report; the budget's gauges
+//! are read when scraped.
 
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use toolhost_engine::{RunReport, StepStatus};
+use toolhost_runtime::CallLoad;
 
 use crate::registry::RunState;
 
@@ -61,8 +64,9 @@ impl Metrics {
 
     /// The exposition, with `runs` counted by state and `takeovers` (runs taken over
     /// after another replica's lease expired: always 0 for the embedded backend, which
-    /// has no leases; the series exists so dashboards need not know the backend).
-    pub fn render(&self, runs: &[RunState], takeovers: u64) -> String {
+    /// has no leases; the series exists so dashboards need not know the backend), and the
+    /// call budget's use `calls` (absent without a budget).
+    pub fn render(&self, runs: &[RunState], takeovers: u64, calls: Option<CallLoad>) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -131,6 +135,61 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE toolhost_lease_takeovers_total counter");
         let _ = writeln!(out, "toolhost_lease_takeovers_total {takeovers}");
+        if let Some(c) = calls {
+            render_calls(&mut out, &c);
+        }
         out
+    }
+}
+
+/// The call budget's gauges and its refusal counter.
+fn render_calls(out: &mut String, c: &CallLoad) {
+    for (name, kind, help, value) in [
+        (
+            "toolhost_calls_running",
+            "gauge",
+            "Tool calls running now.",
+            c.running,
+        ),
+        (
+            "toolhost_calls_running_peak",
+            "gauge",
+            "The most tool calls that ran at once.",
+            c.peak_running,
+        ),
+        (
+            "toolhost_calls_reserved_mib",
+            "gauge",
+            "MiB of memory caps the running calls reserve.",
+            c.reserved_mib,
+        ),
+        (
+            "toolhost_calls_reserved_mib_peak",
+            "gauge",
+            "The most MiB of memory caps reserved at once.",
+            c.peak_reserved_mib,
+        ),
+        (
+            "toolhost_calls_queued",
+            "gauge",
+            "Tool calls waiting for room in the call budget.",
+            c.queued,
+        ),
+        (
+            "toolhost_calls_queued_bytes",
+            "gauge",
+            "Argument bytes the waiting calls hold.",
+            c.queued_bytes,
+        ),
+        (
+            "toolhost_calls_overloaded_total",
+            "counter",
+            "Tool calls refused `overloaded`.",
+            c.refused,
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        let _ = writeln!(out, "{name} {value}");
     }
 }

@@ -341,6 +341,10 @@ pub enum RegistryError {
     /// Not accepting this now (starting up, shutting down) (503).
     #[error("{0}")]
     Unavailable(String),
+    /// The server is at a bound on queued work: try again after `retry_after_s` seconds
+    /// (503 with `Retry-After`).
+    #[error("overloaded: {reason}")]
+    Overloaded { reason: String, retry_after_s: u64 },
     #[error("{0}")]
     Internal(String),
 }

@@ -52,6 +52,7 @@ pub async fn serve(
         launcher,
         &state_dir,
         config.max_concurrent_runs,
+        config.max_queued_runs,
         metrics.clone(),
     ));
     serve_backend(config, backend, metrics, out).await

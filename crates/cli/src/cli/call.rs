@@ -115,7 +115,8 @@ fn exit_code(kind: ErrorKind) -> i32 {
         | ErrorKind::ResourceLimit
         | ErrorKind::WriteLimit
         | ErrorKind::AuditLimit
-        | ErrorKind::RateLimited => exit::LIMIT,
+        | ErrorKind::RateLimited
+        | ErrorKind::Overloaded => exit::LIMIT,
         ErrorKind::Panic | ErrorKind::StackOverflow | ErrorKind::Trap | ErrorKind::Instantiate => {
             exit::TRAP
         }

@@ -48,10 +48,11 @@ pub(crate) struct Args {
     /// (repeatable).
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     allow_hosts: Vec<String>,
-    /// Calls running at once over all clients; more wait for a slot [default: 4 per core,
-    /// at least 32].
-    #[arg(long, value_name = "N")]
-    max_in_flight: Option<usize>,
+    /// `--max-calls` (alias `--max-in-flight`) bounds the calls running at once over all
+    /// clients; more wait in a bounded queue, and past it are refused with an `isError`
+    /// result of kind `overloaded`.
+    #[command(flatten)]
+    budget: super::budget::BudgetArgs,
     /// HTTP connections held at once; more wait in the listen backlog [default: 512].
     #[arg(long, value_name = "N", requires = "http")]
     max_connections: Option<usize>,
@@ -84,13 +85,9 @@ pub(crate) struct Args {
 /// How often `--watch` looks at the files.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
-pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
     let usage = |m: String| Failure::new(exit::USAGE, m);
-    if args.max_in_flight == Some(0) {
-        return Err(usage(
-            "--max-in-flight 0: at least one call must be able to run".into(),
-        ));
-    }
+    args.budget.apply(&mut rt)?;
     let (connections, sessions) = http_limits(&args)?;
     let auth = match token(&args)? {
         Some(t) => Auth::bearer(&t).map_err(|e| usage(e.to_string()))?,
@@ -118,10 +115,7 @@ pub(crate) fn run(rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
         Some(j) => j.clone(),
         None => Arc::new(NoSink),
     };
-    let mut config = ServerConfig::default();
-    if let Some(n) = args.max_in_flight {
-        config = config.max_in_flight(n);
-    }
+    let config = ServerConfig::default();
     let tools = loaded.catalog.len();
     let server = Server::new(rt.clone(), loaded.catalog, sink, config);
     let tokio = tokio::runtime::Builder::new_multi_thread()

@@ -2,6 +2,7 @@
 //! exit codes and the shared runtime setup.
 
 mod approve;
+mod budget;
 mod call;
 mod cancel;
 pub(crate) mod database;
@@ -70,7 +71,7 @@ Exit codes:
      failed, or a metric left its baseline band
   2  usage error, bad arguments or unknown operation
   3  a limit stopped the call (fuel_exhausted, timeout, memory_limit, output_limit,
-     rate_limited)
+     rate_limited, overloaded)
   4  the tool trapped (panic, stack_overflow, trap, instantiate)
   5  a capability was denied (denied)
   6  the component could not be loaded

@@ -40,6 +40,8 @@ pub(crate) struct Args {
     planner: super::planner::PlannerArgs,
     #[command(flatten)]
     mode: super::planner::ModeArg,
+    #[command(flatten)]
+    budget: super::budget::BudgetArgs,
 }
 
 /// How a run is watched; shared by `run`, `resume` and `replay`.
@@ -302,11 +304,12 @@ pub(crate) fn report(
 }
 
 pub(crate) fn run(
-    rt: Runtime,
+    mut rt: Runtime,
     mut args: Args,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CmdResult {
+    args.budget.apply(&mut rt)?;
     args.view.check()?;
     let mut loaded = load(
         &rt,

@@ -30,6 +30,8 @@ use toolhost_runtime::policy::{Policy, PoolName};
 pub(crate) struct Args {
     #[command(flatten)]
     database: DatabaseArg,
+    #[command(flatten)]
+    budget: super::budget::BudgetArgs,
     /// Where tool names in tasks are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
     #[arg(long, value_name = "DIR")]
     tools_dir: Option<PathBuf>,
@@ -100,7 +102,13 @@ pub(crate) fn pool_setup(
     }
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(
+    mut rt: Runtime,
+    args: Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CmdResult {
+    args.budget.apply(&mut rt)?;
     let Some(url) = args.database.url() else {
         return Err(Failure::new(
             exit::USAGE,

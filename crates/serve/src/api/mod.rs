@@ -80,6 +80,8 @@ pub(crate) struct ErrorBody {
 pub(crate) struct ApiError {
     status: StatusCode,
     body: ErrorBody,
+    /// Seconds for `Retry-After` (an overloaded server).
+    retry_after_s: Option<u64>,
 }
 
 impl ApiError {
@@ -90,6 +92,7 @@ impl ApiError {
                 error: error.into(),
                 problems: Vec::new(),
             },
+            retry_after_s: None,
         }
     }
 
@@ -111,12 +114,18 @@ impl From<RegistryError> for ApiError {
             RegistryError::BadRequest(_) => StatusCode::BAD_REQUEST,
             RegistryError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             RegistryError::Conflict(_) => StatusCode::CONFLICT,
-            RegistryError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            RegistryError::Unavailable(_) | RegistryError::Overloaded { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let problems = match &e {
             RegistryError::Invalid { problems } => problems.clone(),
             _ => Vec::new(),
+        };
+        let retry_after_s = match &e {
+            RegistryError::Overloaded { retry_after_s, .. } => Some(*retry_after_s),
+            _ => None,
         };
         ApiError {
             status,
@@ -124,6 +133,7 @@ impl From<RegistryError> for ApiError {
                 error: e.to_string(),
                 problems,
             },
+            retry_after_s,
         }
     }
 }
@@ -152,7 +162,10 @@ impl IntoResponse for ApiError {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if matches!(
+        if let Some(s) = self.retry_after_s {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        } else if matches!(
             self.status,
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
         ) {

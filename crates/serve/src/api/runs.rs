@@ -47,7 +47,8 @@ fn readable(state: &AppState, caller: &Caller, id: &str) -> Result<RunView, ApiE
         (status = 403, description = "The token lacks the `submit` role", body = ErrorBody),
         (status = 404, description = "No such task in the task directory", body = ErrorBody),
         (status = 422, description = "The task cannot run; `problems` lists why", body = ErrorBody),
-        (status = 503, description = "Starting up or shutting down", body = ErrorBody),
+        (status = 503, description = "Starting up, shutting down, or overloaded: as many runs are queued as the server takes (`max_queued_runs`); try again after `Retry-After`", body = ErrorBody,
+            headers(("retry-after" = Option<u64>, description = "Seconds to wait before submitting again (overloaded only)"))),
     ),
     security(("bearer" = [])))]
 pub(crate) async fn submit(

@@ -48,11 +48,12 @@ pub(crate) async fn metrics(
         return Err(ApiError::forbidden("read metrics", Role::Read));
     }
     let backend = state.backend.clone();
-    let (states, takeovers) =
-        tokio::task::spawn_blocking(move || (backend.states(), backend.lease_takeovers()))
-            .await
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let text = state.metrics.render(&states, takeovers);
+    let (states, takeovers, calls) = tokio::task::spawn_blocking(move || {
+        (backend.states(), backend.lease_takeovers(), backend.calls())
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let text = state.metrics.render(&states, takeovers, calls);
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 

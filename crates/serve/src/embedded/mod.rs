@@ -1,5 +1,6 @@
 //! The embedded backend: one replica, runs executed in this process by a fixed number of
-//! worker threads (the rest queued), journaled as files in the state directory, where
+//! worker threads (the rest queued, up to a bound: each queued run holds its journal
+//! open), journaled as files in the state directory, where
 //! `toolhost journal`, `report` and `resume` find them. At start it lists the runs the
 //! state directory holds; who submitted a run is kept next to its journal
 //! (`STATE/serve/RUN.json`).
@@ -39,12 +40,16 @@ struct Queue {
     jobs: VecDeque<Job>,
     /// Workers busy with a run.
     busy: usize,
+    /// Submissions being prepared, counted against the bound before their journals exist.
+    preparing: usize,
     /// No more jobs will come: workers exit once the queue is empty.
     closed: bool,
 }
 
 struct Shared {
     launcher: Arc<dyn Launcher>,
+    workers: usize,
+    max_queued: usize,
     state_dir: PathBuf,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
     queue: Mutex<Queue>,
@@ -65,16 +70,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Embedded {
-    /// A backend running at most `workers` runs at once, with the runs `state_dir`
-    /// already holds.
+    /// A backend running at most `workers` runs at once and queueing at most
+    /// `max_queued` more, with the runs `state_dir` already holds.
     pub fn new(
         launcher: Arc<dyn Launcher>,
         state_dir: &Path,
         workers: usize,
+        max_queued: usize,
         metrics: Arc<Metrics>,
     ) -> Embedded {
+        let workers = workers.max(1);
         let shared = Arc::new(Shared {
             launcher,
+            workers,
+            max_queued,
             state_dir: state_dir.to_path_buf(),
             runs: Mutex::new(found_runs(state_dir)),
             queue: Mutex::new(Queue::default()),
@@ -83,7 +92,7 @@ impl Embedded {
             ready: AtomicBool::new(false),
             metrics,
         });
-        let handles = (0..workers.max(1))
+        let handles = (0..workers)
             .map(|i| {
                 let s = shared.clone();
                 std::thread::Builder::new()
@@ -116,6 +125,10 @@ impl Backend for Embedded {
 
     fn is_ready(&self) -> bool {
         self.shared.ready.load(Ordering::SeqCst)
+    }
+
+    fn calls(&self) -> Option<toolhost_runtime::CallLoad> {
+        self.shared.launcher.calls()
     }
 
     fn states(&self) -> Vec<RunState> {
@@ -204,6 +217,41 @@ fn work(s: &Shared) {
     }
 }
 
+/// How long a client refused for a full queue is asked to wait: about the time a short
+/// run takes to free its slot.
+const RETRY_AFTER_S: u64 = 5;
+
+/// A submission's place among the runs not yet started, held while it is prepared (its
+/// journal created) and given back once it is queued or refused: runs waiting for a
+/// worker never pass `max_queued` beyond the idle workers, whatever arrives at once.
+struct Place<'a>(&'a Shared);
+
+impl<'a> Place<'a> {
+    fn take(s: &'a Shared) -> Result<Place<'a>, RegistryError> {
+        let mut q = lock(&s.queue);
+        let idle = s.workers.saturating_sub(q.busy);
+        if q.jobs.len() + q.preparing >= s.max_queued + idle {
+            return Err(RegistryError::Overloaded {
+                reason: format!(
+                    "{} runs are running and {} are queued, the most this server queues (`max_queued_runs` {})",
+                    q.busy,
+                    q.jobs.len() + q.preparing,
+                    s.max_queued
+                ),
+                retry_after_s: RETRY_AFTER_S,
+            });
+        }
+        q.preparing += 1;
+        Ok(Place(s))
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.queue).preparing -= 1;
+    }
+}
+
 /// The runs whose journals `state_dir` holds (MCP sessions are not runs).
 fn found_runs(state_dir: &Path) -> BTreeMap<String, Arc<Run>> {
     let mut runs = BTreeMap::new();
@@ -257,6 +305,7 @@ impl Registry for Embedded {
                 "the server is starting up: try again once /readyz answers 200".into(),
             ));
         }
+        let _place = Place::take(s)?;
         let prepared = s.launcher.prepare(&request.task, &request.overrides)?;
         let id = prepared.run_id().to_string();
         if let Some(name) = &submitter {

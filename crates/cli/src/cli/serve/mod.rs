@@ -5,7 +5,10 @@
 //! Tasks come by name from the task directory (`NAME.toml`, under its own policy), or
 //! inline. An inline task runs under the server's `policy`, names its tools (found in the
 //! tools directory), and may give only the keys known to be safe for a remote submitter
-//! (`inline`: an allow-list; every other key is refused by name).
+//! (`inline`: an allow-list; every other key is refused by name); its `max_parallel` and
+//! `[budgets]` are held to the configuration's `[run_limits]` (a value above its limit is
+//! refused naming both), and every tool call of every run draws from the host-wide
+//! `[calls]` budget.
 //! It is written to `STATE/serve/tasks/` so that its journal's task digest holds and
 //! `toolhost resume` finds it.
 
@@ -28,9 +31,10 @@ use crate::worker::{Worker, WorkerConfig};
 use toolhost_engine::approval::Approver;
 use toolhost_engine::{Cancel, Mode, Planner, RunReport};
 use toolhost_journal::Journal;
+use toolhost_runtime::CallLoad;
 use toolhost_runtime::Runtime;
 use toolhost_serve::{
-    Launcher, Overrides, Prepared, RegistryError, ServeConfig, ServeError, TaskSource,
+    Launcher, Overrides, Prepared, RegistryError, RunLimits, ServeConfig, ServeError, TaskSource,
 };
 
 /// Serve runs over an HTTP API (JSON; OpenAPI document at /openapi.json): submit, list,
@@ -45,9 +49,10 @@ use toolhost_serve::{
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The server's configuration (TOML): listen, tasks_dir, tools_dir, policy,
-    /// state_dir, max_concurrent_runs, shutdown_grace_ms, database, lease_ms, poll_ms,
-    /// allowed_hosts, max_connections, header_timeout_ms, body_timeout_ms, max_followers,
-    /// max_followers_per_token, [[tokens]].
+    /// state_dir, max_concurrent_runs, max_queued_runs, shutdown_grace_ms, database,
+    /// lease_ms, poll_ms, allowed_hosts, max_connections, header_timeout_ms,
+    /// body_timeout_ms, max_followers, max_followers_per_token, [calls], [run_limits],
+    /// [[tokens]].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The address to listen on [default: 127.0.0.1:8080]; port 0 picks a free one.
@@ -66,6 +71,13 @@ pub(crate) struct Args {
     /// How many runs execute at once; the rest wait in the queue [default: 1].
     #[arg(long, value_name = "N")]
     max_concurrent_runs: Option<usize>,
+    /// How many runs may wait in the queue; a submission beyond is refused with 503 and
+    /// `Retry-After` [default: 32].
+    #[arg(long, value_name = "N")]
+    max_queued_runs: Option<usize>,
+    /// Replace the configuration's `[calls]` values.
+    #[command(flatten)]
+    budget: super::budget::BudgetArgs,
     /// How long in-flight runs may go on after SIGTERM before they are cancelled
     /// [default: 30000].
     #[arg(long, value_name = "MS")]
@@ -149,6 +161,10 @@ impl Args {
                 *field = n;
             }
         }
+        if let Some(n) = self.max_queued_runs {
+            c.max_queued_runs = n;
+        }
+        c.calls = self.budget.over(c.calls)?;
         for (flag, field) in [
             (self.shutdown_grace_ms, &mut c.shutdown_grace_ms),
             (self.lease_ms, &mut c.lease_ms),
@@ -171,8 +187,9 @@ impl Args {
     }
 }
 
-pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
+pub(crate) fn run(mut rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     let config = args.config()?;
+    rt.set_call_budget(Some(config.calls.clone()));
     let pools =
         super::worker::pool_setup(&args.pools, args.pool_policy.as_deref(), "--pool-policy")?;
     if pools.is_some() && config.database.is_none() {
@@ -188,6 +205,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
         tools_dir: config.tools_dir.clone(),
         policy: config.policy.clone(),
         state_dir: state_dir.clone(),
+        run_limits: config.run_limits.clone(),
     });
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -241,6 +259,7 @@ pub(super) struct CliLauncher {
     pub(super) tools_dir: Option<PathBuf>,
     policy: Option<PathBuf>,
     state_dir: PathBuf,
+    run_limits: RunLimits,
 }
 
 pub(super) fn invalid(f: Failure) -> RegistryError {
@@ -264,6 +283,17 @@ impl CliLauncher {
                 .map_err(|e| RegistryError::BadRequest(format!("the task is not a table: {e}")))?,
         };
         self.inline(table)
+    }
+
+    /// Refuses overrides that ask for more than the run limits allow (they apply to
+    /// tasks by name too).
+    pub(super) fn check_overrides(&self, o: &Overrides) -> Result<(), RegistryError> {
+        match o.max_steps.map(|n| self.run_limits.check_max_steps(n)) {
+            Some(Err(problem)) => Err(RegistryError::Invalid {
+                problems: vec![problem],
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn named(&self, name: &str) -> Result<PathBuf, RegistryError> {
@@ -298,6 +328,7 @@ impl CliLauncher {
             }
         };
         problems.extend(inline::problems(&table));
+        problems.extend(self.run_limits.apply(&mut table));
         if !problems.is_empty() {
             return Err(RegistryError::Invalid { problems });
         }
@@ -354,6 +385,7 @@ impl Launcher for CliLauncher {
         overrides: &Overrides,
     ) -> Result<Box<dyn Prepared>, RegistryError> {
         let planner_overrides = planner_overrides(overrides)?;
+        self.check_overrides(overrides)?;
         let path = self.task_file(task)?;
         let mut loaded = loaded::load(
             &self.rt,
@@ -401,6 +433,10 @@ impl Launcher for CliLauncher {
             }
         }
         Ok(())
+    }
+
+    fn calls(&self) -> Option<CallLoad> {
+        self.rt.call_load()
     }
 }
 

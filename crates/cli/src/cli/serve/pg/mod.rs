@@ -106,6 +106,7 @@ impl PgBackend {
         submitter: Option<String>,
     ) -> Result<Spec, RegistryError> {
         let checked = planner_overrides(&request.overrides)?;
+        self.launcher.check_overrides(&request.overrides)?;
         let (planner_args, mode) = chosen(&request.overrides)?;
         let path = self.launcher.task_file(&request.task)?;
         let l = &self.launcher;
@@ -455,6 +456,10 @@ impl Backend for PgBackend {
 
     fn lease_takeovers(&self) -> u64 {
         self.db.census().map(|(_, t)| t).unwrap_or(0)
+    }
+
+    fn calls(&self) -> Option<toolhost_runtime::CallLoad> {
+        self.launcher.rt.call_load()
     }
 
     /// Stops claiming; the runs in flight get the worker's grace period, then their
