@@ -220,7 +220,7 @@ pub enum ConfigError {
     OpenBind { addr: SocketAddr },
     #[error("max_concurrent_runs 0 would run nothing: give at least 1")]
     NoRuns,
-    #[error("{key} 0 would let nobody in: give at least 1")]
+    #[error("{key} 0 would admit nothing: give at least 1")]
     Zero { key: &'static str },
     #[error("{key} {value} is too short: give at least {min}")]
     TooShort {
@@ -236,8 +236,6 @@ pub enum ConfigError {
     BadHost(String),
     #[error("two tokens are named `{0}`: names identify submitters, so each must be unique")]
     DuplicateToken(String),
-    #[error("{key} 0 would run nothing: give at least 1")]
-    Zero { key: &'static str },
 }
 
 impl ServeConfig {
@@ -372,7 +370,7 @@ mod tests {
         let c: ServeConfig = toml::from_str("max_followers = 0").unwrap();
         assert_eq!(
             c.check().unwrap_err().to_string(),
-            "max_followers 0 would let nobody in: give at least 1"
+            "max_followers 0 would admit nothing: give at least 1"
         );
         let c: ServeConfig = toml::from_str("header_timeout_ms = 5").unwrap();
         assert_eq!(
