@@ -7,6 +7,7 @@ mod ask;
 mod budgets;
 mod flow;
 mod provenance;
+mod recheck;
 mod refusals;
 mod scale;
 mod stops;

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
+mod hooks;
 mod modules;
 
 fn root() -> &'static Path {

@@ -1,56 +1,38 @@
-//! The test hooks of the journal, compiled in only with the `test-hooks` feature (the
-//! test suite's builds), read from the environment once:
-//! - `TOOLHOST_CRASH_AFTER_RECORD=N`: the process kills itself with SIGKILL right after
-//!   journal record N is written (to any store: a file or a database) — no destructors,
-//!   no flush, exactly what `kill -9` does, at a chosen point of the run (the crash test);
-//! - `TOOLHOST_JOURNAL_FAIL_AT_RECORD=N`: writing record N fails as on a full disk, half
-//!   the line written and then `ENOSPC` (the journal-failure test).
+//! Fault points for the crash and disk-full tests: right after journal record N is written
+//! (to any store: a file or a database), and in place of writing record N to a file.
+//!
+//! Nothing happens at them unless a test harness installs [`FaultHooks`]: the tests' CLI
+//! (`tests/src/bin/toolhost-test-cli.rs`) does, from environment variables (kill the
+//! process after record N; fail writing record N as on a full disk). The hooks live in that
+//! binary alone, not behind a cargo feature: a feature turned on for the tests' build is
+//! unified into every binary built beside it (`cargo build --workspace`), and `toolhost`
+//! itself would then obey those variables.
 
-#[cfg(feature = "test-hooks")]
-pub(super) use self::hooks::{after_record, write_fault};
+use std::sync::OnceLock;
 
-/// Without the feature: nothing to check, nothing on the append path.
-#[cfg(not(feature = "test-hooks"))]
-pub(super) fn after_record(_seq: u64) {}
-
-#[cfg(not(feature = "test-hooks"))]
-pub(super) fn write_fault(_seq: u64) -> Option<std::io::Error> {
-    None
+/// What a test harness does at the journal's fault points.
+#[derive(Debug, Clone, Copy)]
+pub struct FaultHooks {
+    /// Called after record `seq` is written.
+    pub after_record: fn(seq: u64),
+    /// The error writing record `seq` to a file meets (half the line lands first, as on a
+    /// full disk), if any.
+    pub write_fault: fn(seq: u64) -> Option<std::io::Error>,
 }
 
-#[cfg(feature = "test-hooks")]
-mod hooks {
-    use std::sync::OnceLock;
+static HOOKS: OnceLock<FaultHooks> = OnceLock::new();
 
-    fn point(var: &str, cell: &'static OnceLock<Option<u64>>) -> Option<u64> {
-        *cell.get_or_init(|| std::env::var(var).ok().and_then(|v| v.parse().ok()))
-    }
+/// Installs `hooks` for the rest of the process; `false` if some were installed already.
+pub fn install_fault_hooks(hooks: FaultHooks) -> bool {
+    HOOKS.set(hooks).is_ok()
+}
 
-    /// Called after record `seq` is written.
-    pub(in super::super) fn after_record(seq: u64) {
-        static POINT: OnceLock<Option<u64>> = OnceLock::new();
-        if point("TOOLHOST_CRASH_AFTER_RECORD", &POINT) == Some(seq) {
-            kill_self();
-        }
+pub(super) fn after_record(seq: u64) {
+    if let Some(h) = HOOKS.get() {
+        (h.after_record)(seq);
     }
+}
 
-    /// The error writing record `seq` meets, if the test hook makes it fail.
-    pub(in super::super) fn write_fault(seq: u64) -> Option<std::io::Error> {
-        static POINT: OnceLock<Option<u64>> = OnceLock::new();
-        (point("TOOLHOST_JOURNAL_FAIL_AT_RECORD", &POINT) == Some(seq))
-            .then(|| std::io::Error::from(std::io::ErrorKind::StorageFull))
-    }
-
-    #[cfg(unix)]
-    fn kill_self() {
-        // SAFETY: kill(2) on our own pid has no memory-safety preconditions.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn kill_self() {
-        std::process::abort();
-    }
+pub(super) fn write_fault(seq: u64) -> Option<std::io::Error> {
+    HOOKS.get().and_then(|h| (h.write_fault)(seq))
 }

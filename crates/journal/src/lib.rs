@@ -48,7 +48,9 @@
 //! - [`resume`](mod@resume): the [`Checkpoint`](toolhost_engine::Checkpoint) a stopped run
 //!   carries on from; [`Journal::reopen`] appends to its journal file (dropping a torn last
 //!   line), [`Journal::reopen_in`] to its journal in another store (a database's, under a
-//!   fresh claim of the run's lease). `crash`: the test hooks (a kill after record N, a full disk at record N).
+//!   fresh claim of the run's lease).
+//! - `crash`: the fault points of the crash and disk-full tests ([`FaultHooks`], which only
+//!   a test harness installs: a kill after record N, a full disk at record N).
 //! - [`replay`]: the journaled planner answers served back ([`replay::recorded`]) and the
 //!   [`replay::compare`] of a replay with its recording.
 //! - `time`: RFC 3339 timestamps.
@@ -79,6 +81,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use self::approvals::Approvals;
+pub use self::crash::{FaultHooks, install_fault_hooks};
 pub use self::lock::{LockError, RunLock};
 pub use self::prune::{Age, AgeError, prune};
 pub use self::redact::{PatternError, Redactor};

@@ -16,6 +16,7 @@
 //! - `bounds`: host calls that cost the host time, memory or descriptors (floods of logs,
 //!   random bytes, lookups, stdout; hoards of fields, bodies, streams, sockets): the
 //!   deadline, the host-memory budget and the resource cap hold.
+//! - `long`: a 1 MiB path stat'ed over and over: kept cut, in memory and in `--json`.
 //! - `fuzz`: the `hog` tool calling host functions in random order with random sizes,
 //!   over many seeds: the same bounds hold and the host stays alive.
 
@@ -24,6 +25,7 @@ mod bounds;
 mod files;
 mod fuzz;
 mod limits;
+mod long;
 mod net;
 mod outside;
 

@@ -65,3 +65,76 @@ async fn a_session_journal_verifies_and_shows_each_call_with_its_decisions() {
     assert!(raw.contains("\"mode\":\"mcp\""), "{raw}");
     assert!(raw.contains("/data/x"), "the denial names the path: {raw}");
 }
+
+/// Fail closed: once the session's journal cannot be written (here its file may grow no
+/// more, as on a full disk: `RLIMIT_FSIZE` lowered on the running server, so each write
+/// fails with `EFBIG`), no call runs unjournaled. A write into a read-write grant is
+/// refused before it happens, and so is every later call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_that_cannot_be_written_refuses_every_call() {
+    use std::os::unix::process::CommandExt;
+    let fixture = Fixture::new();
+    let mut cmd = fixture.command(&[]);
+    // SAFETY: signal(2) is async-signal-safe; ignored, SIGXFSZ does not kill the server
+    // at the limit and the write fails with EFBIG instead (kept across exec).
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = transport.id().unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let call = |name: &'static str, args: serde_json::Value| {
+        client.call_tool(
+            CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone()),
+        )
+    };
+    let ok = call("calc.eval", json!({"expression": "2+3"}))
+        .await
+        .unwrap();
+    assert_eq!(ok.is_error, Some(false), "{ok:?}");
+
+    // The disk is full now: the journal may not grow past what it holds.
+    let journals = fixture.journals();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    let size = std::fs::metadata(&journals[0]).unwrap().len();
+    let limit = libc::rlimit {
+        rlim_cur: size,
+        rlim_max: size,
+    };
+    // SAFETY: prlimit(2) on our own child with a valid rlimit and no old-value pointer.
+    let set = unsafe {
+        libc::prlimit(
+            libc::pid_t::try_from(pid).unwrap(),
+            libc::RLIMIT_FSIZE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(set, 0, "prlimit: {}", std::io::Error::last_os_error());
+
+    let written = fixture.dir.path().join("data/unjournaled.txt");
+    let refused = call(
+        "fs.write-file",
+        json!({"path": "/data/unjournaled.txt", "content": "x"}),
+    )
+    .await;
+    let e = refused.expect_err("a call the journal cannot record is refused");
+    assert!(e.to_string().contains("cannot record the call"), "{e}");
+    assert!(
+        !written.exists(),
+        "the write ran although its call could not be journaled"
+    );
+    // And every call after it: the server takes no more.
+    let after = call("calc.eval", json!({"expression": "1+1"})).await;
+    let e = after.expect_err("no call runs after the journal failed");
+    assert!(e.to_string().contains("takes no more calls"), "{e}");
+    // Nothing reached the journal past the limit.
+    assert_eq!(std::fs::metadata(&journals[0]).unwrap().len(), size);
+    client.cancel().await.unwrap();
+}

@@ -2,12 +2,14 @@
 //! official Python SDK (`mcp`), over stdio and streamable HTTP, against the binary as a
 //! subprocess; raw HTTP for the transport's guards; the journal of a session.
 
+mod cancel;
 mod conformance;
 mod hostile;
 mod http;
 mod journal;
 mod python;
 mod rmcp_client;
+mod sessions;
 mod watch;
 
 use std::io::{BufRead, BufReader};
@@ -20,9 +22,11 @@ use toolhost_tests::path;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 
-/// The deadline of `misbehave` calls, and the fuel that ends a spin before it.
+/// The deadline of `misbehave` calls, and the fuel that ends a spin long before it (a few
+/// milliseconds of guest time against 1.5 s: the spin ends `fuel_exhausted`, never
+/// `timeout`, even on a loaded machine).
 pub(crate) const TIMEOUT_MS: u64 = 1500;
-pub(crate) const FUEL: u64 = 50_000_000;
+pub(crate) const FUEL: u64 = 10_000_000;
 
 /// A policy over calc (idempotent, no grants), misbehave (read-only files, tight limits),
 /// fs (a read-write grant) and http (one loopback origin), with its own state and cache.
@@ -48,6 +52,11 @@ pub(crate) async fn connect<C: rmcp::ClientHandler>(
 
 impl Fixture {
     pub fn new() -> Fixture {
+        Fixture::with_limits(FUEL, TIMEOUT_MS)
+    }
+
+    /// [`Fixture::new`] with misbehave's fuel and deadline set to `fuel` and `timeout_ms`.
+    pub fn with_limits(fuel: u64, timeout_ms: u64) -> Fixture {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data).expect("data dir");
@@ -62,7 +71,7 @@ idempotent = true
 
 [tools.misbehave]
 files = [{{ host = "data", guest = "/data", access = "read" }}]
-limits = {{ fuel = {FUEL}, timeout_ms = {TIMEOUT_MS} }}
+limits = {{ fuel = {fuel}, timeout_ms = {timeout_ms} }}
 
 [tools.fs]
 files = [{{ host = "data", guest = "/data", access = "read-write" }}]

@@ -1,0 +1,122 @@
+//! Many sessions at once over streamable HTTP, each a client of its own (initialize, its
+//! own session id, a call): every one is served, gets its own answer and nothing of
+//! another's, and the journal records each client and each call once.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Fixture, HttpServer};
+
+const SESSIONS: u64 = 50;
+
+/// The JSON-RPC message answering request `id` in a response body: plain JSON, or the
+/// `data:` lines of an event stream.
+fn answer(body: &str, id: u64) -> Option<Value> {
+    let whole = std::iter::once(body);
+    let events = body.lines().filter_map(|l| l.strip_prefix("data:"));
+    whole
+        .chain(events)
+        .filter_map(|t| serde_json::from_str::<Value>(t.trim()).ok())
+        .find(|m| m["id"] == id)
+}
+
+/// One raw MCP POST of `message` on `session` (none for `initialize`).
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> reqwest::Response {
+    let mut req = http
+        .post(url)
+        .timeout(Duration::from_secs(60))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(message);
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    req.send().await.expect("POST /mcp")
+}
+
+/// Client `i`: its own session, one call whose answer only it could get.
+async fn client(http: reqwest::Client, url: String, i: u64) -> (String, Value) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": format!("session-{i}"), "version": "0"}}});
+    let r = post(&http, &url, None, &init).await;
+    assert_eq!(r.status(), 200, "client {i}: initialize");
+    let session = r.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session id")
+        .to_string();
+    let body = r.text().await.unwrap();
+    let init = answer(&body, 1).unwrap_or_else(|| panic!("client {i}: no answer in {body}"));
+    assert_eq!(init["result"]["serverInfo"]["name"], "toolhost", "{init}");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = post(&http, &url, Some(&session), &initialized).await;
+    assert!(r.status().is_success(), "client {i}: {}", r.status());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "calc.eval", "arguments": {"expression": format!("{i} * 1000 + {i}")}}});
+    let r = post(&http, &url, Some(&session), &call).await;
+    assert_eq!(r.status(), 200, "client {i}: tools/call");
+    let body = r.text().await.unwrap();
+    let got = answer(&body, 2).unwrap_or_else(|| panic!("client {i}: no answer in {body}"));
+    (session, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_http_sessions_are_each_served_their_own_answer() {
+    let fixture = Fixture::new();
+    let server = HttpServer::start(&fixture, &[]);
+    let http = reqwest::Client::new();
+    let clients: Vec<_> = (0..SESSIONS)
+        .map(|i| tokio::spawn(client(http.clone(), server.url.clone(), i)))
+        .collect();
+    let mut sessions = BTreeSet::new();
+    for (i, c) in (0..SESSIONS).zip(clients) {
+        let (session, got) = c.await.expect("a client task");
+        assert_eq!(
+            got["result"]["structuredContent"],
+            json!({"result": i * 1001}),
+            "client {i} got another's answer, or none: {got}"
+        );
+        assert_eq!(got["result"]["isError"], false, "{got}");
+        sessions.insert(session);
+    }
+    assert_eq!(sessions.len() as u64, SESSIONS, "session ids are shared");
+
+    // A session id the server never gave is no way into another's session.
+    let stray = post(
+        &http,
+        &server.url,
+        Some("not-a-session"),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    )
+    .await;
+    assert!(stray.status().is_client_error(), "{}", stray.status());
+
+    // One journal for the server: each client introduced once, each call recorded once.
+    let journals = fixture.journals();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    let records: Vec<Value> = std::fs::read_to_string(&journals[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let clients: BTreeSet<String> = records
+        .iter()
+        .filter(|r| r["kind"] == "client_connected")
+        .map(|r| r["data"]["client"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let want: BTreeSet<String> = (0..SESSIONS).map(|i| format!("session-{i} 0")).collect();
+    assert_eq!(clients, want);
+    let calls: BTreeSet<String> = records
+        .iter()
+        .filter(|r| r["kind"] == "step_finished" && r["data"]["status"] == "succeeded")
+        .map(|r| r["data"]["args"]["expression"].to_string())
+        .collect();
+    assert_eq!(calls.len() as u64, SESSIONS, "{calls:?}");
+}
