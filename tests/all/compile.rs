@@ -109,7 +109,11 @@ fn a_huge_component_is_refused_before_it_is_read() {
     let path = write(dir.path(), "huge.wasm", &bytes);
     drop(bytes);
     let end = toolhost(&["tool", "inspect", &path]);
-    refused(&end, "max_bytes", &format!("{} bytes", std::fs::metadata(&path).unwrap().len()));
+    refused(
+        &end,
+        "max_bytes",
+        &format!("{} bytes", std::fs::metadata(&path).unwrap().len()),
+    );
 }
 
 /// A component inside every size and count limit that takes Cranelift seconds of CPU and

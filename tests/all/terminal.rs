@@ -16,8 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 
 /// Sets the window title, writes "pwned" to the clipboard, clears the screen, homes the
 /// cursor (C1 CSI too), then forges a line of the host's.
-const HOSTILE: &str =
-    "\u{1b}]0;owned\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\u{1b}[H\u{9b}2J\r\nerror: forged by the tool";
+const HOSTILE: &str = "\u{1b}]0;owned\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\u{1b}[H\u{9b}2J\r\nerror: forged by the tool";
 
 fn toolhost(dir: &Path, args: &[&str]) -> Ended {
     let cache = dir.join("cache").display().to_string();
@@ -52,7 +51,10 @@ fn tool_call_escapes_logs_stderr_results_and_errors() {
     let dir = tempfile::tempdir().unwrap();
     let wasm = path("misbehave");
     for fail in [false, true] {
-        let end = toolhost(dir.path(), &["tool", "call", wasm, "shout", "--args", &args(fail)]);
+        let end = toolhost(
+            dir.path(),
+            &["tool", "call", wasm, "shout", "--args", &args(fail)],
+        );
         assert_eq!(end.code, Some(if fail { 1 } else { 0 }), "{}", end.stderr());
         shown_safely(&format!("tool call (fail: {fail})"), &end);
         assert!(
@@ -63,7 +65,15 @@ fn tool_call_escapes_logs_stderr_results_and_errors() {
         // `--json` is for programs: the exact text, in log, stderr, result and error.
         let end = toolhost(
             dir.path(),
-            &["tool", "call", wasm, "shout", "--args", &args(fail), "--json"],
+            &[
+                "tool",
+                "call",
+                wasm,
+                "shout",
+                "--args",
+                &args(fail),
+                "--json",
+            ],
         );
         let doc: Value = serde_json::from_slice(&end.stdout).expect("JSON");
         let said = if fail {
@@ -102,7 +112,11 @@ fn tool_inspect_escapes_embedded_docs() {
 #[test]
 fn run_and_journal_show_escape_what_the_steps_said() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("policy.toml"), "version = 1\n[tools.misbehave]\n").unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\n[tools.misbehave]\n",
+    )
+    .unwrap();
     let text = serde_json::to_string(HOSTILE).unwrap();
     let task = dir.path().join("task.toml");
     std::fs::write(
@@ -129,7 +143,12 @@ steps = [
     let run = end
         .stdout()
         .lines()
-        .find_map(|l| l.strip_prefix("run ")?.split_whitespace().next().map(String::from))
+        .find_map(|l| {
+            l.strip_prefix("run ")?
+                .split_whitespace()
+                .next()
+                .map(String::from)
+        })
         .expect("the run's id");
     let end = toolhost(dir.path(), &["journal", "show", &run]);
     assert_eq!(end.code, Some(0), "{}", end.stderr());

@@ -38,6 +38,8 @@
 //!
 //! - [`runtime`]: the shared engine, linker, epoch ticker and instance pool; loading
 //!   components as tools.
+//! - [`compile`]: the limits a component must pass before it is compiled ([`compile::scan`])
+//!   and compiling in a child process under a deadline and a memory cap ([`compile::worker`]).
 //! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
 //! - [`tool`]: a loaded tool, its operations and their schemas.
 //! - [`types`]: [`WitType`], the host's copy of a component value type.
@@ -58,12 +60,15 @@
 //! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
+//! - [`terminal`]: text from a tool or a model made safe to print for a person (control
+//!   characters escaped, continuation lines marked).
 //! - [`trace`]: the `tool_call` span and the target every toolhost span shares.
 //!
 //! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
 
 pub mod cache;
 pub mod call;
+pub mod compile;
 pub mod convert;
 pub mod docs;
 pub mod error;
@@ -75,11 +80,13 @@ pub mod runtime;
 pub mod sandbox;
 pub mod schema;
 mod settable;
+pub mod terminal;
 pub mod tool;
 pub mod trace;
 pub mod types;
 
 pub use call::{CallOutcome, CallReport};
+pub use compile::{CompileLimits, Compiler};
 pub use error::{CallError, ErrorKind, LoadError};
 pub use grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};
 pub use limits::Limits;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::approve::TerminalApprover;
 use super::loaded::{Loaded, load};
 use super::progress::{Progress, summary};
-use super::{CmdResult, Failure, exit};
+use super::{CmdResult, Failure, exit, say};
 use crate::task::Task;
 use crate::telemetry::{OtlpConfig, Telemetry};
 use toolhost_engine::approval::{Approver, Unattended};
@@ -252,7 +252,7 @@ pub(crate) fn drive_with(
     };
     // The run's spans are closed: send them before anything else can end the process.
     if let Some(Err(e)) = telemetry.map(Telemetry::shutdown) {
-        let _ = writeln!(err, "warning: {e}");
+        let _ = say!(err, "warning: {e}");
     }
     Ok(report)
 }
@@ -324,7 +324,7 @@ pub(crate) fn run(
     let recalled = memory.as_ref().and_then(|m| match m.recall() {
         Ok(plan) => plan,
         Err(e) => {
-            let _ = writeln!(err, "warning: {e}");
+            let _ = say!(err, "warning: {e}");
             None
         }
     });
@@ -377,7 +377,7 @@ pub(crate) fn run(
             Ok(true) => tracing::debug!(path = %m.path().display(), "plan stored in plan memory"),
             Ok(false) => {}
             Err(e) => {
-                let _ = writeln!(err, "warning: {e}");
+                let _ = say!(err, "warning: {e}");
             }
         }
     }

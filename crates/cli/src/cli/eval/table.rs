@@ -47,7 +47,7 @@ pub(super) fn render(r: &SuiteResult, baseline: Option<&Baseline>) -> String {
             s,
             "{}  {:width$}  {:17} {:>5} {:>8} {:>7} {:>7} {:>6} {:>9} {:>9.1}  {}",
             if t.passed { "✔" } else { "✘" },
-            t.id,
+            terminal::line(&t.id),
             t.outcome,
             t.steps,
             format!("{}/{}", t.tool_calls_ok, t.tool_calls),
@@ -56,10 +56,10 @@ pub(super) fn render(r: &SuiteResult, baseline: Option<&Baseline>) -> String {
             t.faults_injected,
             t.input_tokens,
             t.wall_ms,
-            t.journal.as_deref().unwrap_or("-")
+            terminal::line(t.journal.as_deref().unwrap_or("-"))
         );
         for f in &t.failures {
-            let _ = writeln!(s, "      {f}");
+            let _ = writeln!(s, "      {}", terminal::line(f));
         }
     }
     let passed = r.tasks.iter().filter(|t| t.passed).count();
