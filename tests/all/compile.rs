@@ -163,11 +163,12 @@ fn the_projects_own_largest_components_still_load() {
         paths.push(largest);
     }
     for path in paths {
-        // Compiling a 20 MB Python component takes seconds even on an idle machine.
+        // Compiling a 20 MB Python component takes 6 s on an idle 2-core machine and over
+        // 300 s of wall-clock time on a loaded one (its CPU time stays 10–20 s).
         let end = run_bounded(
             BIN,
             &["--no-cache", "tool", "inspect", path],
-            Duration::from_secs(300),
+            Duration::from_secs(600),
         );
         assert_eq!(end.code, Some(0), "{path} loads: {}", end.stderr());
     }

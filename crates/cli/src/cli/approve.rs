@@ -14,8 +14,6 @@ use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Plan, Step};
 use toolhost_runtime::grants::GrantKind;
 
-use super::say;
-
 /// Runs an editor on a file.
 pub(crate) type Editor = Box<dyn FnMut(&std::path::Path) -> std::io::Result<()>>;
 

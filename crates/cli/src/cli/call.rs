@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::grants::GrantArgs;
-use super::{CmdResult, Failure, exit, load_tool, say};
+use super::{CmdResult, Failure, exit, load_tool};
 use toolhost_runtime::error::{CallError, ErrorKind};
 use toolhost_runtime::policy::{Gate, Policy, ToolPolicy};
 use toolhost_runtime::{Capabilities, Limits, Runtime, terminal};

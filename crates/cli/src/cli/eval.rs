@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::loaded::tools_dir;
-use super::{CmdResult, Failure, exit, say};
+use super::{CmdResult, Failure, exit};
 use toolhost_eval::{Baseline, FileServer, Suite, TaskResult, html, run_suite};
 use toolhost_runtime::Runtime;
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{CmdResult, Failure, exit, load_tool, say};
+use super::{CmdResult, Failure, exit, load_tool};
 use toolhost_runtime::tool::{Returns, Tool};
 use toolhost_runtime::{Runtime, terminal};
 

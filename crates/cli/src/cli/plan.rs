@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{CmdResult, Failure, exit, load_tool, say};
+use super::{CmdResult, Failure, exit, load_tool};
 use toolhost_engine::{Catalog, Entry, Plan, plan_schema, validate};
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Policy;

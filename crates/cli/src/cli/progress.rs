@@ -15,8 +15,6 @@ use toolhost_engine::{Observer, PlannerCall, RunReport};
 use toolhost_engine::{Step, StepRecord, StepStatus};
 use toolhost_runtime::terminal;
 
-use super::say;
-
 /// How long a step runs before the spinner shows it.
 const SPIN_AFTER: Duration = Duration::from_millis(700);
 

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::loaded::load_recorded;
 use super::run::{Outputs, Start, View, drive, report, telemetry};
-use super::{CmdResult, Failure, exit, say};
+use super::{CmdResult, Failure, exit};
 use toolhost_engine::{Cancel, Fault, FaultKind, Faults, Target};
 use toolhost_journal::{Kind, Record, replay};
 use toolhost_runtime::Runtime;

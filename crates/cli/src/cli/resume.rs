@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::database;
 use super::loaded::{Loaded, load_recorded};
 use super::run::{Outputs, Start, View, drive, report, telemetry};
-use super::{CmdResult, Failure, exit, say};
+use super::{CmdResult, Failure, exit};
 use crate::task::PlannerOverrides;
 use toolhost_engine::{Budgets, Cancel, RunReport, StepId, Unfinished};
 use toolhost_journal::writer::Reopened;

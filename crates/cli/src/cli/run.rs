@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::approve::TerminalApprover;
 use super::loaded::{Loaded, load};
 use super::progress::{Progress, summary};
-use super::{CmdResult, Failure, exit, say};
+use super::{CmdResult, Failure, exit};
 use crate::task::Task;
 use crate::telemetry::{OtlpConfig, Telemetry};
 use toolhost_engine::approval::{Approver, Unattended};

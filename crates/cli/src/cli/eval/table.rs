@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use toolhost_eval::baseline::shown;
 use toolhost_eval::result::METRICS;
 use toolhost_eval::{Baseline, SuiteResult, TaskResult};
+use toolhost_runtime::terminal;
 
 /// `[3/41] ✔ calc-chain  completed  12.3 ms`: the `done`-th of `total` tasks to finish.
 pub(super) fn progress_line(done: usize, total: usize, t: &TaskResult) -> String {
