@@ -171,10 +171,12 @@ fn big_arguments_come_from_a_file_or_stdin() {
 }
 
 /// Flags every command takes, documented once under "Global:".
-const GLOBAL_FLAGS: [&str; 5] = [
+const GLOBAL_FLAGS: [&str; 7] = [
     "--cache-dir",
     "--no-cache",
     "--state-dir",
+    "--compile-timeout-ms",
+    "--compile-memory-mib",
     "--help",
     "--version",
 ];

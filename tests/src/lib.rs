@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests in `all/`: one runtime, tools loaded once,
 //! blocking wrappers for calls, and an in-process CLI runner.
 
+pub mod bounded;
 pub mod postgres;
 pub mod server;
 pub mod suite;

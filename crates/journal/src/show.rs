@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
+use toolhost_runtime::terminal;
 
 use super::verify::Verified;
 use super::{Kind, Record, time};
@@ -244,7 +245,10 @@ pub fn timeline(v: &Verified) -> String {
             }
             _ => r.ts.clone(),
         };
+        // A record's fields hold what tools and the model said: each line is escaped
+        // whole, so none of it can drive the terminal or start a line of its own.
         for (i, l) in line(r).into_iter().enumerate() {
+            let l = terminal::line(&l);
             if i == 0 {
                 let _ = writeln!(s, "{offset:>9}  {l}");
             } else {
@@ -252,7 +256,7 @@ pub fn timeline(v: &Verified) -> String {
             }
         }
     }
-    s += &verdict(v);
+    s += &terminal::line(&verdict(v));
     s.push('\n');
     s
 }

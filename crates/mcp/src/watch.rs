@@ -71,7 +71,11 @@ pub async fn watch(
             }
             Err(e) => {
                 tracing::error!(error = %e, "refused the change: the previous tools stay");
-                eprintln!("toolhost mcp: refused the change, the previous tools stay: {e}");
+                // A load error can quote the component (a name, a docs error).
+                eprintln!(
+                    "toolhost mcp: refused the change, the previous tools stay: {}",
+                    toolhost_runtime::terminal::line(&e)
+                );
             }
         }
     }

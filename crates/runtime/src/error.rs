@@ -19,6 +19,13 @@ pub enum LoadError {
     NotComponent { path: String, reason: String },
     #[error("cannot compile `{path}`: {reason}")]
     Compile { path: String, reason: String },
+    /// The component passed one of the [`crate::compile::CompileLimits`], found before
+    /// compiling (a size or count) or while compiling in a worker (time, memory).
+    #[error("cannot compile `{path}`: {exceeded}")]
+    CompileLimit {
+        path: String,
+        exceeded: crate::compile::LimitExceeded,
+    },
     #[error("operation `{operation}` cannot be a tool operation: its {position} is {what}")]
     Unsupported {
         operation: String,

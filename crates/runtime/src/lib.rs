@@ -41,6 +41,8 @@
 //! - [`admission`]: [`CallBudget`], the host-wide budget every call is admitted against
 //!   (calls running, the sum of their memory caps, a bounded queue), lock-free when there
 //!   is room.
+//! - [`compile`]: the limits a component must pass before it is compiled ([`compile::scan`])
+//!   and compiling in a child process under a deadline and a memory cap ([`compile::worker`]).
 //! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
 //! - [`tool`]: a loaded tool, its operations and their schemas.
 //! - [`types`]: [`WitType`], the host's copy of a component value type.
@@ -61,6 +63,8 @@
 //! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
+//! - [`terminal`]: text from a tool or a model made safe to print for a person (control
+//!   characters escaped, continuation lines marked).
 //! - [`trace`]: the `tool_call` span and the target every toolhost span shares.
 //!
 //! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
@@ -68,6 +72,7 @@
 pub mod admission;
 pub mod cache;
 pub mod call;
+pub mod compile;
 pub mod convert;
 pub mod docs;
 pub mod error;
@@ -79,12 +84,14 @@ pub mod runtime;
 pub mod sandbox;
 pub mod schema;
 mod settable;
+pub mod terminal;
 pub mod tool;
 pub mod trace;
 pub mod types;
 
 pub use admission::{CallBudget, CallLoad};
 pub use call::{CallOutcome, CallReport};
+pub use compile::{CompileLimits, Compiler};
 pub use error::{CallError, ErrorKind, LoadError};
 pub use grants::{Capabilities, FileGrant, GrantKind, NetworkGrants};
 pub use limits::Limits;

@@ -13,6 +13,7 @@ use wasmtime::{Config, Enabled, Engine, PoolingAllocationConfig};
 
 use crate::admission::{Admission, CallBudget, CallLoad};
 use crate::cache::{self, Cache, Identity, Miss};
+use crate::compile::{self, CompileLimits, Compiler, LimitExceeded};
 use crate::docs;
 use crate::error::LoadError;
 use crate::sandbox::{self, HostState};
@@ -85,11 +86,16 @@ settable! {
     ///   fails as the WebAssembly spec allows (`table.grow` returns -1). `None` allocates every
     ///   instance on demand with `mmap`/`munmap` (slower per call, no up-front reservation: for
     ///   hosts with a limited address space, e.g. under `ulimit -v`). When the reservation
-    ///   fails, [`Runtime::new`] logs a warning and allocates on demand.
+    ///   fails, [`Runtime::new`] logs a warning and allocates on demand;
     /// - `calls`: `Some(`[`CallBudget::default()`]`)`: the host-wide budget every call draws
     ///   from (calls running at once, the sum of their memory caps, a bounded queue beyond
     ///   them). `None` admits every call (for benchmarks' baselines and embedders that bound
-    ///   calls themselves).
+    ///   calls themselves);
+    /// - `compile`: [`CompileLimits::default()`], the size and count limits a component must
+    ///   pass before it is compiled, and the time and memory a compilation may take;
+    /// - `compiler`: [`Compiler::InProcess`]: only the size and count limits apply (a
+    ///   library has no program of its own to compile in; the `toolhost` binary sets
+    ///   [`Compiler::Worker`], which applies the time and memory limits too).
     #[derive(Debug, Clone, PartialEq, Eq)]
     #[non_exhaustive]
     pub struct RuntimeConfig {
@@ -98,6 +104,8 @@ settable! {
         pub metering: Metering,
         pub pooling: Option<u32>,
         pub calls: Option<CallBudget>,
+        pub compile: CompileLimits,
+        pub compiler: Compiler,
     }
 }
 
@@ -109,6 +117,8 @@ impl Default for RuntimeConfig {
             metering: Metering::Fuel,
             pooling: Some(DEFAULT_POOL),
             calls: Some(CallBudget::default()),
+            compile: CompileLimits::default(),
+            compiler: Compiler::InProcess,
         }
     }
 }
@@ -126,6 +136,8 @@ pub struct Runtime {
     /// The host-wide call budget, taken before a pool slot.
     pub(crate) admission: Option<Admission>,
     cache: Option<Cache>,
+    compile: CompileLimits,
+    compiler: Compiler,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -137,11 +149,7 @@ impl Drop for Runtime {
 
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Runtime, LoadError> {
-        let mut c = Config::new();
-        c.wasm_component_model(true)
-            .consume_fuel(config.metering.fuel())
-            .epoch_interruption(config.metering.epoch())
-            .parallel_compilation(true);
+        let mut c = engine_config(config.metering);
         let mut pooling = config.pooling;
         if let Some(n) = pooling {
             c.allocation_strategy(pool(n));
@@ -173,6 +181,8 @@ impl Runtime {
                 .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX)))),
             admission: config.calls.map(Admission::new),
             stop_ticker: stop,
+            compile: config.compile,
+            compiler: config.compiler,
         })
     }
 
@@ -203,10 +213,16 @@ impl Runtime {
             path: path.display().to_string(),
             source,
         };
-        let mut file = std::fs::File::open(path).map_err(read_err)?;
+        let file = std::fs::File::open(path).map_err(read_err)?;
         let identity = Identity::of(&file);
+        // A file over `max_bytes` is refused before it is read into memory.
+        let len = file.metadata().map_err(read_err)?.len();
+        compile::scan::size(len, &self.compile).map_err(|e| self.limit_error(path, e))?;
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(read_err)?;
+        // Read no more than the limit allows, should the file grow meanwhile.
+        file.take(self.compile.max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(read_err)?;
         let name = path
             .file_stem()
             .map_or_else(|| "tool".to_string(), |s| s.to_string_lossy().into_owned());
@@ -335,15 +351,62 @@ impl Runtime {
                 }
             }
         }
-        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile {
-            path: path.display().to_string(),
-            reason: format!("{e:#}"),
-        })?;
+        let component = self.compile_bounded(path, bytes)?;
         if let Some(cache) = &self.cache {
             cache.store(digest, &component);
         }
         Ok((component, Compiled::Fresh))
     }
+}
+
+impl Runtime {
+    /// Compiles `bytes` within the [`CompileLimits`]: the size and count limits first,
+    /// then, with a [`Compiler::Worker`], in a child process under a deadline and a
+    /// memory cap.
+    fn compile_bounded(&self, path: &Path, bytes: &[u8]) -> Result<Component, LoadError> {
+        let failed = |reason: String| LoadError::Compile {
+            path: path.display().to_string(),
+            reason,
+        };
+        compile::scan::check(bytes, &self.compile).map_err(|e| self.limit_error(path, e))?;
+        match &self.compiler {
+            Compiler::InProcess => {
+                Component::new(&self.engine, bytes).map_err(|e| failed(format!("{e:#}")))
+            }
+            Compiler::Worker { program, args } => {
+                let artifact =
+                    compile::worker::compile(program, args, self.metering, bytes, &self.compile)
+                        .map_err(|e| match e {
+                            compile::worker::Failed::Limit(l) => self.limit_error(path, l),
+                            compile::worker::Failed::Other(reason) => failed(reason),
+                        })?;
+                // SAFETY: the artifact is what `Engine::precompile_component` wrote in our
+                // own worker, from the bytes we gave it, and it is held in memory that
+                // nothing else can change; wasmtime checks on its own that it was compiled
+                // for this engine's configuration and version.
+                unsafe { Component::deserialize(&self.engine, &artifact) }
+                    .map_err(|e| failed(format!("the compiler worker's artifact: {e:#}")))
+            }
+        }
+    }
+
+    fn limit_error(&self, path: &Path, exceeded: LimitExceeded) -> LoadError {
+        LoadError::CompileLimit {
+            path: path.display().to_string(),
+            exceeded,
+        }
+    }
+}
+
+/// The engine configuration of a runtime metered by `metering`, without its instance
+/// allocator: a compiler worker builds the same to compile for it.
+pub(crate) fn engine_config(metering: Metering) -> Config {
+    let mut c = Config::new();
+    c.wasm_component_model(true)
+        .consume_fuel(metering.fuel())
+        .epoch_interruption(metering.epoch())
+        .parallel_compilation(true);
+    c
 }
 
 /// A pool for `n` concurrent component instances, sized for the components toolchains

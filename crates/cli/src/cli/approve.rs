@@ -83,17 +83,18 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
 
     fn show(&mut self, plan: &ValidPlan, catalog: &Catalog) {
         let p = &plan.plan;
-        let _ = writeln!(
+        let _ = say!(
             self.output,
             "Plan for: {} (revision {})",
-            p.goal, p.revision
+            p.goal,
+            p.revision
         );
         for id in &plan.order {
             let Some(step) = p.steps.iter().find(|s| &s.id == id) else {
                 continue;
             };
             let deps: Vec<&str> = plan.deps[id].iter().map(|d| d.as_str()).collect();
-            let _ = writeln!(
+            let _ = say!(
                 self.output,
                 "  {}  {}.{}  {}{}",
                 step.id,
@@ -107,10 +108,10 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
                 }
             );
             if !step.description.is_empty() {
-                let _ = writeln!(self.output, "      {}", step.description);
+                let _ = say!(self.output, "      {}", step.description);
             }
             for line in capabilities(step, catalog) {
-                let _ = writeln!(self.output, "      - {line}");
+                let _ = say!(self.output, "      - {line}");
             }
         }
     }
@@ -185,18 +186,18 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
                 "e" | "edit" => match self.edit(&plan.plan) {
                     Ok(edited) => return PlanDecision::Edit(edited),
                     Err(why) => {
-                        let _ = writeln!(self.output, "{why}");
+                        let _ = say!(self.output, "{why}");
                     }
                 },
                 other => {
-                    let _ = writeln!(self.output, "`{other}`: answer a, e or r");
+                    let _ = say!(self.output, "`{other}`: answer a, e or r");
                 }
             }
         }
     }
 
     fn confirm_edit(&mut self, edited: &ValidPlan, catalog: &Catalog) -> PlanDecision {
-        let _ = writeln!(self.output, "The edited plan is valid.");
+        let _ = say!(self.output, "The edited plan is valid.");
         self.review_plan(edited, catalog)
     }
 
@@ -209,14 +210,14 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
         let plan = edited.clone();
         let mut problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         loop {
-            let _ = writeln!(
+            let _ = say!(
                 self.output,
                 "The edited plan is not valid ({} problem{}):",
                 problems.len(),
                 if problems.len() == 1 { "" } else { "s" }
             );
             for p in &problems {
-                let _ = writeln!(self.output, "  - {p}");
+                let _ = say!(self.output, "  - {p}");
             }
             match self.ask("[e]dit again or [r]eject? ").as_str() {
                 "e" | "edit" => match self.edit(&plan) {
@@ -229,7 +230,7 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
                     ));
                 }
                 other => {
-                    let _ = writeln!(self.output, "`{other}`: answer e or r");
+                    let _ = say!(self.output, "`{other}`: answer e or r");
                 }
             }
         }
@@ -240,9 +241,9 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
     }
 
     fn answer(&mut self, q: &Question<'_>) -> Answered {
-        let _ = writeln!(self.output, "Step `{}` asks: {}", q.step.id, q.text);
+        let _ = say!(self.output, "Step `{}` asks: {}", q.step.id, q.text);
         if q.schema != &serde_json::json!({"type": "string"}) {
-            let _ = writeln!(self.output, "  the answer must match: {}", q.schema);
+            let _ = say!(self.output, "  the answer must match: {}", q.schema);
         }
         loop {
             let Some(line) = self.read_answer("answer> ") else {
@@ -252,9 +253,9 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
             match ask::check(q.schema, &answer) {
                 Ok(()) => return Answered::Answer(answer),
                 Err(problems) => {
-                    let _ = writeln!(self.output, "That does not answer the question:");
+                    let _ = say!(self.output, "That does not answer the question:");
                     for p in problems {
-                        let _ = writeln!(self.output, "  - {p}");
+                        let _ = say!(self.output, "  - {p}");
                     }
                 }
             }
@@ -262,13 +263,16 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
     }
 
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
-        let _ = writeln!(
+        let _ = say!(
             self.output,
             "Step `{}` ({}.{} {}) needs approval: {why}",
-            step.id, step.tool, step.operation, step.args
+            step.id,
+            step.tool,
+            step.operation,
+            step.args
         );
         for line in capabilities(step, catalog) {
-            let _ = writeln!(self.output, "      - {line}");
+            let _ = say!(self.output, "      - {line}");
         }
         match self.ask("Run it? [y/N] ").as_str() {
             "y" | "yes" => StepDecision::Approve,

@@ -10,7 +10,7 @@ use super::grants::GrantArgs;
 use super::{CmdResult, Failure, exit, load_tool};
 use toolhost_runtime::error::{CallError, ErrorKind};
 use toolhost_runtime::policy::{Gate, Policy, ToolPolicy};
-use toolhost_runtime::{Capabilities, Limits, Runtime};
+use toolhost_runtime::{Capabilities, Limits, Runtime, terminal};
 
 /// Call one operation of a component in a fresh sandboxed instance.
 ///
@@ -157,14 +157,15 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn W
         doc["report"] = serde_json::to_value(report).expect("report serialises");
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     } else {
+        // The tool's words, each line marked as its own.
         for rec in &report.logs {
-            let _ = writeln!(err, "[{} {}] {}", tool.name, rec.level, rec.message);
+            let _ = say!(err, "[{} {}] {}", tool.name, rec.level, rec.message);
         }
-        if !report.stderr.is_empty() {
-            let _ = write!(err, "{}", report.stderr);
+        for line in report.stderr.lines() {
+            let _ = say!(err, "[{} stderr] {line}", tool.name);
         }
         if let Ok(v) = &outcome.result {
-            let _ = writeln!(out, "{}", serde_json::to_string_pretty(v).expect("JSON"));
+            let _ = writeln!(out, "{}", terminal::json_pretty(v));
         }
     }
     match outcome.result {

@@ -109,7 +109,7 @@ impl Claim {
             None => (Status::Failed, "the run could not go on".to_string()),
         };
         if let Err(e) = self.db.finish(&self.lease, status, &reason) {
-            let _ = writeln!(err, "warning: {e}");
+            let _ = super::say!(err, "warning: {e}");
         }
     }
 }
@@ -158,7 +158,7 @@ impl Resuming {
         drop(self.renewer);
         let (status, reason) = status_of(report, waiting);
         if let Err(e) = self.db.finish(&self.lease, status, &reason) {
-            let _ = writeln!(err, "warning: {e}");
+            let _ = super::say!(err, "warning: {e}");
         }
     }
 
@@ -175,7 +175,7 @@ impl Resuming {
             ),
         };
         if let Err(e) = r {
-            let _ = writeln!(err, "warning: {e}");
+            let _ = super::say!(err, "warning: {e}");
         }
     }
 }

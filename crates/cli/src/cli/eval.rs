@@ -95,7 +95,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
     let mut finished = 0;
     let result = run_suite(&suite, &runner, jobs, &mut |t: &TaskResult| {
         finished += 1;
-        let _ = writeln!(err, "{}", table::progress_line(finished, total, t));
+        let _ = say!(err, "{}", table::progress_line(finished, total, t));
     });
     let _ = write!(out, "{}", table::render(&result, baseline.as_ref()));
     if let Some(path) = &args.json {
@@ -116,7 +116,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
         Some(b) => {
             let breaches = b.breaches(&result.metrics);
             for breach in &breaches {
-                let _ = writeln!(err, "gate: {breach}");
+                let _ = say!(err, "gate: {breach}");
             }
             if !breaches.is_empty() {
                 return Err(Failure::new(

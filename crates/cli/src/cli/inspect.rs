@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{CmdResult, Failure, exit, load_tool};
-use toolhost_runtime::Runtime;
 use toolhost_runtime::tool::{Returns, Tool};
+use toolhost_runtime::{Runtime, terminal};
 
 /// Show a component's operations with their JSON Schemas, and what it imports.
 #[derive(Debug, clap::Args)]
@@ -54,19 +54,21 @@ pub fn to_json(tool: &Tool) -> Value {
     })
 }
 
+/// The text form. Everything but the digest and our own words comes from the component
+/// (names, docs, the reason an import is unsatisfied), so all of it is escaped.
 fn write_text(tool: &Tool, out: &mut dyn Write) -> std::io::Result<()> {
     let compiled = match tool.compiled {
         toolhost_runtime::tool::Compiled::Fresh => "compiled now",
         toolhost_runtime::tool::Compiled::FromCache => "loaded from the compiled cache",
     };
-    writeln!(
+    say!(
         out,
         "{}  sha256:{}  ({compiled})",
         tool.name,
         &tool.digest[..16]
     )?;
     if let Some(d) = &tool.description {
-        writeln!(out, "  {}", d.replace('\n', "\n  "))?;
+        writeln!(out, "  {}", terminal::lines(d, "  "))?;
     }
     writeln!(out, "\noperations:")?;
     for op in &tool.operations {
@@ -84,19 +86,28 @@ fn write_text(tool: &Tool, out: &mut dyn Write) -> std::io::Result<()> {
                 err.as_ref().map_or("()".into(), |t| t.wit_name())
             ),
         };
-        writeln!(out, "  {}({}){returns}", op.name, params.join(", "))?;
+        say!(out, "  {}({}){returns}", op.name, params.join(", "))?;
         if let Some(d) = &op.description {
-            writeln!(out, "      {}", d.replace('\n', "\n      "))?;
+            writeln!(out, "      {}", terminal::lines(d, "      "))?;
         }
-        writeln!(out, "      parameters: {}", op.params_schema)?;
-        writeln!(out, "      result:     {}", op.result_schema)?;
+        writeln!(
+            out,
+            "      parameters: {}",
+            terminal::json(&op.params_schema)
+        )?;
+        writeln!(
+            out,
+            "      result:     {}",
+            terminal::json(&op.result_schema)
+        )?;
     }
     writeln!(out, "\nimports:")?;
     for i in &tool.imports {
-        writeln!(out, "  {i}")?;
+        say!(out, "  {i}")?;
     }
     if let Some(why) = &tool.unsatisfied_imports {
-        writeln!(out, "\nnot provided by the host (trap if called): {why}")?;
+        writeln!(out)?;
+        say!(out, "not provided by the host (trap if called): {why}")?;
     }
     Ok(())
 }

@@ -120,7 +120,7 @@ pub(crate) fn run(cmd: JournalCommand, state: Option<PathBuf>, out: &mut dyn Wri
             let v = load(state, &args.database, &args.run, args.head.as_deref())?;
             match &v.problem {
                 None => {
-                    let _ = writeln!(out, "{}", journal::show::verdict(&v));
+                    let _ = super::say!(out, "{}", journal::show::verdict(&v));
                     Ok(exit::OK)
                 }
                 Some(p) => Err(Failure::new(

@@ -1,5 +1,20 @@
 //! The `toolhost` command line. One file per subcommand; this file holds the clap tree,
 //! exit codes and the shared runtime setup.
+//!
+//! Text that came from a tool or a model (logs, stderr, errors, results, docs, plans,
+//! answers) is printed for a person through [`say!`] or `toolhost_runtime::terminal`,
+//! with its control characters escaped and no line of its own; `--json` output is exact.
+
+/// `writeln!` of one line that a person reads and that holds text from a tool or a
+/// model: control characters are escaped and an embedded newline shows as `\n`, so the
+/// text can neither drive the terminal nor forge a line of the host's
+/// (`toolhost_runtime::terminal::line`).
+macro_rules! say {
+    ($out:expr, $($fmt:tt)*) => {
+        writeln!($out, "{}", toolhost_runtime::terminal::line(&format!($($fmt)*)))
+    };
+}
+pub(crate) use say;
 
 mod approve;
 mod budget;
@@ -33,7 +48,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use toolhost_runtime::{Runtime, RuntimeConfig};
+use toolhost_runtime::{CompileLimits, Compiler, Runtime, RuntimeConfig, terminal};
 
 /// Exit codes of `toolhost`, also listed in `--help`.
 pub mod exit {
@@ -95,6 +110,15 @@ struct Cli {
     /// ~/.local/state/toolhost; env TOOLHOST_STATE_DIR]
     #[arg(long, global = true, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// Wall-clock limit on compiling one component, in a worker process that is killed
+    /// past it [default: 600000; its CPU time is limited to 120 s]. Components are also
+    /// refused before compiling when they pass a size or count limit (128 MiB, 50,000
+    /// functions, 5,000 locals in a function, …: `CompileLimits`).
+    #[arg(long, global = true, value_name = "MS")]
+    compile_timeout_ms: Option<u64>,
+    /// Memory limit on compiling one component, in MiB [default: 4096].
+    #[arg(long, global = true, value_name = "MIB")]
+    compile_memory_mib: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -179,6 +203,13 @@ pub fn run(
             return code;
         }
     };
+    let setup = match RuntimeSetup::from_cli(&cli) {
+        Ok(setup) => setup,
+        Err(f) => {
+            let _ = writeln!(err, "error: {}", f.message);
+            return f.code;
+        }
+    };
     let result = match cli.command {
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
@@ -186,14 +217,14 @@ pub fn run(
         Command::Journal(cmd) => journal::run(cmd, cli.state_dir, out),
         Command::Report(args) => report::run(args, cli.state_dir, out),
         Command::New(cmd) => new::run(cmd, out),
-        Command::Run(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Run(mut args) => match runtime(&setup) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
                 run::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Resume(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Resume(mut args) => match runtime(&setup) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
                 resume::run(rt, args, out, err)
@@ -202,43 +233,43 @@ pub fn run(
         },
         Command::Submit(args) => submit::run(args, out),
         Command::Cancel(args) => cancel::run(args, out),
-        Command::Worker(args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Worker(args) => match runtime(&setup) {
             Ok(rt) => worker::run(rt, args, out, err),
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Replay(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Replay(mut args) => match runtime(&setup) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
                 replay::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Eval(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Eval(mut args) => match runtime(&setup) {
             Ok(rt) => {
                 args.journal.state_dir = cli.state_dir;
                 eval::run(rt, args, out, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Mcp(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Mcp(mut args) => match runtime(&setup) {
             Ok(rt) => {
                 args.state_dir = cli.state_dir;
                 mcp::run(rt, args, err)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Serve(mut args) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Serve(mut args) => match runtime(&setup) {
             Ok(rt) => {
                 args.state_dir = cli.state_dir;
                 serve::run(rt, args, out)
             }
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Plan(PlanCommand::Validate(args)) => match runtime(cli.cache_dir, cli.no_cache) {
+        Command::Plan(PlanCommand::Validate(args)) => match runtime(&setup) {
             Ok(rt) => plan::validate_cmd(&rt, args, out),
             Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
         },
-        Command::Tool(cmd) => match one_shot_runtime(cli.cache_dir, cli.no_cache) {
+        Command::Tool(cmd) => match one_shot_runtime(&setup) {
             Ok(rt) => match cmd {
                 ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
                 ToolCommand::Call(args) => call::run(&rt, args, out, err),
@@ -251,7 +282,10 @@ pub fn run(
         Ok(code) => code,
         Err(f) => {
             if !f.message.is_empty() {
-                let _ = writeln!(err, "error: {}", f.message);
+                // A message may quote a tool's error: its lines after the first are
+                // marked, so none passes for another `error:` line.
+                let message = terminal::lines(&f.message, terminal::CONTINUATION);
+                let _ = writeln!(err, "error: {message}");
             }
             f.code
         }
@@ -290,29 +324,89 @@ fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("toolhost"))
 }
 
-fn runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime> {
-    runtime_from(RuntimeConfig::default(), cache_dir, no_cache)
+/// What every command that loads components sets its runtime up with.
+struct RuntimeSetup {
+    cache_dir: Option<PathBuf>,
+    compile: CompileLimits,
+}
+
+impl RuntimeSetup {
+    fn from_cli(cli: &Cli) -> Result<RuntimeSetup, Failure> {
+        let mut compile = CompileLimits::default();
+        for (flag, value) in [
+            ("--compile-timeout-ms", cli.compile_timeout_ms),
+            ("--compile-memory-mib", cli.compile_memory_mib),
+        ] {
+            match value {
+                None => {}
+                Some(0) => {
+                    return Err(Failure::new(
+                        exit::USAGE,
+                        format!("{flag} 0 would refuse every component: give a positive value"),
+                    ));
+                }
+                Some(v) if flag == "--compile-timeout-ms" => {
+                    compile.timeout = std::time::Duration::from_millis(v);
+                }
+                Some(v) => compile.memory_mib = v,
+            }
+        }
+        let cache_dir = if cli.no_cache {
+            None
+        } else {
+            cli.cache_dir.clone().or_else(default_cache_dir)
+        };
+        Ok(RuntimeSetup { cache_dir, compile })
+    }
+}
+
+fn runtime(setup: &RuntimeSetup) -> anyhow::Result<Runtime> {
+    runtime_from(RuntimeConfig::default(), setup)
 }
 
 /// The runtime of a command that instantiates one tool once (`tool call`, `tool
 /// inspect`): instances are allocated on demand. Setting up the default pool (1,000 slots,
 /// a guard page `mprotect`ed per fiber stack) and unmapping it at exit was half the CPU
 /// time of a one-shot `tool call`; on demand costs ~20 µs more for its one instance.
-fn one_shot_runtime(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Runtime> {
-    runtime_from(RuntimeConfig::default().pooling(None), cache_dir, no_cache)
+fn one_shot_runtime(setup: &RuntimeSetup) -> anyhow::Result<Runtime> {
+    runtime_from(RuntimeConfig::default().pooling(None), setup)
 }
 
-fn runtime_from(
-    config: RuntimeConfig,
-    cache_dir: Option<PathBuf>,
-    no_cache: bool,
-) -> anyhow::Result<Runtime> {
-    let cache_dir = if no_cache {
-        None
+fn runtime_from(config: RuntimeConfig, setup: &RuntimeSetup) -> anyhow::Result<Runtime> {
+    Ok(Runtime::new(
+        config
+            .cache_dir(setup.cache_dir.clone())
+            .compile(setup.compile.clone())
+            .compiler(compiler()),
+    )?)
+}
+
+/// The hidden subcommand the binary compiles components in: `toolhost __compile`, with
+/// a component on stdin and its compiled artifact on stdout
+/// ([`toolhost_runtime::compile::worker::serve`]).
+const COMPILE_SUBCOMMAND: &str = "__compile";
+
+/// Set by [`main`]: this process is the `toolhost` binary, which can start itself as a
+/// compiler worker. (A test calling [`run`] in its own process cannot: its executable
+/// is the test harness.)
+static IS_BINARY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Compile in a worker (this binary, `__compile`) when there is one to start.
+fn compiler() -> Compiler {
+    if !IS_BINARY.load(std::sync::atomic::Ordering::Relaxed) {
+        return Compiler::InProcess;
+    }
+    // `/proc/self/exe` is the running binary even after an upgrade replaced its file, so
+    // the worker's engine is always this one's.
+    let program = if cfg!(target_os = "linux") {
+        PathBuf::from("/proc/self/exe")
     } else {
-        cache_dir.or_else(default_cache_dir)
+        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("toolhost"))
     };
-    Ok(Runtime::new(config.cache_dir(cache_dir))?)
+    Compiler::Worker {
+        program,
+        args: vec![COMPILE_SUBCOMMAND.into()],
+    }
 }
 
 /// The most the binary waits at exit for queued log lines to reach stderr.
@@ -326,6 +420,13 @@ const LOG_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1)
 /// go through [`crate::stderr_log`] and never block; at exit they get
 /// `LOG_FLUSH_TIMEOUT` to drain.
 pub fn main() -> ! {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == COMPILE_SUBCOMMAND)
+    {
+        std::process::exit(toolhost_runtime::compile::worker::serve());
+    }
+    IS_BINARY.store(true, std::sync::atomic::Ordering::Relaxed);
     init_tracing();
     let code = run(
         std::env::args_os(),
@@ -340,9 +441,23 @@ pub fn main() -> ! {
 /// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters;
 /// lines go to stderr through [`crate::stderr_log`], in colour only on a terminal.
 pub(crate) fn init_tracing() {
+    use tracing_subscriber::field::MakeExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Log fields carry what tools and models said (an error's message, a tool's log
+    // line): each is escaped, the level and target colours are the only escapes left.
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = format!("{value:?}");
+        let text = terminal::line(&text);
+        if field.name() == "message" {
+            write!(w, "{text}")
+        } else {
+            write!(w, "{}={text}", field.name())
+        }
+    })
+    .delimited(" ");
     let _ = tracing_subscriber::fmt()
+        .fmt_fields(fields)
         .with_env_filter(filter)
         .with_writer(crate::stderr_log::StderrWriter)
         .with_ansi(crate::stderr_log::stderr_is_terminal())

@@ -77,7 +77,7 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
     } else {
         match &result {
             Ok(v) => {
-                let _ = writeln!(
+                let _ = say!(
                     out,
                     "{}: valid, {} steps, revision {}; order: {}",
                     args.plan.display(),
@@ -99,7 +99,7 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
                     if problems.len() == 1 { "" } else { "s" }
                 );
                 for p in problems {
-                    let _ = writeln!(out, "  - {p}");
+                    let _ = say!(out, "  - {p}");
                 }
             }
         }

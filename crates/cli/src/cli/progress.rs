@@ -13,6 +13,7 @@ use toolhost_engine::budget::{Spent, StopReason};
 use toolhost_engine::validate::{Problem, ValidPlan};
 use toolhost_engine::{Observer, PlannerCall, RunReport};
 use toolhost_engine::{Step, StepRecord, StepStatus};
+use toolhost_runtime::terminal;
 
 /// How long a step runs before the spinner shows it.
 const SPIN_AFTER: Duration = Duration::from_millis(700);
@@ -63,7 +64,11 @@ fn spawn_spinner(running: Running, stop: Arc<AtomicBool>) {
                         r.iter()
                             .filter(|(_, t)| now.duration_since(**t) >= SPIN_AFTER)
                             .map(|(id, t)| {
-                                format!("{id} {:.1} s", now.duration_since(*t).as_secs_f64())
+                                format!(
+                                    "{} {:.1} s",
+                                    terminal::line(id),
+                                    now.duration_since(*t).as_secs_f64()
+                                )
                             })
                             .collect()
                     })
@@ -94,7 +99,7 @@ fn ms(us: u64) -> String {
 impl Observer for Progress<'_> {
     fn plan_accepted(&mut self, plan: &ValidPlan) {
         let ids: Vec<&str> = plan.order.iter().map(|s| s.as_str()).collect();
-        let _ = writeln!(
+        let _ = say!(
             self.out,
             "plan r{}: {} step{} ({})",
             plan.plan.revision,
@@ -105,14 +110,14 @@ impl Observer for Progress<'_> {
     }
 
     fn plan_rejected(&mut self, problems: &[Problem]) {
-        let _ = writeln!(self.out, "plan rejected: {} problem(s)", problems.len());
+        let _ = say!(self.out, "plan rejected: {} problem(s)", problems.len());
         for p in problems {
-            let _ = writeln!(self.out, "  - {p}");
+            let _ = say!(self.out, "  - {p}");
         }
     }
 
     fn planner_called(&mut self, call: &PlannerCall) {
-        let _ = writeln!(
+        let _ = say!(
             self.out,
             "planner ({}): {} in {} ({} in / {} out tokens)",
             call.model,
@@ -127,7 +132,7 @@ impl Observer for Progress<'_> {
         if let Ok(mut r) = self.running.lock() {
             r.insert(step.id.to_string(), Instant::now());
         }
-        let _ = writeln!(self.out, "▶ {}  {}.{}", step.id, step.tool, step.operation);
+        let _ = say!(self.out, "▶ {}  {}.{}", step.id, step.tool, step.operation);
     }
 
     fn step_finished(&mut self, r: &StepRecord) {
@@ -156,11 +161,11 @@ impl Observer for Progress<'_> {
                 r.error.as_ref().map_or("", |e| e.message.as_str())
             ),
         };
-        let _ = writeln!(self.out, "{line}");
+        let _ = say!(self.out, "{line}");
     }
 
     fn stopped(&mut self, reason: &StopReason, _spent: &Spent, _answer: Option<&Value>) {
-        let _ = writeln!(self.out, "stop: {reason}");
+        let _ = say!(self.out, "stop: {reason}");
     }
 }
 
@@ -179,15 +184,18 @@ pub(crate) fn summary(report: &RunReport) -> String {
     let mut steps: Vec<_> = report.steps.iter().collect();
     steps.sort_by_key(|r| (r.started_us, r.revision));
     for r in steps {
-        rows.push([
-            r.id.to_string(),
-            r.revision.to_string(),
-            format!("+{}", ms(r.started_us)),
-            format!("{}.{}", r.tool, r.operation),
-            format!("{:?}", r.status).to_lowercase(),
-            ms(r.finished_us.saturating_sub(r.started_us)),
-            r.fuel.to_string(),
-        ]);
+        rows.push(
+            [
+                r.id.to_string(),
+                r.revision.to_string(),
+                format!("+{}", ms(r.started_us)),
+                format!("{}.{}", r.tool, r.operation),
+                format!("{:?}", r.status).to_lowercase(),
+                ms(r.finished_us.saturating_sub(r.started_us)),
+                r.fuel.to_string(),
+            ]
+            .map(|cell| terminal::line(&cell).into_owned()),
+        );
     }
     let widths: Vec<usize> = (0..7)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
@@ -221,9 +229,12 @@ pub(crate) fn summary(report: &RunReport) -> String {
         sp.output_tokens,
         sp.cost_usd
     );
-    s += &format!("stop reason: {}\n", report.stop);
+    s += &format!(
+        "stop reason: {}\n",
+        terminal::line(&report.stop.to_string())
+    );
     if let Some(a) = &report.answer {
-        s += &format!("answer: {a}\n");
+        s += &format!("answer: {}\n", terminal::json(a));
     }
     s
 }

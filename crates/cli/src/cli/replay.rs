@@ -117,7 +117,7 @@ pub(crate) fn run(
             journal.path().display()
         );
         for f in &faults {
-            let _ = writeln!(out, "fault: {f}");
+            let _ = say!(out, "fault: {f}");
         }
     }
     let r = drive(
@@ -149,7 +149,7 @@ pub(crate) fn run(
         .collect();
     for f in &faults {
         if let Some((revision, steps)) = missed(f, &ran) {
-            let _ = writeln!(
+            let _ = say!(
                 err,
                 "warning: fault {f} was not injected: no step `{}` ran{revision} in the replay (steps: {steps})",
                 step_of(f),
@@ -173,11 +173,9 @@ pub(crate) fn run(
                 divergences.len()
             );
             for d in &divergences {
-                let _ = writeln!(
-                    out,
-                    "  {}  {}\n      recorded: {}\n      replayed: {}",
-                    d.at, d.what, d.recorded, d.replayed
-                );
+                let _ = say!(out, "  {}  {}", d.at, d.what);
+                let _ = say!(out, "      recorded: {}", d.recorded);
+                let _ = say!(out, "      replayed: {}", d.replayed);
             }
         }
     }

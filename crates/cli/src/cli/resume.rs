@@ -418,7 +418,7 @@ fn carry_on(
         ("--abandon", &unfinished.abandon),
     ] {
         for id in named.iter().filter(|id| !open.contains(id)) {
-            let _ = writeln!(
+            let _ = say!(
                 err,
                 "warning: {flag} {id} ignored: step `{id}` is not an unfinished step of run {run_id} ({})",
                 if open.is_empty() {
@@ -444,7 +444,7 @@ fn carry_on(
         &unfinished,
     )?;
     if !args.view.json {
-        let _ = writeln!(
+        let _ = say!(
             out,
             "resume {run_id} after record {}{}  journal {}",
             reopened.records.len(),

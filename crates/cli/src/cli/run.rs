@@ -254,7 +254,7 @@ pub(crate) fn drive_with(
     };
     // The run's spans are closed: send them before anything else can end the process.
     if let Some(Err(e)) = telemetry.map(Telemetry::shutdown) {
-        let _ = writeln!(err, "warning: {e}");
+        let _ = say!(err, "warning: {e}");
     }
     Ok(report)
 }
@@ -327,7 +327,7 @@ pub(crate) fn run(
     let recalled = memory.as_ref().and_then(|m| match m.recall() {
         Ok(plan) => plan,
         Err(e) => {
-            let _ = writeln!(err, "warning: {e}");
+            let _ = say!(err, "warning: {e}");
             None
         }
     });
@@ -380,7 +380,7 @@ pub(crate) fn run(
             Ok(true) => tracing::debug!(path = %m.path().display(), "plan stored in plan memory"),
             Ok(false) => {}
             Err(e) => {
-                let _ = writeln!(err, "warning: {e}");
+                let _ = say!(err, "warning: {e}");
             }
         }
     }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use toolhost_eval::baseline::shown;
 use toolhost_eval::result::METRICS;
 use toolhost_eval::{Baseline, SuiteResult, TaskResult};
+use toolhost_runtime::terminal;
 
 /// `[3/41] ✔ calc-chain  completed  12.3 ms`: the `done`-th of `total` tasks to finish.
 pub(super) fn progress_line(done: usize, total: usize, t: &TaskResult) -> String {
@@ -47,7 +48,7 @@ pub(super) fn render(r: &SuiteResult, baseline: Option<&Baseline>) -> String {
             s,
             "{}  {:width$}  {:17} {:>5} {:>8} {:>7} {:>7} {:>6} {:>9} {:>9.1}  {}",
             if t.passed { "✔" } else { "✘" },
-            t.id,
+            terminal::line(&t.id),
             t.outcome,
             t.steps,
             format!("{}/{}", t.tool_calls_ok, t.tool_calls),
@@ -56,10 +57,10 @@ pub(super) fn render(r: &SuiteResult, baseline: Option<&Baseline>) -> String {
             t.faults_injected,
             t.input_tokens,
             t.wall_ms,
-            t.journal.as_deref().unwrap_or("-")
+            terminal::line(t.journal.as_deref().unwrap_or("-"))
         );
         for f in &t.failures {
-            let _ = writeln!(s, "      {f}");
+            let _ = writeln!(s, "      {}", terminal::line(f));
         }
     }
     let passed = r.tasks.iter().filter(|t| t.passed).count();
