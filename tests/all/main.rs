@@ -34,6 +34,7 @@ mod sandbox;
 mod schema;
 mod serve;
 mod slack;
+mod state;
 mod tools;
 mod traces;
 mod travel;
