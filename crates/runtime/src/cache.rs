@@ -21,6 +21,7 @@
 //!   component's code for another's) fails too. Keyed BLAKE3 replaced the CRC-32 of format
 //!   3 at about 5 GB/s per core, a few milliseconds on a 40 MB artifact (BENCHMARKS.md);
 //!   SHA-256 there once took a third of the load.
+//!
 //! An entry that fails a check is reported (a warning naming the entry and the reason, and
 //! the tool's [`Compiled::Rebuilt`](crate::tool::Compiled::Rebuilt)) and compiled again.
 //!
