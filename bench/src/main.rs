@@ -12,7 +12,8 @@
 //! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput;
 //!   the isolated call with the host-wide call budget vs without (also `--only admission`).
 //! - `startup`: host start + 10 tools from the compiled cache vs compiling them.
-//! - `python`: the componentize-py tool's second load (from the cache) vs its first.
+//! - `python`: the componentize-py tool's second load (from the cache) vs its first; the
+//!   compiled cache's entry check (keyed BLAKE3 MAC) vs the CRC-32 it replaced.
 //! - `metering`: CPU-bound kernels with fuel (the default), fuel + epoch, epoch only,
 //!   unmetered, and native.
 //! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.

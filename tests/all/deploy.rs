@@ -266,13 +266,40 @@ fn image_tools(dir: &Path) -> PathBuf {
     tools
 }
 
-/// Starts `toolhost ARGS` as the image would (its directories from the environment),
-/// with the state under `dir`.
+/// The value the Dockerfile's `ENV` gives `name`.
+fn image_env(name: &str) -> String {
+    instruction("ENV")
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=').map(str::to_string))
+        .unwrap_or_else(|| panic!("no {name} in the Dockerfile's ENV"))
+}
+
+/// The image's directory `name` (from its `ENV`), re-rooted under `dir`, inside a mount
+/// made as the platforms make theirs: another user's (root's in the container; nobody's
+/// here, where the tests run as root) and writable by everyone (compose's tmpfs is 1777,
+/// an emptyDir 0777, a volume under fsGroup group-writable). toolhost must make and use
+/// its own directory inside.
+fn in_mount(dir: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let value = image_env(name);
+    let path = dir.join(value.trim_start_matches('/'));
+    let mount = path.parent().expect("a directory inside its mount");
+    std::fs::create_dir_all(mount).unwrap();
+    std::fs::set_permissions(mount, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::lchown(mount, Some(65534), Some(65534)).unwrap();
+    }
+    path
+}
+
+/// Starts `toolhost ARGS` as the image would (its directories from the environment: the
+/// state and cache directories the Dockerfile names, in mounts), under `dir`.
 fn start_as_image(args: &[String], dir: &Path, database: Option<&str>) -> Server {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
-        .env("TOOLHOST_STATE_DIR", dir.join("state"))
-        .env("TOOLHOST_CACHE_DIR", dir.join("cache"))
+        .env("TOOLHOST_STATE_DIR", in_mount(dir, "TOOLHOST_STATE_DIR"))
+        .env("TOOLHOST_CACHE_DIR", in_mount(dir, "TOOLHOST_CACHE_DIR"))
         .env("TOOLHOST_TOOLS_DIR", image_tools(dir))
         .env_remove("TOOLHOST_DATABASE_URL");
     if let Some(url) = database {

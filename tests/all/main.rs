@@ -38,6 +38,7 @@ mod schema;
 mod serve;
 mod slack;
 mod terminal;
+mod state;
 mod tools;
 mod traces;
 mod travel;

@@ -5,7 +5,9 @@
 //! digest (`tools_digest`: each tool's name, component SHA-256 and the operations the
 //! policy allows), so a changed component or a policy that allows other operations misses.
 //! Entries live in `STATE_DIR/plans/KEY.json`, written atomically (temporary file, then
-//! rename).
+//! rename), 0600 in a 0700 directory. A recalled plan runs as revision 1, so an entry is
+//! read only if it is a regular file of this user's that nobody else may write
+//! ([`toolhost_runtime::owned::open_regular`]); any other is a miss with a warning.
 //!
 //! - Only plan-then-execute runs use it: a step-wise turn depends on what earlier steps
 //!   returned, so a stored trajectory would replay stale decisions.
@@ -20,7 +22,7 @@
 //!   never a failed run; the next completed run overwrites it.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +34,7 @@ use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Usage, tool_
 use super::report::RunReport;
 use super::validate::{Catalog, validate};
 use toolhost_runtime::cache::sha256_hex;
+use toolhost_runtime::owned;
 
 /// The model name of a reply served from plan memory; its [`Usage`] is marked `cached`, so
 /// the run records the call as served from memory.
@@ -129,7 +132,11 @@ impl PlanMemory {
     /// The stored plan: `Ok(None)` when there is none, `Err` when the file is unusable
     /// (the caller warns and goes on without it).
     pub fn recall(&self) -> Result<Option<Plan>, MemoryError> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let read = owned::open_regular(&self.path).and_then(|mut f| {
+            let mut text = String::new();
+            f.read_to_string(&mut text).map(|_| text)
+        });
+        let text = match read {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.unusable(e)),
@@ -181,14 +188,8 @@ impl PlanMemory {
     /// A temporary file in the same directory, renamed over the entry: a reader sees the
     /// old entry or the new one, never half of one.
     fn write(&self, entry: &Entry) -> std::io::Result<()> {
-        let dir = self.path.parent().expect("entries live in a directory");
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         let text = serde_json::to_string_pretty(entry).expect("an entry serialises");
-        tmp.write_all(text.as_bytes())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&self.path).map_err(|e| e.error)?;
-        Ok(())
+        owned::write_file(&self.path, text.as_bytes())
     }
 }
 

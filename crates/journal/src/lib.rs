@@ -170,6 +170,9 @@ pub struct Record {
 pub enum JournalError {
     #[error("cannot create the journal directory `{path}`: {reason}")]
     CreateDir { path: String, reason: String },
+    /// The state directory is one others could write (journals are read back and trusted).
+    #[error(transparent)]
+    StateDir(#[from] toolhost_runtime::owned::Refused),
     #[error("cannot write journal `{path}`: {reason}")]
     Write { path: String, reason: String },
     #[error("cannot read journal `{path}`: {reason}")]

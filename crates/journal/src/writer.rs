@@ -266,6 +266,7 @@ impl Journal {
         fields: Value,
         redactor: Redactor,
     ) -> Result<Journal, JournalError> {
+        toolhost_runtime::owned::private_dir(state_dir, "state directory")?;
         let dir = runs_dir(state_dir);
         create_dir(&dir)?;
         let write_err = |path: &Path, e: std::io::Error| JournalError::Write {

@@ -3,18 +3,27 @@
 //! An entry is keyed by the SHA-256 of the component's bytes and a hash of everything that
 //! makes compiled code compatible with this engine (wasmtime's compatibility hash and the
 //! toolhost version). It is two files: `KEY.cwasm`, exactly what `Component::serialize`
-//! wrote, and `KEY.sum`, the length and CRC-32 of that file. The artifact is checked
-//! against its summary through a read-only mapping and then handed to
-//! `Component::deserialize_file`, which maps it again rather than copying it: a 40 MB
-//! compiled Python tool loads without reading it into memory twice. A truncated,
-//! corrupted, foreign or half-written entry is rebuilt, never loaded blindly.
+//! wrote, and `KEY.sum`, the length of that file and its MAC. The artifact is checked
+//! against its summary through a read-only mapping of the opened file and then handed to
+//! wasmtime, which maps the same file again rather than copying it: a 40 MB compiled
+//! Python tool loads without reading it into memory twice. A truncated, corrupted,
+//! foreign, half-written or forged entry is rebuilt, never loaded.
 //!
-//! The checksum guards against damage (a torn write, a bad disk), not against someone who
-//! can write the cache directory: such a person could write any checksum alongside, so a
-//! cryptographic hash would add nothing there, while CRC-32 runs at memory speed (hashing a
-//! 40 MB compiled Python tool with SHA-256 took a third of its cached load). Entries are
-//! *keyed* by SHA-256, which does matter: a key collision would run one component's code
-//! for another.
+//! **Trust.** An entry is machine code the host runs as its user, so it is trusted only
+//! where nobody else can have written it:
+//! - the cache directory must be owned by the user and writable by nobody else
+//!   ([`crate::owned::private_dir`]; `Runtime::new` refuses any other), and every file in
+//!   it is opened with [`crate::owned::open_regular`] (no symbolic links, no FIFOs, only
+//!   the user's own files);
+//! - every artifact carries a keyed BLAKE3 MAC of its entry's name and bytes, under a
+//!   per-cache 32-byte key (`key`, 0600, made at first use). Whoever cannot read the key
+//!   cannot make an entry the host accepts, and an entry moved under another name (one
+//!   component's code for another's) fails too. Keyed BLAKE3 replaced the CRC-32 of format
+//!   3 at about 5 GB/s per core, a few milliseconds on a 40 MB artifact (BENCHMARKS.md);
+//!   SHA-256 there once took a third of the load.
+//!
+//! An entry that fails a check is reported (a warning naming the entry and the reason, and
+//! the tool's [`Compiled::Rebuilt`](crate::tool::Compiled::Rebuilt)) and compiled again.
 //!
 //! Files are only ever replaced by renaming a complete file over them, never rewritten in
 //! place, so a mapping taken by a reader stays whole while a writer replaces the entry.
@@ -28,18 +37,29 @@
 //! `Runtime::load`). A wrong, stale or planted hint costs time, never correctness.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::Write;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Summary format 3: `MAGIC`, artifact length (u64 LE), CRC-32 of the artifact (u32 LE).
-/// (Formats 1 and 2 put a header in front of the artifact in the `.cwasm` file itself; such
-/// a file has no summary beside it, so it reads as absent and is rebuilt.)
-const MAGIC: &[u8; 8] = b"THCACHE3";
-const SUMMARY: usize = MAGIC.len() + 8 + 4;
+use crate::owned;
+
+/// Summary format 4: `MAGIC`, artifact length (u64 LE), keyed BLAKE3 of the entry's name and
+/// the artifact (32 bytes). Summaries of formats 1 to 3 (CRC-32) read as foreign: their
+/// entries are rebuilt once.
+const MAGIC: &[u8; 8] = b"THCACHE4";
+const MAC_LEN: usize = blake3::OUT_LEN;
+const SUMMARY: usize = MAGIC.len() + 8 + MAC_LEN;
+
+/// The file holding the cache's MAC key.
+const KEY_FILE: &str = "key";
+const KEY_LEN: usize = blake3::KEY_LEN;
+
+/// Artifacts at least this large are MACed on several threads (BLAKE3 hashes a tree, so
+/// the result is the same): below it, starting them costs more than it saves.
+const PARALLEL_MAC: usize = 4 << 20;
 
 /// What identifies one version of a source file without reading it: what `git` and `make`
 /// compare. Any write changes the change time, which only the kernel sets.
@@ -79,11 +99,30 @@ pub(crate) enum Miss {
     Corrupt(String),
 }
 
+/// Why a cache could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error(transparent)]
+    Dir(#[from] owned::Refused),
+    #[error("cannot use the compiled cache's key `{path}`: {reason}")]
+    Key { path: String, reason: String },
+}
+
 /// A directory of compiled components for one engine configuration.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Cache {
     dir: PathBuf,
     engine_hash: String,
+    key: [u8; KEY_LEN],
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("dir", &self.dir)
+            .field("engine_hash", &self.engine_hash)
+            .finish_non_exhaustive()
+    }
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -95,15 +134,20 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl Cache {
-    pub fn new(dir: PathBuf, engine: &Engine) -> Cache {
+    /// The cache in `dir`, which must be (or is created as) a directory only this user can
+    /// write; its MAC key is read, or made at first use.
+    pub fn open(dir: PathBuf, engine: &Engine) -> Result<Cache, CacheError> {
+        owned::private_dir(&dir, "compiled cache directory")?;
+        let key = key(&dir.join(KEY_FILE))?;
         // DefaultHasher::new() uses fixed keys, so the hash is stable for a given build.
         let mut h = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
         env!("CARGO_PKG_VERSION").hash(&mut h);
-        Cache {
+        Ok(Cache {
             dir,
             engine_hash: format!("{:016x}", h.finish()),
-        }
+            key,
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -112,11 +156,14 @@ impl Cache {
 
     /// Path of the compiled artifact for a component whose SHA-256 is `digest`.
     pub fn entry_path(&self, digest: &str) -> PathBuf {
-        self.dir
-            .join(format!("{digest}-{}.cwasm", self.engine_hash))
+        self.dir.join(self.entry_name(digest))
     }
 
-    /// Path of the artifact's summary (length and CRC-32).
+    fn entry_name(&self, digest: &str) -> String {
+        format!("{digest}-{}.cwasm", self.engine_hash)
+    }
+
+    /// Path of the artifact's summary (length and MAC).
     fn summary_path(&self, digest: &str) -> PathBuf {
         self.entry_path(digest).with_extension("sum")
     }
@@ -125,10 +172,28 @@ impl Cache {
         self.dir.join("hints").join(&identity.0)
     }
 
+    /// The MAC of the artifact `bytes` stored as the entry of `digest`: the name is part of
+    /// it, so a valid entry renamed to another component's is not valid there.
+    fn mac(&self, digest: &str, bytes: &[u8]) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(&self.key);
+        h.update(self.entry_name(digest).as_bytes()).update(&[0]);
+        if bytes.len() >= PARALLEL_MAC {
+            h.update_rayon(bytes);
+        } else {
+            h.update(bytes);
+        }
+        h.finalize()
+    }
+
     /// The digest the source file with this identity had when it was last loaded: a guess,
     /// to be confirmed against the file's bytes.
     pub fn hint(&self, identity: &Identity) -> Option<String> {
-        let hint = std::fs::read_to_string(self.hint_path(identity)).ok()?;
+        let mut hint = String::new();
+        owned::open_regular(&self.hint_path(identity))
+            .ok()?
+            .take(65)
+            .read_to_string(&mut hint)
+            .ok()?;
         (hint.len() == 64 && hint.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hint)
     }
 
@@ -136,35 +201,31 @@ impl Cache {
     /// hint only costs the next load its head start.
     pub fn remember(&self, identity: &Identity, digest: &str) {
         let path = self.hint_path(identity);
-        let written = std::fs::create_dir_all(path.parent().expect("hints/ has a parent"))
-            .map_err(anyhow::Error::from)
-            .and_then(|()| {
-                let mut tmp = tempfile::NamedTempFile::new_in(path.parent().expect("hints/"))?;
-                tmp.write_all(digest.as_bytes())?;
-                tmp.persist(&path)?;
-                Ok(())
-            });
-        if let Err(e) = written {
+        if let Err(e) = owned::write_file(&path, digest.as_bytes()) {
             tracing::debug!(path = %path.display(), error = %e, "cannot write a digest hint");
         }
     }
 
     /// Loads the compiled form of the component with SHA-256 `digest`, if a valid one exists.
     pub fn load(&self, engine: &Engine, digest: &str) -> Result<Component, Miss> {
-        let summary = match std::fs::read(self.summary_path(digest)) {
+        let summary = match read_small(&self.summary_path(digest), SUMMARY) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
             Err(e) => return Err(Miss::Corrupt(format!("cannot read the summary: {e}"))),
         };
-        let (len, sum) = parse_summary(&summary).map_err(Miss::Corrupt)?;
+        let (len, mac) = parse_summary(&summary).map_err(Miss::Corrupt)?;
         let path = self.entry_path(digest);
-        verify(&path, len, sum).map_err(Miss::Corrupt)?;
+        let file = self
+            .verify(&path, digest, len, &mac)
+            .map_err(Miss::Corrupt)?;
+        let mapped = reopen_path(&file).unwrap_or(path);
         // SAFETY: `deserialize_file` requires a file produced by `Component::serialize` of a
         // compatible engine that nobody modifies while it is mapped. The file name pins the
-        // engine's compatibility hash; the file's length and CRC-32 were just verified
-        // against the ones `store` recorded from `serialize`; and entries are only ever
-        // replaced by a rename, never modified in place.
-        unsafe { Component::deserialize_file(engine, &path) }
+        // engine's compatibility hash; the opened file is this user's, writable by nobody
+        // else, and its bytes carry the MAC `store` made of what `serialize` wrote, under a
+        // key only this user can read; `mapped` names that same open file; and entries are
+        // only ever replaced by a rename, never modified in place.
+        unsafe { Component::deserialize_file(engine, &mapped) }
             .map_err(|e| Miss::Corrupt(format!("rejected by wasmtime: {e:#}")))
     }
 
@@ -180,61 +241,157 @@ impl Cache {
         let artifact = component
             .serialize()
             .map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        std::fs::create_dir_all(&self.dir)?;
         // Artifact first, summary last: until the summary lands the entry reads as absent.
         // Each is written then renamed, so a crash or a concurrent reader never sees half a
         // file.
         let mut summary = MAGIC.to_vec();
         summary.extend_from_slice(&(artifact.len() as u64).to_le_bytes());
-        summary.extend_from_slice(&crc32fast::hash(&artifact).to_le_bytes());
-        self.write(&self.entry_path(digest), &artifact)?;
-        self.write(&self.summary_path(digest), &summary)
+        summary.extend_from_slice(self.mac(digest, &artifact).as_bytes());
+        owned::write_file(&self.entry_path(digest), &artifact)?;
+        owned::write_file(&self.summary_path(digest), &summary)?;
+        Ok(())
     }
 
-    fn write(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(bytes)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path)?;
-        Ok(())
+    /// Opens the artifact at `path` and checks it against its summary, reading it through
+    /// a mapping; the checked file, for wasmtime to map.
+    fn verify(
+        &self,
+        path: &Path,
+        digest: &str,
+        len: u64,
+        mac: &[u8; MAC_LEN],
+    ) -> Result<std::fs::File, String> {
+        let file =
+            owned::open_regular(path).map_err(|e| format!("cannot open the artifact: {e}"))?;
+        let actual = file
+            .metadata()
+            .map_err(|e| format!("cannot inspect the artifact: {e}"))?
+            .len();
+        if actual != len {
+            return Err(format!("truncated: {actual} of {len} bytes"));
+        }
+        // SAFETY: the mapping is read-only and dropped before returning; cache files are only
+        // replaced by rename, never truncated or rewritten in place, so its pages stay valid.
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| format!("cannot map the artifact: {e}"))?;
+        // `blake3::Hash`'s equality is constant-time.
+        if self.mac(digest, &map) == blake3::Hash::from_bytes(*mac) {
+            Ok(file)
+        } else {
+            Err("its MAC does not match: it was not written by this cache (damaged, or written by someone without the cache's key)".into())
+        }
     }
 }
 
-/// The artifact length and CRC-32 a well-formed summary records.
-fn parse_summary(bytes: &[u8]) -> Result<(u64, u32), String> {
+/// A path that opens the very file `file` is, whatever happens to its name meanwhile
+/// (Linux's `/proc/self/fd`); `None` where there is none.
+fn reopen_path(file: &std::fs::File) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let p = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        p.exists().then_some(p)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// Reads at most `max` bytes of the regular file at `path` (a longer file reads as
+/// `max + 1` bytes, which no caller accepts).
+fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(max + 1);
+    owned::open_regular(path)?
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The cache's MAC key at `path`, made (32 random bytes, 0600) if there is none. It must be
+/// this user's regular file, readable by nobody else.
+fn key(path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
+    let refused = |reason: String| CacheError::Key {
+        path: path.display().to_string(),
+        reason,
+    };
+    match owned::open_regular(path) {
+        Ok(file) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = file
+                    .metadata()
+                    .map_err(|e| refused(e.to_string()))?
+                    .permissions()
+                    .mode();
+                if mode & 0o077 != 0 {
+                    return Err(refused(format!(
+                        "others may read it (mode {:04o}); make it 0600",
+                        mode & 0o7777
+                    )));
+                }
+            }
+            let mut bytes = Vec::with_capacity(KEY_LEN + 1);
+            file.take(KEY_LEN as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| refused(e.to_string()))?;
+            bytes.try_into().map_err(|b: Vec<u8>| {
+                refused(format!(
+                    "it holds {} bytes, not {KEY_LEN}; remove it to start a new cache",
+                    b.len()
+                ))
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut key = [0; KEY_LEN];
+            getrandom::fill(&mut key).map_err(|e| refused(format!("no randomness: {e}")))?;
+            // Created exclusively and never replaced, so every process sharing the cache
+            // uses one key: one that loses the race to create it reads the winner's.
+            match new_key_file(path, &key) {
+                Ok(()) => Ok(key),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => key_again(path),
+                Err(e) => Err(refused(format!("cannot create it: {e}"))),
+            }
+        }
+        Err(e) => Err(refused(e.to_string())),
+    }
+}
+
+/// The key another process created first.
+fn key_again(path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
+    // Its writer may not have written it yet.
+    for _ in 0..50 {
+        if std::fs::metadata(path).is_ok_and(|m| m.len() == KEY_LEN as u64) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    key(path)
+}
+
+fn new_key_file(path: &Path, key: &[u8; KEY_LEN]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o.open(path)?;
+    f.write_all(key)?;
+    f.sync_all()
+}
+
+/// The artifact length and MAC a well-formed summary records.
+fn parse_summary(bytes: &[u8]) -> Result<(u64, [u8; MAC_LEN]), String> {
     if bytes.len() != SUMMARY || &bytes[..MAGIC.len()] != MAGIC {
         return Err("the summary is not a toolhost cache summary".into());
     }
-    let (len, sum) = bytes[MAGIC.len()..].split_at(8);
+    let (len, mac) = bytes[MAGIC.len()..].split_at(8);
     Ok((
         u64::from_le_bytes(len.try_into().expect("8 bytes")),
-        u32::from_le_bytes(sum.try_into().expect("4 bytes")),
+        mac.try_into().expect("32 bytes"),
     ))
-}
-
-/// Checks the artifact at `path` against its summary, reading it through a mapping.
-fn verify(path: &Path, len: u64, sum: u32) -> Result<(), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open the artifact: {e}"))?;
-    let actual = file
-        .metadata()
-        .map_err(|e| format!("cannot inspect the artifact: {e}"))?
-        .len();
-    if actual != len {
-        return Err(format!("truncated: {actual} of {len} bytes"));
-    }
-    // SAFETY: the mapping is read-only and dropped before returning; cache files are only
-    // replaced by rename, never truncated or rewritten in place, so its pages stay valid.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|e| format!("cannot map the artifact: {e}"))?;
-    check(&map, sum)
-}
-
-fn check(artifact: &[u8], sum: u32) -> Result<(), String> {
-    if crc32fast::hash(artifact) == sum {
-        Ok(())
-    } else {
-        Err("checksum mismatch".into())
-    }
 }
 
 #[cfg(test)]
@@ -242,16 +399,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn summaries_and_checksums_reject_damage() {
-        let artifact = b"compiled";
+    fn summaries_and_macs_reject_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path().join("c"), &Engine::default()).unwrap();
+        let digest = "d".repeat(64);
+        let path = cache.entry_path(&digest);
+        std::fs::write(&path, b"compiled").unwrap();
+        let mac = *cache.mac(&digest, b"compiled").as_bytes();
+        assert!(cache.verify(&path, &digest, 8, &mac).is_ok());
+        // Another name, another key, other bytes: each fails.
+        let other = "e".repeat(64);
+        assert!(cache.verify(&path, &other, 8, &mac).is_err());
+        let again = Cache::open(dir.path().join("c2"), &Engine::default()).unwrap();
+        assert!(again.verify(&path, &digest, 8, &mac).is_err());
+        std::fs::write(&path, b"compilee").unwrap();
+        assert!(
+            cache
+                .verify(&path, &digest, 8, &mac)
+                .unwrap_err()
+                .starts_with("its MAC does not match")
+        );
+        std::fs::write(&path, b"compil").unwrap();
+        assert_eq!(
+            cache.verify(&path, &digest, 8, &mac).unwrap_err(),
+            "truncated: 6 of 8 bytes"
+        );
         let mut summary = MAGIC.to_vec();
-        summary.extend_from_slice(&(artifact.len() as u64).to_le_bytes());
-        summary.extend_from_slice(&crc32fast::hash(artifact).to_le_bytes());
-        let (len, sum) = parse_summary(&summary).unwrap();
-        assert_eq!(len, 8);
-        assert_eq!(check(artifact, sum), Ok(()));
-        assert_eq!(check(b"compilee", sum).unwrap_err(), "checksum mismatch");
-        for bad in [&summary[..10], b"THCACHE2\0\0\0\0\0\0\0\0\0\0\0\0"] {
+        summary.extend_from_slice(&8u64.to_le_bytes());
+        summary.extend_from_slice(&mac);
+        assert_eq!(parse_summary(&summary).unwrap(), (8, mac));
+        for bad in [&summary[..10], b"THCACHE3\0\0\0\0\0\0\0\0\0\0\0\0"] {
             assert_eq!(
                 parse_summary(bad).unwrap_err(),
                 "the summary is not a toolhost cache summary"
@@ -260,10 +437,26 @@ mod tests {
     }
 
     #[test]
-    fn verify_names_a_short_artifact() {
+    fn the_key_is_made_once_and_kept_private() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.cwasm");
-        std::fs::write(&path, b"compil").unwrap();
-        assert_eq!(verify(&path, 8, 0).unwrap_err(), "truncated: 6 of 8 bytes");
+        let engine = Engine::default();
+        let a = Cache::open(dir.path().to_path_buf(), &engine).unwrap();
+        let b = Cache::open(dir.path().to_path_buf(), &engine).unwrap();
+        assert_eq!(a.key, b.key);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let key = dir.path().join(KEY_FILE);
+            assert_eq!(
+                std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let e = Cache::open(dir.path().to_path_buf(), &engine).unwrap_err();
+            assert!(
+                e.to_string().contains("others may read it (mode 0644)"),
+                "{e}"
+            );
+        }
     }
 }

@@ -38,6 +38,9 @@ pub enum LoadError {
     Docs { path: String, reason: String },
     #[error("cannot set up the engine: {0}")]
     Engine(String),
+    /// The compiled cache's directory or key is one the host refuses to trust.
+    #[error(transparent)]
+    Cache(#[from] crate::cache::CacheError),
 }
 
 /// Why a call failed. [`CallError::kind`] gives the stable machine-readable kind.

@@ -43,7 +43,11 @@
 //!   is room.
 //! - [`compile`]: the limits a component must pass before it is compiled ([`compile::scan`])
 //!   and compiling in a child process under a deadline and a memory cap ([`compile::worker`]).
-//! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, checksummed).
+//! - [`cache`]: the on-disk compiled-component cache (content hash + engine hash, each
+//!   entry MACed under a per-cache key, in a directory only the user can write).
+//! - [`owned`]: directories and files only the operator can write (the cache's, the state
+//!   directory's): ownership and mode checks, opens that follow no link and block on no
+//!   FIFO, 0600/0700 writes.
 //! - [`tool`]: a loaded tool, its operations and their schemas.
 //! - [`types`]: [`WitType`], the host's copy of a component value type.
 //! - [`schema`]: WIT type + docs → JSON Schema for models.
@@ -78,6 +82,7 @@ pub mod docs;
 pub mod error;
 pub mod grants;
 pub mod limits;
+pub mod owned;
 pub mod pack;
 pub mod policy;
 pub mod runtime;

@@ -71,7 +71,9 @@ settable! {
     /// How a [`Runtime`] is set up.
     ///
     /// `RuntimeConfig::default()`:
-    /// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory);
+    /// - `cache_dir`: `None`, nothing is written to disk (the CLI passes a cache directory).
+    ///   A directory given must be one only this user can write (created 0700 if missing):
+    ///   [`Runtime::new`] refuses any other, since its entries are run as machine code;
     /// - `epoch_tick`: 5 ms, the granularity of call deadlines under the epoch modes;
     /// - `metering`: [`Metering::Fuel`];
     /// - `pooling`: `Some(`[`DEFAULT_POOL`]`)`: slots for 1,000 concurrent instances are
@@ -172,7 +174,10 @@ impl Runtime {
             spawn_ticker(engine.clone(), config.epoch_tick, stop.clone());
         }
         Ok(Runtime {
-            cache: config.cache_dir.map(|d| Cache::new(d, &engine)),
+            cache: config
+                .cache_dir
+                .map(|d| Cache::open(d, &engine))
+                .transpose()?,
             engine,
             linker,
             epoch_tick: config.epoch_tick,
@@ -339,6 +344,7 @@ impl Runtime {
         digest: &str,
         bytes: &[u8],
     ) -> Result<(Component, Compiled), LoadError> {
+        let mut rebuilt = false;
         if let Some(cache) = &self.cache {
             match cache.load(&self.engine, digest) {
                 Ok(c) => {
@@ -348,6 +354,7 @@ impl Runtime {
                 Err(Miss::Absent) => {}
                 Err(Miss::Corrupt(why)) => {
                     tracing::warn!(entry = %cache.entry_path(digest).display(), %why, "ignoring a bad compiled-cache entry; recompiling");
+                    rebuilt = true;
                 }
             }
         }
@@ -355,7 +362,14 @@ impl Runtime {
         if let Some(cache) = &self.cache {
             cache.store(digest, &component);
         }
-        Ok((component, Compiled::Fresh))
+        Ok((
+            component,
+            if rebuilt {
+                Compiled::Rebuilt
+            } else {
+                Compiled::Fresh
+            },
+        ))
     }
 }
 

@@ -46,8 +46,12 @@ pub struct Operation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Compiled {
+    /// Compiled now: no cache, or no entry in it.
     Fresh,
     FromCache,
+    /// Compiled now because the cache's entry failed its check (damaged, or not written by
+    /// this cache); the entry was replaced and a warning names it and the reason.
+    Rebuilt,
 }
 
 /// A component ready to be called: compiled, linked, described.

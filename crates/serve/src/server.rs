@@ -30,6 +30,9 @@ pub enum ServeError {
     Bind { addr: String, reason: String },
     #[error("the state directory `{path}` is not writable: {reason}")]
     StateDir { path: String, reason: String },
+    /// The state directory is one others could write.
+    #[error(transparent)]
+    Refused(#[from] toolhost_runtime::owned::Refused),
     #[error("start-up failed: {0}")]
     Warm(String),
     #[error("the server failed: {0}")]
@@ -146,14 +149,16 @@ async fn signalled() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// Creates `STATE/runs` and proves a file can be written there.
+/// Checks that only this user can write the state directory, creates `STATE/runs` (0700)
+/// and proves a file can be written there.
 fn writable(state_dir: &std::path::Path) -> Result<(), ServeError> {
+    toolhost_runtime::owned::private_dir(state_dir, "state directory")?;
     let fail = |e: std::io::Error| ServeError::StateDir {
         path: state_dir.display().to_string(),
         reason: e.to_string(),
     };
     let runs = state_dir.join("runs");
-    std::fs::create_dir_all(&runs).map_err(fail)?;
+    toolhost_runtime::owned::create_dirs(&runs).map_err(fail)?;
     let probe = runs.join(format!(".serve-probe-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(fail)?;
     std::fs::remove_file(&probe).map_err(fail)

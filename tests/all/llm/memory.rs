@@ -197,3 +197,49 @@ fn a_corrupt_entry_is_a_miss_with_a_warning_and_is_replaced() {
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&entry).unwrap()).unwrap();
     assert_eq!(stored["version"], 1);
 }
+
+/// A recalled plan runs as revision 1: an entry someone else could have written (edited,
+/// here, to compute something else) must not be used.
+#[test]
+fn an_entry_another_user_could_have_written_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let mock = Server::replying(vec![answer("40 + 2"), answer("40 + 2"), answer("40 + 2")]);
+    let s = Setup::new(&mock, "What is 40 + 2?", &["calc"], true);
+    assert_eq!(s.run(&[]).0, 0);
+    let entry = s.entries().pop().expect("an entry");
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("not root: the case of another user's entry is skipped");
+    }
+    let mut asked = 1;
+    for (how, why) in [
+        ("writable by others", "mode 0666"),
+        ("another user's", "owned by uid 65534"),
+    ] {
+        if how == "another user's" && !root {
+            continue;
+        }
+        let text = std::fs::read_to_string(&entry).unwrap();
+        assert!(text.contains("40 + 2"), "{text}");
+        std::fs::write(&entry, text.replace("40 + 2", "1 + 1")).unwrap();
+        if how == "writable by others" {
+            std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+        } else {
+            std::os::unix::fs::lchown(&entry, Some(65534), Some(65534)).unwrap();
+        }
+        let (code, report, stderr) = s.run(&[]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(
+            (&report["answer"], &report["planner_calls"][0]["model"]),
+            (&json!(42), &json!("m")),
+            "an entry {how} was run: {report:#}"
+        );
+        assert!(
+            stderr.contains("warning: plan memory") && stderr.contains(why),
+            "{how}: {stderr}"
+        );
+        asked += 1;
+        assert_eq!(mock.received().len(), asked);
+    }
+}

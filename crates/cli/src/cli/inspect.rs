@@ -60,6 +60,9 @@ fn write_text(tool: &Tool, out: &mut dyn Write) -> std::io::Result<()> {
     let compiled = match tool.compiled {
         toolhost_runtime::tool::Compiled::Fresh => "compiled now",
         toolhost_runtime::tool::Compiled::FromCache => "loaded from the compiled cache",
+        toolhost_runtime::tool::Compiled::Rebuilt => {
+            "compiled now: the cached entry failed its check"
+        }
     };
     say!(
         out,

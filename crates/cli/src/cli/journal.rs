@@ -75,13 +75,19 @@ pub(crate) struct PruneArgs {
     database: DatabaseArg,
 }
 
+/// The state directory every command uses: given, else from the environment; created 0700
+/// if missing, and refused when anyone but this user could write it (what is read back
+/// from it — journals, plan memory, inline tasks, submitters — is trusted).
 pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    given.or_else(journal::state_dir_from_env).ok_or_else(|| {
+    let dir = given.or_else(journal::state_dir_from_env).ok_or_else(|| {
         Failure::new(
             exit::USAGE,
             "no state directory: pass --state-dir DIR or set TOOLHOST_STATE_DIR (or HOME)",
         )
-    })
+    })?;
+    toolhost_runtime::owned::private_dir(&dir, "state directory")
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    Ok(dir)
 }
 
 /// Run `run`'s journal, verified: from the database when one is given, else from the

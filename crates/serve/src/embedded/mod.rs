@@ -273,7 +273,12 @@ fn found_runs(state_dir: &Path) -> BTreeMap<String, Arc<Run>> {
             continue;
         };
         let id = journal::run_id(&path);
-        let submitter = std::fs::read(submitter_file(state_dir, &id))
+        // Who may see the run: only a file this user wrote says so.
+        let submitter = toolhost_runtime::owned::open_regular(&submitter_file(state_dir, &id))
+            .and_then(|mut f| {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+            })
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
             .and_then(|v| v["submitter"].as_str().map(str::to_string));
@@ -310,8 +315,10 @@ impl Registry for Embedded {
         let id = prepared.run_id().to_string();
         if let Some(name) = &submitter {
             let file = submitter_file(&s.state_dir, &id);
-            let written = std::fs::create_dir_all(file.parent().expect("a parent"))
-                .and_then(|()| std::fs::write(&file, json!({"submitter": name}).to_string()));
+            let written = toolhost_runtime::owned::write_file(
+                &file,
+                json!({"submitter": name}).to_string().as_bytes(),
+            );
             if let Err(e) = written {
                 tracing::warn!(run = %id, error = %e, "cannot record the run's submitter");
             }

@@ -339,11 +339,9 @@ impl CliLauncher {
         let path = dir.join(format!("{}.toml", toolhost_journal::new_run_id()));
         let text = toml::to_string(&table)
             .map_err(|e| RegistryError::BadRequest(format!("the task cannot be written: {e}")))?;
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&path, text))
-            .map_err(|e| {
-                RegistryError::Internal(format!("cannot write `{}`: {e}", path.display()))
-            })?;
+        toolhost_runtime::owned::write_file(&path, text.as_bytes()).map_err(|e| {
+            RegistryError::Internal(format!("cannot write `{}`: {e}", path.display()))
+        })?;
         Ok(path)
     }
 }
