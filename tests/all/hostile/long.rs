@@ -63,6 +63,10 @@ fn stats_of_long_paths_keep_no_copy_of_each_path() {
 
 /// Runs `command` to its end, reading (and counting, not keeping) what it prints; returns
 /// the bytes printed, the first `keep` of them, and the peak resident set of the process.
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4 below, which also reports its peak memory"
+)]
 fn measure(mut command: Command, keep: usize) -> (usize, Vec<u8>, u64) {
     let mut child = command
         .stdout(Stdio::piped())
