@@ -16,7 +16,7 @@
 //!
 //! # Layout
 //!
-//! Data flows: [`serve`] (the accept loop: a permit per connection, [`accept`]'s back-off)
+//! Data flows: [`serve`] (the accept loop: a permit per connection, `accept`'s back-off)
 //! → one task per connection (hyper HTTP/1 with the header timeout; shutdown on `stop`)
 //! → the service, each request's body wrapped in [`Deadline`].
 //!

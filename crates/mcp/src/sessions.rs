@@ -1,7 +1,7 @@
 //! The cap on sessions (protocol revisions before 2026-07-28). A session is a worker task
 //! with its channels, created by any `initialize` a client sends, before it has called
 //! anything: uncapped, 20,000 of them held 1.1 GB for the five minutes rmcp keeps an
-//! idle one. [`Sessions`] wraps rmcp's in-memory manager and keeps a book of each
+//! idle one. `Sessions` wraps rmcp's in-memory manager and keeps a book of each
 //! session's last use and open streams: past the cap, the least recently used idle
 //! session (no stream open) is closed to make room, and a session idle for longer than the
 //! idle limit is closed by the sweep. A session with a stream open (a call in progress, a

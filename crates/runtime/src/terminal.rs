@@ -4,10 +4,10 @@
 //! answers, are untrusted: printed raw, an escape sequence in them can set the window
 //! title, write the clipboard (OSC 52), clear the screen or move the cursor, and a newline
 //! can forge a line of the host's own (`error: …`) in the audit view. Every human-facing
-//! print site passes such text through [`line`] or [`lines`]; `--json` output is exact
+//! print site passes such text through [`line()`] or [`lines()`]; `--json` output is exact
 //! and does not.
 //!
-//! The rule is an allow-list: printable characters pass, and so do tab and (in [`lines`])
+//! The rule is an allow-list: printable characters pass, and so do tab and (in [`lines()`])
 //! newline, where layout needs them. Everything else is written as a visible escape
 //! (`\x1b`, `\r`, `\u{202e}`): every control character (C0, DEL and C1, which some
 //! terminals read as CSI), the bidirectional overrides and isolates that reorder what a
@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// What [`lines`] puts before every line after the first, so that no line of untrusted
+/// What [`lines()`] puts before every line after the first, so that no line of untrusted
 /// text can pass for one of the host's own: the host's lines never start with it.
 pub const CONTINUATION: &str = "  | ";
 
@@ -33,7 +33,7 @@ pub fn lines<'a>(text: &'a str, continuation: &str) -> Cow<'a, str> {
 }
 
 /// `value` as pretty-printed JSON for a person: still valid JSON with the same value, but
-/// every character [`line`] would escape is written as a JSON `\uXXXX` escape
+/// every character [`line()`] would escape is written as a JSON `\uXXXX` escape
 /// (`serde_json` escapes C0 controls itself, not DEL, C1 or the bidirectional controls).
 pub fn json_pretty(value: &serde_json::Value) -> String {
     json_escaped(serde_json::to_string_pretty(value).expect("a JSON value serialises"))

@@ -2,7 +2,7 @@
 //! exit codes and the shared runtime setup.
 //!
 //! Text that came from a tool or a model (logs, stderr, errors, results, docs, plans,
-//! answers) is printed for a person through [`say!`] or `toolhost_runtime::terminal`,
+//! answers) is printed for a person through `say!` or `toolhost_runtime::terminal`,
 //! with its control characters escaped and no line of its own; `--json` output is exact.
 
 /// `writeln!` of one line that a person reads and that holds text from a tool or a

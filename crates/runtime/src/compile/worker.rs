@@ -1,6 +1,6 @@
 //! Compiling in a child process under a deadline and a memory cap.
 //!
-//! The parent ([`compile`]) starts the configured program with an empty environment and,
+//! The parent (`compile`) starts the configured program with an empty environment and,
 //! on Linux, `RLIMIT_DATA` (its writable private memory: the heap and the compiler's
 //! allocations; unlike `RLIMIT_AS` it does not count address space merely reserved, which
 //! allocators and thread stacks reserve generously), `RLIMIT_CPU`, no core dumps, and death
