@@ -26,10 +26,10 @@
 //! - [`embedded`]: the embedded backend: worker threads, the approver that parks a run
 //!   until the API answers, following a journal file, runs found in the state directory.
 //! - [`metrics`]: the Prometheus exposition.
-//! - `origin`: the `Host` allow-list and the same-origin rule every request passes first
-//!   (DNS rebinding, pages elsewhere).
 //! - `followers`: the cap on SSE followers, in all and per token.
-//! - `api`: the axum router, handlers and the OpenAPI document ([`ApiDoc`]).
+//! - `api`: the axum router, handlers and the OpenAPI document ([`ApiDoc`]); `api::origin`,
+//!   the `Host` allow-list and the same-origin rule every request passes first (DNS
+//!   rebinding, pages elsewhere).
 //! - `server`: [`serve`]: bind, warm up, serve (connections under the cap and timeouts
 //!   of `toolhost-listen`), drain on SIGTERM/SIGINT.
 
@@ -42,7 +42,6 @@ mod followers;
 pub mod launch;
 pub mod limits;
 pub mod metrics;
-mod origin;
 pub mod registry;
 mod server;
 

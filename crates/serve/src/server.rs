@@ -10,7 +10,7 @@ use std::time::Duration;
 use hyper_util::service::TowerToHyperService;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{AppState, router};
+use crate::api::{AllowedHosts, AppState, router};
 use crate::auth::Tokens;
 use crate::backend::Backend;
 use crate::config::{ConfigError, ServeConfig};
@@ -18,7 +18,6 @@ use crate::embedded::Embedded;
 use crate::followers::Followers;
 use crate::launch::Launcher;
 use crate::metrics::Metrics;
-use crate::origin::AllowedHosts;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,10 @@
 //! The HTTP API: the router, who is calling ([`Caller`] from the bearer token), and errors
 //! as JSON. Handlers of runs are in `runs`; the service endpoints (`/healthz`, `/readyz`,
-//! `/metrics`, `/openapi.json`) in `service`; the OpenAPI document in `doc`.
+//! `/metrics`, `/openapi.json`) in `service`; the OpenAPI document in `doc`; the `Host`/`Origin`
+//! check every request passes first in `origin`.
 
 mod doc;
+mod origin;
 mod runs;
 mod service;
 
@@ -19,11 +21,11 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 pub use self::doc::ApiDoc;
+pub(crate) use self::origin::AllowedHosts;
 use crate::auth::{Caller, Refused, Role, Tokens};
 use crate::backend::Backend;
 use crate::followers::{Followers, Refused as Crowded};
 use crate::metrics::Metrics;
-use crate::origin::{self, AllowedHosts};
 use crate::registry::{Registry, RegistryError};
 
 /// What every handler shares.

@@ -18,7 +18,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::api::ApiError;
+use super::ApiError;
 
 /// The names the operator allows in `Host` besides IP addresses and `localhost`: each is
 /// `NAME` (any port) or `NAME:PORT`, compared without case.
