@@ -90,8 +90,13 @@ pub fn us(d: Duration) -> String {
 }
 
 fn main() {
-    // The MCP figures' server: this binary as `toolhost` itself (the same `main`).
-    if std::env::var_os(mcp::AS_CLI).is_some() {
+    // The MCP figures' server: this binary as `toolhost` itself (the same `main`); and the
+    // compiler worker that `main` starts as `/proc/self/exe __compile`, with an empty
+    // environment (so without AS_CLI: left to the benchmark's own `main`, it would run
+    // the benchmark again, which starts the CLI again, which starts a worker…).
+    if std::env::var_os(mcp::AS_CLI).is_some()
+        || std::env::args_os().nth(1).is_some_and(|a| a == "__compile")
+    {
         toolhost::cli::main();
     }
     // The subprocess baseline re-runs this binary to do the same work natively.
