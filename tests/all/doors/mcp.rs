@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{
-    all_closed_within, cpu_time, half_sent, host_port, idle_after_one_request, limit_descriptors,
-    rss_mib, sockets,
-};
+use super::{cpu_time, half_sent, host_port, limit_descriptors, rss_mib, sockets};
 use crate::mcp::{Fixture, HttpServer};
 
 /// The server's bounds, as flags (small, so the tests are quick).
@@ -27,15 +24,7 @@ fn bounds<'a>(flags: &[&'a str]) -> Vec<&'a str> {
 fn half_sent_requests_and_idle_connections_are_dropped_after_the_header_timeout() {
     let fixture = Fixture::new();
     let server = HttpServer::start(&fixture, &bounds(&["--header-timeout-ms", "400"]));
-    let addr = host_port(&server.url);
-    let mut slow = half_sent(&addr, "/mcp", 20);
-    let mut idle = vec![idle_after_one_request(&addr, "/other")];
-    all_closed_within(&mut slow, Duration::from_secs(3), "half-sent request");
-    all_closed_within(
-        &mut idle,
-        Duration::from_secs(1),
-        "idle keep-alive connection",
-    );
+    super::header_timeout_closes(&server.url, "/mcp", "/other");
 }
 
 #[test]

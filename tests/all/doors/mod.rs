@@ -76,6 +76,21 @@ pub(crate) fn all_closed_within(conns: &mut [TcpStream], limit: Duration, what: 
     }
 }
 
+/// The header timeout (set to 400 ms) holds at the server at `url`: 20 requests
+/// half-sent to `slow` and a keep-alive connection left idle after one request to `idle`
+/// are all closed.
+pub(crate) fn header_timeout_closes(url: &str, slow: &str, idle: &str) {
+    let addr = host_port(url);
+    let mut slow = half_sent(&addr, slow, 20);
+    let mut idle = vec![idle_after_one_request(&addr, idle)];
+    all_closed_within(&mut slow, Duration::from_secs(3), "half-sent request");
+    all_closed_within(
+        &mut idle,
+        Duration::from_secs(1),
+        "idle keep-alive connection",
+    );
+}
+
 /// The TCP sockets process `pid` holds (the listener among them).
 pub(crate) fn sockets(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))

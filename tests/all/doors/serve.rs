@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{all_closed_within, half_sent, host_port, idle_after_one_request, sockets};
+use super::{half_sent, host_port, sockets};
 use crate::serve::{Fixture, inline_plan, sha256_hex};
 
 /// The server's bounds, as `serve.toml` lines (small, so the tests are quick).
@@ -24,15 +24,7 @@ fn half_sent_requests_and_idle_keep_alive_connections_are_closed() {
     let f = Fixture::new();
     let c = config(&f, &bounds("header_timeout_ms = 400\n"));
     let server = f.start(&["--config", c.to_str().unwrap()]);
-    let addr = host_port(&server.url);
-    let mut slow = half_sent(&addr, "/v1/runs", 20);
-    let mut idle = vec![idle_after_one_request(&addr, "/healthz")];
-    all_closed_within(&mut slow, Duration::from_secs(3), "half-sent request");
-    all_closed_within(
-        &mut idle,
-        Duration::from_secs(1),
-        "idle keep-alive connection",
-    );
+    super::header_timeout_closes(&server.url, "/v1/runs", "/healthz");
 }
 
 #[test]
