@@ -34,11 +34,7 @@ pub fn headings(markdown: &str) -> Vec<(HeadingLevel, String, String)> {
                 if let Some((level, text)) = current.take() {
                     let base = slug(&text);
                     let n = seen.entry(base.clone()).or_insert(0);
-                    let anchor = if *n == 0 {
-                        base
-                    } else {
-                        format!("{base}-{n}")
-                    };
+                    let anchor = if *n == 0 { base } else { format!("{base}-{n}") };
                     *n += 1;
                     out.push((level, text, anchor));
                 }
@@ -69,7 +65,10 @@ mod tests {
                 "notes-1"
             ]
         );
-        assert_eq!(slug("Measurement: AgentDojo's suites"), "measurement-agentdojos-suites");
+        assert_eq!(
+            slug("Measurement: AgentDojo's suites"),
+            "measurement-agentdojos-suites"
+        );
         assert_eq!(slug("Tools — über"), "tools--über");
     }
 }

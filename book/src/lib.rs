@@ -142,7 +142,10 @@ fn markdown_under(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
         return;
     };
-    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    let mut names: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
     names.sort();
     for name in names {
         let rel = dir.join(&name);

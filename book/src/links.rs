@@ -32,9 +32,15 @@ pub enum Target {
     /// A web address, or a scheme such as `mailto:`: left as written.
     External,
     /// A chapter's page, and the anchor on it.
-    Page { page: String, anchor: Option<String> },
+    Page {
+        page: String,
+        anchor: Option<String>,
+    },
     /// A file or directory of the repository, relative to its root.
-    File { path: PathBuf, anchor: Option<String> },
+    File {
+        path: PathBuf,
+        anchor: Option<String>,
+    },
 }
 
 /// `a/./b/../c` as `a/c`, without touching the file system; a `..` above the start stays.
@@ -140,7 +146,9 @@ pub fn check(root: &Path, chapters: &[Chapter]) -> Vec<Problem> {
             };
             let Some(anchor) = anchor else { continue };
             if path.extension().is_none_or(|x| x != "md") {
-                out.push(problem("has an anchor on a file that is not Markdown".into()));
+                out.push(problem(
+                    "has an anchor on a file that is not Markdown".into(),
+                ));
             } else if !anchors_of(&path).contains(&anchor) {
                 out.push(problem(format!(
                     "names `#{anchor}`, which no heading of `{}` has",
@@ -191,14 +199,20 @@ mod tests {
         std::fs::create_dir_all(dir.join("docs")).unwrap();
         std::fs::write(dir.join("NOTES.md"), "# Notes\n## Kept\n").unwrap();
         let chapters = [
-            chapter("README.md", "# Front\n[a](docs/a.md#usage) [n](NOTES.md#kept)\n"),
+            chapter(
+                "README.md",
+                "# Front\n[a](docs/a.md#usage) [n](NOTES.md#kept)\n",
+            ),
             chapter(
                 "docs/a.md",
                 "# A\n## Usage\n[front](../README.md) [self](#usage) [web](https://x.test/#y)\n\
                  [gone](b.md) [up](../../etc/passwd) [bad](#nope) [n](../NOTES.md#lost)\n",
             ),
         ];
-        let problems: Vec<String> = check(&dir, &chapters).iter().map(|p| p.to_string()).collect();
+        let problems: Vec<String> = check(&dir, &chapters)
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
         assert_eq!(
             problems,
             [
@@ -214,7 +228,10 @@ mod tests {
     #[test]
     fn the_way_back_to_the_root() {
         let root = Path::new("/r/repo");
-        assert_eq!(relative_root(root, Path::new("/r/repo/target/book")), "../../");
+        assert_eq!(
+            relative_root(root, Path::new("/r/repo/target/book")),
+            "../../"
+        );
         assert_eq!(relative_root(root, Path::new("/tmp/out")), "../../r/repo/");
     }
 }

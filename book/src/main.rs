@@ -9,8 +9,12 @@ use toolhost_book::Book;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
-    let summary = args.next().map_or_else(|| PathBuf::from("docs/SUMMARY.md"), PathBuf::from);
-    let out = args.next().map_or_else(|| PathBuf::from("target/book"), PathBuf::from);
+    let summary = args
+        .next()
+        .map_or_else(|| PathBuf::from("docs/SUMMARY.md"), PathBuf::from);
+    let out = args
+        .next()
+        .map_or_else(|| PathBuf::from("target/book"), PathBuf::from);
     let book = match Book::load(std::path::Path::new("."), &summary) {
         Ok(book) => book,
         Err(e) => {

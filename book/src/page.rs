@@ -30,14 +30,15 @@ pub fn render(book: &Book, i: usize, to_root: &str) -> String {
             escape(&c.title)
         ));
     }
-    let pager = |j: Option<usize>, rel: &str, label: &str| match j.and_then(|j| book.chapters.get(j)) {
-        Some(c) => format!(
-            "<a rel=\"{rel}\" href=\"{}\">{label} {}</a>",
-            c.page(),
-            escape(&c.title)
-        ),
-        None => String::new(),
-    };
+    let pager =
+        |j: Option<usize>, rel: &str, label: &str| match j.and_then(|j| book.chapters.get(j)) {
+            Some(c) => format!(
+                "<a rel=\"{rel}\" href=\"{}\">{label} {}</a>",
+                c.page(),
+                escape(&c.title)
+            ),
+            None => String::new(),
+        };
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
@@ -109,10 +110,9 @@ fn rewrite(book: &Book, i: usize, dest: &str, to_root: &str) -> Option<String> {
             Some(with(String::new(), anchor))
         }
         Target::Page { page, anchor } => Some(with(page, anchor)),
-        Target::File { path, anchor } => Some(with(
-            format!("{to_root}{}", path.to_string_lossy()),
-            anchor,
-        )),
+        Target::File { path, anchor } => {
+            Some(with(format!("{to_root}{}", path.to_string_lossy()), anchor))
+        }
     }
 }
 

@@ -102,7 +102,10 @@ mod tests {
         let text = "# Book\n\n[Front](../README.md)\n\n- [A](a.md)\n  - [B](b.md)\n- [C](c.md)\n";
         let (title, chapters) = parse(Path::new("S.md"), text).unwrap();
         assert_eq!(title, "Book");
-        let got: Vec<_> = chapters.iter().map(|c| (c.title.as_str(), c.depth)).collect();
+        let got: Vec<_> = chapters
+            .iter()
+            .map(|c| (c.title.as_str(), c.depth))
+            .collect();
         assert_eq!(got, [("Front", 0), ("A", 1), ("B", 2), ("C", 1)]);
         assert_eq!(chapters[0].page(), "index.html");
         assert_eq!(chapters[1].page(), "a.html");
@@ -112,8 +115,14 @@ mod tests {
     fn refuses_what_it_cannot_read_naming_the_line() {
         for (text, why) in [
             ("# B\n- A chapter\n", "line 2: expected `[Title](file.md)`"),
-            ("# B\n   - [A](a.md)\n", "line 2: indent by two spaces per level"),
-            ("# B\n- [A](a.md)\n    - [C](c.md)\n", "line 3: nested deeper"),
+            (
+                "# B\n   - [A](a.md)\n",
+                "line 2: indent by two spaces per level",
+            ),
+            (
+                "# B\n- [A](a.md)\n    - [C](c.md)\n",
+                "line 3: nested deeper",
+            ),
             ("# B\n- [A](a.html)\n", "line 2: a chapter is a `.md` file"),
             ("- [A](a.md)\n", "line 1: no `# Title` line"),
         ] {

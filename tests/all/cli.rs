@@ -212,14 +212,16 @@ fn leaf_commands(path: Vec<String>) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The README's CLI synopsis: each `toolhost …` entry with its continuation lines, the
-/// `[RUN FLAGS]`-style groups written out.
-fn readme_synopsis() -> Vec<String> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+/// The book's CLI synopsis (`docs/cli.md`, its first code block): each `toolhost …` entry
+/// with its continuation lines, the `[RUN FLAGS]`-style groups written out.
+fn book_synopsis() -> Vec<String> {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md"))
             .unwrap();
-    let section = readme.split("\n## CLI\n").nth(1).expect("a CLI section");
-    let block = section.split("```\n").nth(1).expect("a synopsis block");
+    let block = page
+        .split("```\n")
+        .nth(1)
+        .expect("a synopsis block in docs/cli.md");
     let mut entries: Vec<String> = Vec::new();
     for line in block.lines() {
         if line.starts_with(' ') {
@@ -252,8 +254,8 @@ fn names_flag(text: &str, flag: &str) -> bool {
 }
 
 #[test]
-fn every_flag_has_help_and_is_in_the_readme_synopsis() {
-    let synopsis = readme_synopsis();
+fn every_flag_has_help_and_is_in_the_books_synopsis() {
+    let synopsis = book_synopsis();
     let mut problems = Vec::new();
     let leaves = leaf_commands(Vec::new());
     assert!(leaves.len() >= 15, "{leaves:?}");
@@ -263,7 +265,9 @@ fn every_flag_has_help_and_is_in_the_readme_synopsis() {
             .iter()
             .find(|e| e.starts_with(&format!("{name} ")) || **e == name)
         else {
-            problems.push(format!("`{name}` has no line in the README's CLI synopsis"));
+            problems.push(format!(
+                "`{name}` has no line in the CLI synopsis of docs/cli.md"
+            ));
             continue;
         };
         let mut args = cmd.clone();
@@ -290,7 +294,9 @@ fn every_flag_has_help_and_is_in_the_readme_synopsis() {
                 problems.push(format!("`{name} {flag}` has no help text"));
             }
             if !names_flag(entry, flag) {
-                problems.push(format!("the README's synopsis of `{name}` lacks `{flag}`"));
+                problems.push(format!(
+                    "the synopsis of `{name}` in docs/cli.md lacks `{flag}`"
+                ));
             }
         }
     }

@@ -8,6 +8,8 @@ use std::process::Command;
 
 mod hooks;
 mod modules;
+mod size;
+mod table;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

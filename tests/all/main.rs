@@ -5,6 +5,7 @@ mod adversary;
 mod agentdojo;
 mod bank;
 mod bfcl;
+mod book;
 mod cache;
 mod calc;
 mod cli;

@@ -196,7 +196,7 @@ fn one_warning_and_done(endpoint: &str, level: Option<&str>) {
         end.stderr
     );
     assert!(warnings[0].contains(endpoint), "{}", warnings[0]);
-    // The README promises at most 5 s of waiting for the collector; the rest is the run.
+    // The book (docs/traces.md) promises at most 5 s of waiting for the collector; the rest is the run.
     assert!(end.took < Duration::from_secs(15), "took {:?}", end.took);
 }
 

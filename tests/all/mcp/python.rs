@@ -92,11 +92,11 @@ fn python_sdk_over_http_at_2026_07_28() {
     run_cases("http", "2026-07-28");
 }
 
-/// README.md's stdio `mcpServers` entry, as written (only its example paths replaced),
+/// The book's stdio `mcpServers` entry (docs/mcp.md), as written (only its example paths replaced),
 /// with the Python SDK: `toolhost` is found on PATH, the policy and tools directory are
 /// the entry's arguments.
 #[test]
-fn the_readme_client_configuration_works_as_written() {
+fn the_books_client_configuration_works_as_written() {
     let Some(python) = toolchain("mcp-venv/bin/python") else {
         return;
     };
@@ -120,9 +120,9 @@ fn the_readme_client_configuration_works_as_written() {
         std::env::var("PATH").unwrap_or_default()
     );
     let out = Command::new(python)
-        .arg(root().join("tests/mcp/readme_config.py"))
-        .arg("--readme")
-        .arg(root().join("README.md"))
+        .arg(root().join("tests/mcp/book_config.py"))
+        .arg("--page")
+        .arg(root().join("docs/mcp.md"))
         .arg("--replace")
         .arg(format!(
             "/etc/toolhost/policy.toml={}",
