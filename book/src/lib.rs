@@ -9,6 +9,7 @@
 //! - [`summary`]: `SUMMARY.md` read into the list of chapters.
 //! - [`anchors`]: the anchors of a file's headings, as GitHub makes them.
 //! - [`links`]: where each link of a chapter points, and whether that exists.
+//! - [`paths`]: the repository paths a chapter names as code, which must exist.
 //! - [`page`]: one chapter as an HTML page.
 //!
 //! Not mdBook: compiling it on every fresh clone would cost CI minutes, and the book needs
@@ -17,6 +18,7 @@
 pub mod anchors;
 pub mod links;
 pub mod page;
+pub mod paths;
 pub mod summary;
 
 use std::path::{Path, PathBuf};
@@ -74,10 +76,11 @@ impl Book {
         })
     }
 
-    /// Every broken link, missing anchor, page name used twice, and Markdown file beside
-    /// `SUMMARY.md` that no chapter is.
+    /// Every broken link, missing anchor, path named as code that does not exist, page name
+    /// used twice, and Markdown file beside `SUMMARY.md` that no chapter is.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = links::check(&self.root, &self.chapters);
+        out.extend(paths::check(&self.root, &self.chapters));
         out.extend(self.orphans());
         let mut seen = std::collections::BTreeMap::new();
         for c in &self.chapters {
