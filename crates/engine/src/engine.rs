@@ -287,25 +287,7 @@ impl Engine<'_> {
             }
         };
         self.charge(st, &usage);
-        let call = PlannerCall {
-            ask: Ask::of(&req),
-            response: reply.clone(),
-            revision: req.revision,
-            model: usage.model.clone(),
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cached_input_tokens: usage.cached_input_tokens,
-            latency_us: u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX),
-            reply: match &reply {
-                Reply::Plan { .. } => "plan",
-                Reply::Turn { .. } => "turn",
-                Reply::GiveUp { .. } => "give_up",
-            }
-            .into(),
-            cached: usage.cached,
-            also: usage.also.clone(),
-            sent_as: usage.sent_as.as_deref().cloned(),
-        };
+        let call = planner_call(&req, &reply, &usage, asked);
         self.observer.planner_called(&call);
         st.calls.push(call);
         Ok(reply)
@@ -416,4 +398,28 @@ fn thoughts(mode: Mode, st: &State) -> std::collections::BTreeMap<u32, String> {
             _ => None,
         })
         .collect()
+}
+
+/// The journal's and the report's record of one planner call: what was asked, the reply,
+/// what it cost and how long it took (since `asked`).
+fn planner_call(req: &PlanRequest, reply: &Reply, usage: &Usage, asked: Instant) -> PlannerCall {
+    PlannerCall {
+        ask: Ask::of(req),
+        response: reply.clone(),
+        revision: req.revision,
+        model: usage.model.clone(),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        latency_us: u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX),
+        reply: match reply {
+            Reply::Plan { .. } => "plan",
+            Reply::Turn { .. } => "turn",
+            Reply::GiveUp { .. } => "give_up",
+        }
+        .into(),
+        cached: usage.cached,
+        also: usage.also.clone(),
+        sent_as: usage.sent_as.as_deref().cloned(),
+    }
 }

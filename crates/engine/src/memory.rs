@@ -27,13 +27,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use super::budget::StopReason;
 use super::plan::Plan;
 use super::planner::{Mode, PlanFuture, PlanRequest, Planner, Reply, Usage, tool_summaries};
 use super::report::RunReport;
 use super::validate::{Catalog, validate};
-use toolhost_runtime::cache::sha256_hex;
 use toolhost_runtime::owned;
 
 /// The model name of a reply served from plan memory; its [`Usage`] is marked `cached`, so
@@ -75,6 +75,12 @@ pub(crate) fn normalise_goal(goal: &str) -> String {
             matches!(c, '.' | '!' | '?' | ',' | ';' | ':') || c.is_whitespace()
         })
         .to_string()
+}
+
+/// The hex SHA-256 of `bytes`: the form keys are written in (file names under
+/// `STATE_DIR/plans`), so it must stay the same for stored entries to be found again.
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// SHA-256 of the tool set as the planner sees it: each tool's name, its component's

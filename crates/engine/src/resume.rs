@@ -73,31 +73,15 @@ impl Engine<'_> {
         let goal = checkpoint.goal.clone();
         let asked: Vec<_> = checkpoint.calls.iter().map(|c| c.ask.clone()).collect();
         planner.fast_forward(&asked);
-        let mut st = State::new(cancel);
-        st.pending = checkpoint.pending;
-        st.refused = checkpoint.refused;
-        // Wall time spent before the stop still counts against the budget.
-        st.started = Instant::now()
-            .checked_sub(checkpoint.spent.wall)
-            .unwrap_or_else(Instant::now);
-        st.spent = checkpoint.spent;
-        st.revisions = checkpoint.revisions;
-        st.calls = checkpoint.calls;
-        let current_rev = checkpoint.current.as_ref().map(|c| c.plan.revision);
-        // Outputs and ids of earlier revisions: what the current one was validated against.
-        for r in &checkpoint.records {
-            if r.status == StepStatus::Succeeded && Some(r.revision) != current_rev {
-                st.remember(r);
-            }
-        }
-        let Some(current) = checkpoint.current else {
-            st.records = checkpoint.records;
+        let (mut st, records, current) = restore(checkpoint, cancel);
+        let Some(current) = current else {
+            st.records = records;
             return self.drive(&goal, planner, st).await;
         };
         // Without quarantine the planner read every earlier output: the current revision's
         // literals derive from what was untrusted among them.
         if !self.config.quarantine {
-            for r in &checkpoint.records {
+            for r in &records {
                 if r.revision < current.plan.revision {
                     st.provenance.shown(&r.untrusted);
                 }
@@ -106,7 +90,7 @@ impl Engine<'_> {
         let plan = match self.validate_plan(&current.plan, &st) {
             Ok(p) => p,
             Err(problems) => {
-                st.records = checkpoint.records;
+                st.records = records;
                 let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
                 let why = format!(
                     "revision {} no longer validates against the tools and policy: {}",
@@ -119,7 +103,7 @@ impl Engine<'_> {
             }
         };
         let cut_off: BTreeSet<&StepId> = current.unfinished.iter().collect();
-        for r in &checkpoint.records {
+        for r in &records {
             if r.revision == current.plan.revision && !cut_off.contains(&r.id) {
                 if r.status == StepStatus::Succeeded {
                     st.remember(r);
@@ -127,7 +111,39 @@ impl Engine<'_> {
                 st.prior.insert(r.id.clone(), r.status);
             }
         }
-        st.records = checkpoint.records;
+        st.records = records;
+        let undecided = self.settle_unfinished(&current, unfinished, &mut st);
+        if !undecided.is_empty() {
+            let why = format!(
+                "step(s) {} started before the run stopped and did not finish; they are not idempotent, so they may have had effects: resume with --rerun STEP to run one again or --abandon STEP to record it failed",
+                undecided
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return self
+                .finish(&goal, st, StopReason::Escalated { why }, None)
+                .await;
+        }
+        st.resume = Some(ResumePoint {
+            plan,
+            approved: current.approved,
+            handoff: current.handoff,
+            confidence: current.confidence,
+        });
+        self.drive(&goal, planner, st).await
+    }
+
+    /// The current revision's steps that were cut off: an idempotent one, or one a person
+    /// said to rerun, runs again; one a person abandoned is recorded failed. Returns the
+    /// ids of those nobody decided on.
+    fn settle_unfinished(
+        &mut self,
+        current: &Current,
+        unfinished: &Unfinished,
+        st: &mut State,
+    ) -> Vec<String> {
         let mut undecided = Vec::new();
         let steps: HashMap<&StepId, &Step> =
             current.plan.steps.iter().map(|s| (&s.id, s)).collect();
@@ -152,25 +168,30 @@ impl Engine<'_> {
                 undecided.push(id.to_string());
             }
         }
-        if !undecided.is_empty() {
-            let why = format!(
-                "step(s) {} started before the run stopped and did not finish; they are not idempotent, so they may have had effects: resume with --rerun STEP to run one again or --abandon STEP to record it failed",
-                undecided
-                    .iter()
-                    .map(|s| format!("`{s}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            return self
-                .finish(&goal, st, StopReason::Escalated { why }, None)
-                .await;
-        }
-        st.resume = Some(ResumePoint {
-            plan,
-            approved: current.approved,
-            handoff: current.handoff,
-            confidence: current.confidence,
-        });
-        self.drive(&goal, planner, st).await
+        undecided
     }
+}
+
+/// The run's state as the checkpoint leaves it (what it spent, its revisions and planner
+/// calls, the outputs of earlier revisions the current one was validated against), with
+/// its finished steps and current revision still to place.
+fn restore(checkpoint: Checkpoint, cancel: &Cancel) -> (State, Vec<StepRecord>, Option<Current>) {
+    let mut st = State::new(cancel);
+    st.pending = checkpoint.pending;
+    st.refused = checkpoint.refused;
+    // Wall time spent before the stop still counts against the budget.
+    st.started = Instant::now()
+        .checked_sub(checkpoint.spent.wall)
+        .unwrap_or_else(Instant::now);
+    st.spent = checkpoint.spent;
+    st.revisions = checkpoint.revisions;
+    st.calls = checkpoint.calls;
+    let current_rev = checkpoint.current.as_ref().map(|c| c.plan.revision);
+    // Outputs and ids of earlier revisions: what the current one was validated against.
+    for r in &checkpoint.records {
+        if r.status == StepStatus::Succeeded && Some(r.revision) != current_rev {
+            st.remember(r);
+        }
+    }
+    (st, checkpoint.records, checkpoint.current)
 }

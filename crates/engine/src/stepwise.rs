@@ -9,10 +9,10 @@ use super::approval::PlanDecision;
 use super::budget::StopReason;
 use super::engine::Engine;
 use super::plan::{Plan, Step, StepId};
-use super::planner::{Planner, Reply};
+use super::planner::{Planner, Reply, Turn};
 use super::record::StepStatus;
 use super::state::State;
-use super::validate::{ProblemKind, ValidPlan};
+use super::validate::{Problem, ProblemKind, ValidPlan};
 
 impl Engine<'_> {
     pub(super) async fn step_wise(
@@ -39,107 +39,98 @@ impl Engine<'_> {
         }
         loop {
             turn_no += 1;
-            let mut req = self.request(goal, st, turn_no);
-            let mut repairs = 0;
-            let (step, confidence, handoff) = loop {
-                let turn = match self.ask(planner, st, req.clone()).await {
-                    Ok(Reply::Turn { turn }) => *turn,
-                    Ok(Reply::Plan { .. }) => {
-                        return (
-                            StopReason::Escalated {
-                                why: "the planner answered a plan where a turn was asked for"
-                                    .into(),
-                            },
-                            None,
-                        );
-                    }
-                    Ok(Reply::GiveUp { why }) => return (StopReason::Escalated { why }, None),
-                    Err(stop) => return (stop, None),
-                };
-                if turn.stop {
-                    let answer = turn
-                        .answer
-                        .clone()
-                        .or_else(|| st.records.iter().rev().find_map(|r| r.output.clone()));
-                    return (StopReason::PlannerStopped, answer);
-                }
-                let step = Step {
-                    id: StepId::try_from(format!("t{turn_no}")).expect("a valid id"),
-                    description: turn.next_step.clone().unwrap_or_default(),
-                    tool: turn.tool.clone().unwrap_or_default(),
-                    operation: turn.operation.clone().unwrap_or_default(),
-                    args: turn
-                        .arguments
-                        .clone()
-                        .unwrap_or_else(|| serde_json::json!({})),
-                    depends_on: Vec::new(),
-                    expect: None,
-                    idempotent: false,
-                    timeout_ms: None,
-                };
-                // A handoff gives the rest of the task to a deterministic plan.
-                let (plan, handoff) = match &turn.handoff {
-                    Some(p) => (
-                        Plan {
-                            revision: turn_no,
-                            ..p.clone()
-                        },
-                        true,
-                    ),
-                    None => (
-                        Plan {
-                            goal: goal.to_string(),
-                            revision: turn_no,
-                            steps: vec![step.clone()],
-                            answer: None,
-                        },
-                        false,
-                    ),
-                };
-                match self.validate_plan(&plan, st) {
-                    Ok(v) => {
-                        self.observer.plan_accepted(&v);
-                        st.revisions.push(plan);
-                        break (v, turn.confidence, handoff);
-                    }
-                    Err(problems) => {
-                        if let Err(stop) = self.reject(&problems, st) {
-                            return (stop, None);
-                        }
-                        if let Some(p) = problems.iter().find(|p| {
-                            matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed)
-                        }) {
-                            return (
-                                StopReason::Escalated {
-                                    why: format!("the planner chose a tool it may not use: {p}"),
-                                },
-                                None,
-                            );
-                        }
-                        repairs += 1;
-                        if repairs > self.config.budgets.max_plan_repairs {
-                            let listed: Vec<String> =
-                                problems.iter().map(ToString::to_string).collect();
-                            return (
-                                StopReason::Escalated {
-                                    why: format!(
-                                        "the turn is still invalid after {} repairs: {}",
-                                        repairs - 1,
-                                        listed.join("; ")
-                                    ),
-                                },
-                                None,
-                            );
-                        }
-                        req.problems = problems;
-                        req.remaining = self.remaining(st);
-                    }
-                }
+            let (step, confidence, handoff) = match self.next_turn(goal, planner, st, turn_no).await
+            {
+                Ok(turn) => turn,
+                Err(end) => return end,
             };
             if let Some(end) = self.run_turn(&step, confidence, handoff, false, st).await {
                 return end;
             }
         }
+    }
+
+    /// Asks the planner for turn `turn_no` until it answers one that validates (repairs
+    /// within budget): the turn as a plan, the planner's confidence, and whether it hands
+    /// the rest off. `Err` ends the run: the planner stopped, gave up or failed, or its turn
+    /// stayed invalid.
+    async fn next_turn(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        st: &mut State,
+        turn_no: u32,
+    ) -> Result<(ValidPlan, f64, bool), (StopReason, Option<Value>)> {
+        let mut req = self.request(goal, st, turn_no);
+        let mut repairs = 0;
+        loop {
+            let turn = match self.ask(planner, st, req.clone()).await {
+                Ok(Reply::Turn { turn }) => *turn,
+                Ok(Reply::Plan { .. }) => {
+                    return Err((
+                        StopReason::Escalated {
+                            why: "the planner answered a plan where a turn was asked for".into(),
+                        },
+                        None,
+                    ));
+                }
+                Ok(Reply::GiveUp { why }) => return Err((StopReason::Escalated { why }, None)),
+                Err(stop) => return Err((stop, None)),
+            };
+            if turn.stop {
+                let answer = turn
+                    .answer
+                    .clone()
+                    .or_else(|| st.records.iter().rev().find_map(|r| r.output.clone()));
+                return Err((StopReason::PlannerStopped, answer));
+            }
+            let (plan, handoff) = turn_plan(goal, turn_no, &turn);
+            match self.validate_plan(&plan, st) {
+                Ok(v) => {
+                    self.observer.plan_accepted(&v);
+                    st.revisions.push(plan);
+                    return Ok((v, turn.confidence, handoff));
+                }
+                Err(problems) => {
+                    repairs += 1;
+                    if let Err(stop) = self.turn_rejected(&problems, st, repairs) {
+                        return Err((stop, None));
+                    }
+                    req.problems = problems;
+                    req.remaining = self.remaining(st);
+                }
+            }
+        }
+    }
+
+    /// Records an invalid turn; the run stops when the planner chose a tool it may not
+    /// use, or when this was its last repair (`repairs` counts this one).
+    fn turn_rejected(
+        &mut self,
+        problems: &[Problem],
+        st: &mut State,
+        repairs: u32,
+    ) -> Result<(), StopReason> {
+        self.reject(problems, st)?;
+        if let Some(p) = problems
+            .iter()
+            .find(|p| matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed))
+        {
+            return Err(StopReason::Escalated {
+                why: format!("the planner chose a tool it may not use: {p}"),
+            });
+        }
+        if repairs > self.config.budgets.max_plan_repairs {
+            let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(StopReason::Escalated {
+                why: format!(
+                    "the turn is still invalid after {} repairs: {}",
+                    repairs - 1,
+                    listed.join("; ")
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Reviews a handed-off plan (unless `reviewed`), runs the turn, and ends the run when a
@@ -188,5 +179,42 @@ impl Engine<'_> {
             return Some((StopReason::Completed, answer));
         }
         None
+    }
+}
+
+/// Turn `turn_no` as a plan: the one step it picks, or the plan it hands the rest of the
+/// task to (a handoff gives the rest to a deterministic plan); and whether it is a handoff.
+fn turn_plan(goal: &str, turn_no: u32, turn: &Turn) -> (Plan, bool) {
+    let step = Step {
+        id: StepId::try_from(format!("t{turn_no}")).expect("a valid id"),
+        description: turn.next_step.clone().unwrap_or_default(),
+        tool: turn.tool.clone().unwrap_or_default(),
+        operation: turn.operation.clone().unwrap_or_default(),
+        args: turn
+            .arguments
+            .clone()
+            .unwrap_or_else(|| serde_json::json!({})),
+        depends_on: Vec::new(),
+        expect: None,
+        idempotent: false,
+        timeout_ms: None,
+    };
+    match &turn.handoff {
+        Some(p) => (
+            Plan {
+                revision: turn_no,
+                ..p.clone()
+            },
+            true,
+        ),
+        None => (
+            Plan {
+                goal: goal.to_string(),
+                revision: turn_no,
+                steps: vec![step],
+                answer: None,
+            },
+            false,
+        ),
     }
 }

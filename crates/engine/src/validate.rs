@@ -5,7 +5,8 @@
 //! each reference type-checked against the producing step's result type; references and
 //! `depends_on` point at other steps of the plan (or at steps that succeeded in an earlier
 //! revision); no cycles; step deadlines within policy; then the policy's data-flow rules
-//! ([`flow`]).
+//! ([`flow`]). The reference checks, and the stand-ins the arguments are type-checked
+//! with, are in `references`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -18,12 +19,11 @@ use super::ask;
 use super::extract;
 use super::flow::{self, Provenance};
 use super::plan::{OperationName, Plan, Step, StepId, ToolName};
-use super::reference::{self, Found};
-use super::sample::sample;
+use toolhost_runtime::Tool;
 use toolhost_runtime::policy::ToolPolicy;
-use toolhost_runtime::tool::{Operation, Returns};
-use toolhost_runtime::types::WitType;
-use toolhost_runtime::{Tool, convert};
+use toolhost_runtime::tool::Operation;
+
+mod references;
 
 /// The class of a plan problem, stable for machines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -100,14 +100,6 @@ pub struct ValidPlan {
     pub deps: BTreeMap<StepId, BTreeSet<StepId>>,
     /// The steps in an order that respects `deps`.
     pub order: Vec<StepId>,
-}
-
-/// The type of a step's output, if the step's operation is known.
-fn output_type(op: &Operation) -> Option<WitType> {
-    match &op.returns {
-        Returns::Nothing | Returns::Fallible { ok: None, .. } => None,
-        Returns::Value(t) | Returns::Fallible { ok: Some(t), .. } => Some(t.clone()),
-    }
 }
 
 /// Validates `plan` against `catalog`; returns every problem at once. `prior` holds the
@@ -337,25 +329,6 @@ impl<'a> Validation<'a> {
         }
     }
 
-    /// The output type of a built-in step of this plan (a question's answer, an
-    /// extraction's value), from its schema: `None` when `tool.op` is not a built-in step,
-    /// `Some(None)` when it is one that cannot be typed here (one of an earlier revision,
-    /// or a schema that is wrong, a problem of its own).
-    fn builtin_type(&self, tool: &str, op: &str, id: &StepId) -> Option<Option<WitType>> {
-        let schema: fn(&Value) -> Value = if ask::is(tool, op) {
-            ask::answer_schema
-        } else if extract::is(tool, op) {
-            extract::output_schema
-        } else {
-            return None;
-        };
-        Some(
-            self.by_id
-                .get(id)
-                .and_then(|p| ask::answer_type(&schema(&p.args)).ok()),
-        )
-    }
-
     /// What the tool's policy section allows: the operation, and the step's deadline.
     fn policy(&mut self, step: &Step, e: &Entry) {
         let here = Some(&step.id);
@@ -433,195 +406,6 @@ impl<'a> Validation<'a> {
         }
     }
 
-    /// Each reference in the arguments points at another step whose result has a value at
-    /// its path; a reference to a step of this plan is a dependency. Returns stand-ins for
-    /// the whole-value references, to type-check the arguments with; `None` once a
-    /// reference cannot be typed.
-    fn references(&mut self, step: &Step) -> Option<StandIns> {
-        let here = Some(&step.id);
-        let (catalog, prior) = (self.catalog, self.prior);
-        let mut typed = true;
-        let mut stand_ins = StandIns::default();
-        for Found {
-            reference,
-            at,
-            interpolated,
-        } in reference::find_all(&step.args)
-        {
-            let r = match reference {
-                Ok(r) => r,
-                Err(why) => {
-                    self.push(ProblemKind::BadReference, here, format!("{at}: {why}"));
-                    typed = false;
-                    continue;
-                }
-            };
-            if r.step == step.id {
-                self.push(
-                    ProblemKind::BadReference,
-                    here,
-                    format!("{at}: `{}` refers to the step itself", r.text),
-                );
-                typed = false;
-                continue;
-            }
-            // A step of this plan runs first; one that succeeded in an earlier revision
-            // has its output already, so it adds no dependency.
-            let producer = match self.by_id.get(&r.step) {
-                Some(&p) => {
-                    let p = (p.tool.as_str(), p.operation.as_str());
-                    self.deps
-                        .entry(step.id.clone())
-                        .or_default()
-                        .insert(r.step.clone());
-                    Some(p)
-                }
-                None => prior.get(&r.step).map(|(t, o)| (t.as_str(), o.as_str())),
-            };
-            let Some((producer_tool, producer_op)) = producer else {
-                self.push(
-                    ProblemKind::BadReference,
-                    here,
-                    format!(
-                        "{at}: `{}` refers to `{}`, which is not a step of the plan",
-                        r.text, r.step
-                    ),
-                );
-                typed = false;
-                continue;
-            };
-            let out = if let Some(builtin) = self.builtin_type(producer_tool, producer_op, &r.step)
-            {
-                let Some(t) = builtin else {
-                    typed = false;
-                    continue;
-                };
-                Some(t)
-            } else {
-                let Some(pop) = catalog.operation(producer_tool, producer_op) else {
-                    typed = false;
-                    continue;
-                };
-                output_type(pop)
-            };
-            let ty = match &out {
-                None if r.path.is_empty() => None,
-                None => {
-                    self.push(
-                        ProblemKind::BadReference,
-                        here,
-                        format!("{at}: `{}`: step `{}` returns nothing", r.text, r.step),
-                    );
-                    typed = false;
-                    continue;
-                }
-                Some(t) => match reference::type_at(t, &r.path) {
-                    Ok(t) => Some(t.clone()),
-                    Err(why) => {
-                        self.push(
-                            ProblemKind::BadReference,
-                            here,
-                            format!("{at}: `{}`: the output of `{}` {why}", r.text, r.step),
-                        );
-                        typed = false;
-                        continue;
-                    }
-                },
-            };
-            if !interpolated {
-                let v = ty
-                    .as_ref()
-                    .map_or(Value::Null, |t| convert::to_json(t, &sample(t)));
-                stand_ins.values.insert(r.text.clone(), v);
-                stand_ins.at.push(StandIn {
-                    path: format!("${}", at.strip_prefix("args").unwrap_or(&at)),
-                    text: r.text.clone(),
-                    ty: ty.map_or_else(|| "nothing".to_string(), |t| format!("`{}`", t.wit_name())),
-                });
-            }
-        }
-        typed.then_some(stand_ins)
-    }
-
-    /// The arguments, with stand-ins for references, convert to the operation's WIT
-    /// parameter types.
-    fn arguments(&mut self, step: &Step, op: &Operation, stand_ins: &StandIns) {
-        let args = reference::substitute(&step.args, &mut |r| {
-            Ok(stand_ins
-                .values
-                .get(&r.text)
-                .cloned()
-                .unwrap_or(Value::String(String::new())))
-        });
-        if let Ok(args) = args
-            && let Err(mut e) = convert::args_to_vals(&op.params, &args)
-        {
-            // A mismatch at (or inside) a reference is told by the referenced type, not
-            // by the stand-in value it was checked with.
-            let inside = |s: &&StandIn| {
-                e.path
-                    .strip_prefix(s.path.as_str())
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
-            };
-            if let Some(s) = stand_ins.at.iter().find(inside) {
-                let wanted = e.reason.split(", got ").next().unwrap_or(&e.reason);
-                e.reason = format!("{wanted}, got `{}`, which is {}", s.text, s.ty);
-            }
-            self.push(
-                ProblemKind::BadArguments,
-                Some(&step.id),
-                format!("bad arguments: {e}"),
-            );
-        }
-    }
-
-    /// The plan's `answer` references steps of the plan (or steps that already
-    /// succeeded), at paths their outputs have.
-    fn answer(&mut self, answer: &Value) {
-        for Found { reference, at, .. } in reference::find_all(answer) {
-            let at = at.replacen("args", "answer", 1);
-            let r = match reference {
-                Ok(r) => r,
-                Err(why) => {
-                    self.push(ProblemKind::BadReference, None, format!("{at}: {why}"));
-                    continue;
-                }
-            };
-            let producer = match self.by_id.get(&r.step) {
-                Some(p) => Some((p.tool.as_str(), p.operation.as_str())),
-                None => self
-                    .prior
-                    .get(&r.step)
-                    .map(|(t, o)| (t.as_str(), o.as_str())),
-            };
-            let Some((tool, op)) = producer else {
-                self.push(
-                    ProblemKind::BadReference,
-                    None,
-                    format!(
-                        "{at}: `{}` refers to `{}`, which is not a step of the plan",
-                        r.text, r.step
-                    ),
-                );
-                continue;
-            };
-            let ty = if let Some(builtin) = self.builtin_type(tool, op, &r.step) {
-                builtin
-            } else {
-                self.catalog.operation(tool, op).and_then(output_type)
-            };
-            if let Some(t) = ty
-                && let Err(why) = reference::type_at(&t, &r.path)
-            {
-                self.push(
-                    ProblemKind::BadReference,
-                    None,
-                    format!("{at}: `{}`: the output of `{}` {why}", r.text, r.step),
-                );
-            }
-        }
-    }
-
     /// An order that respects the dependencies; none if they form a cycle.
     fn order(&mut self, plan: &Plan) -> Vec<StepId> {
         let ids: Vec<StepId> = plan.steps.iter().map(|s| s.id.clone()).collect();
@@ -644,24 +428,6 @@ impl<'a> Validation<'a> {
             }
         }
     }
-}
-
-/// What whole-value references are checked with: a sample of each referenced type.
-#[derive(Default)]
-struct StandIns {
-    /// By reference text.
-    values: BTreeMap<String, Value>,
-    /// Where each sits in the arguments, for messages.
-    at: Vec<StandIn>,
-}
-
-/// A whole-value reference in the arguments.
-struct StandIn {
-    /// `$.x[0]`, as argument conversion errors name places.
-    path: String,
-    text: String,
-    /// The referenced value's type, as a message shows it (`` `u32` ``, `nothing`).
-    ty: String,
 }
 
 /// Kahn's algorithm in rounds: round 0 holds the steps with no dependencies, round k

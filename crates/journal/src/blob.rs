@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::{Kind, Record};
-use toolhost_runtime::cache::sha256_hex;
+use crate::chain::sha256_hex;
 
 /// Values this large (in JSON bytes, about) are stored once, as a `blob` record.
 pub(crate) const MIN_BYTES: usize = 64 << 10;

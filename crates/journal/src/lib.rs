@@ -21,7 +21,8 @@
 //! apart, are in `blob`.
 //!
 //! - [`writer`]: [`Journal`], the hash-chained appender that makes records durable (one
-//!   fsync for the steps that start together, off the async workers).
+//!   fsync for the steps that start together, off the async workers); its `reopen` carries
+//!   a stopped run's journal on.
 //! - `observe`: the journal as the engine's observer: which record each event becomes.
 //! - [`session`]: the journal of a `toolhost mcp` session ([`Journal::create_session`]):
 //!   each MCP tool call as a `step_started` / `step_finished` pair, no plan; read by
@@ -36,8 +37,10 @@
 //!   [`verify_bytes`](verify::verify_bytes) and `report::load_bytes` read its lines back).
 //! - [`lock`]: [`RunLock`], the `flock` on `RUN.jsonl.lock` that `run` and `resume` hold
 //!   for the life of the process; a second writer is told who holds it.
-//! - [`redact`]: [`Redactor`], PII and secrets out before anything is written.
+//! - [`redact`]: [`Redactor`], PII and secrets out before anything is written (secrets in
+//!   their common encodings too: `redact::encodings`).
 //! - `blob`: large values stored once (the writer's `Encoder`, the readers' `Resolver`).
+//! - `chain`: the chain's hash (hex SHA-256 of a line; blobs are named by it too).
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
 //! - `report` (feature `report`, on by default): the self-contained HTML report
@@ -57,6 +60,7 @@
 
 pub mod approvals;
 mod blob;
+mod chain;
 mod crash;
 pub mod lock;
 mod observe;

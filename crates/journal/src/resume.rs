@@ -144,157 +144,217 @@ pub fn checkpoint(
     prices: &Prices,
 ) -> Result<Resumable, ResumeError> {
     refuse_session(recorded_id(records), records, "resume")?;
-    let mut mode = Mode::PlanThenExecute;
-    let mut spent = Spent::default();
-    let mut refused = 0u64;
-    let mut calls: Vec<PlannerCall> = Vec::new();
-    let mut revisions: Vec<Plan> = Vec::new();
-    let mut steps: Vec<StepRecord> = Vec::new();
-    let mut current: Option<Current> = None;
-    let mut running: BTreeSet<(u32, StepId)> = BTreeSet::new();
-    let mut last_stop = None;
-    let mut accepted = BTreeSet::new();
-    // Whether the last planner answer was acted on (accepted, rejected, or it ended the run).
-    let mut answered = true;
+    let mut reading = Reading::new(prices);
     for r in records {
-        refused += super::refusals::refused_in(r.kind.as_str(), &r.data);
+        reading.record(r)?;
+    }
+    reading.finish(records, goal)
+}
+
+/// What the records read so far say, one record at a time.
+struct Reading<'p> {
+    prices: &'p Prices,
+    mode: Mode,
+    spent: Spent,
+    refused: u64,
+    calls: Vec<PlannerCall>,
+    revisions: Vec<Plan>,
+    steps: Vec<StepRecord>,
+    current: Option<Current>,
+    /// Steps started and not (or not truly) finished, by revision.
+    running: BTreeSet<(u32, StepId)>,
+    last_stop: Option<Value>,
+    accepted: BTreeSet<u32>,
+    /// Whether the last planner answer was acted on (accepted, rejected, or it ended the run).
+    answered: bool,
+}
+
+impl<'p> Reading<'p> {
+    fn new(prices: &'p Prices) -> Reading<'p> {
+        Reading {
+            prices,
+            mode: Mode::PlanThenExecute,
+            spent: Spent::default(),
+            refused: 0,
+            calls: Vec::new(),
+            revisions: Vec::new(),
+            steps: Vec::new(),
+            current: None,
+            running: BTreeSet::new(),
+            last_stop: None,
+            accepted: BTreeSet::new(),
+            answered: true,
+        }
+    }
+
+    fn record(&mut self, r: &Record) -> Result<(), ResumeError> {
+        self.refused += super::refusals::refused_in(r.kind.as_str(), &r.data);
         if matches!(
             r.kind,
             Kind::PlanAccepted | Kind::PlanRejected | Kind::Stopped
         ) {
-            answered = true;
+            self.answered = true;
         }
         match r.kind {
             Kind::RunStarted => {
                 if let Some(m) = r.data.get("mode") {
-                    mode = Mode::deserialize(m).map_err(|e| bad(r, e))?;
+                    self.mode = Mode::deserialize(m).map_err(|e| bad(r, e))?;
                 }
             }
             Kind::PlannerCalled => {
                 let call: PlannerCall = parse(r)?;
-                spent.planner_calls += 1;
-                charge(&mut spent, &call.usage(), prices);
-                calls.push(call);
-                answered = false;
+                self.spent.planner_calls += 1;
+                charge(&mut self.spent, &call.usage(), self.prices);
+                self.calls.push(call);
+                self.answered = false;
             }
-            Kind::PlanAccepted => {
-                let a: Accepted = parse(r)?;
-                let plan = Plan::deserialize(serde_json::json!({
-                    "goal": a.goal, "revision": a.revision, "steps": a.steps, "answer": a.answer,
-                }))
-                .map_err(|e| bad(r, e))?;
-                accepted.insert(a.revision);
-                let turn = match calls.last().map(|c| &c.response) {
-                    Some(Reply::Turn { turn }) if mode.takes_turns() => Some(turn),
-                    _ => None,
-                };
-                let handoff = turn.is_some_and(|t| t.handoff.is_some());
-                // An edited plan is accepted again after its approval: it stays approved.
-                let approved = match &current {
-                    Some(c) if c.plan.revision == plan.revision && c.approved => true,
-                    _ => mode.takes_turns() && !handoff,
-                };
-                if mode.takes_turns() || approved {
-                    revisions.retain(|p| p.revision != plan.revision);
-                    revisions.push(plan.clone());
-                }
-                current = Some(Current {
-                    plan,
-                    approved,
-                    handoff,
-                    confidence: turn.map_or(1.0, |t| t.confidence),
-                    unfinished: Vec::new(),
-                });
-            }
-            Kind::Approval => {
-                let d = &r.data;
-                let subject_plan = d.get("subject").and_then(Value::as_str) == Some("plan");
-                // An edit that waits for its confirmation is not yet a yes.
-                let confirming = d.get("then").and_then(Value::as_str) == Some("confirm");
-                let yes = match d.get("decision").and_then(Value::as_str) {
-                    Some("approve") => true,
-                    Some("edit") => !confirming,
-                    _ => false,
-                };
-                let rev = d.get("revision").and_then(Value::as_u64);
-                if let Some(c) = current
-                    .as_mut()
-                    .filter(|c| subject_plan && yes && rev == Some(u64::from(c.plan.revision)))
-                {
-                    c.approved = true;
-                    if !revisions.iter().any(|p| p.revision == c.plan.revision) {
-                        revisions.push(c.plan.clone());
-                    }
-                }
-            }
+            Kind::PlanAccepted => self.plan_accepted(r)?,
+            Kind::Approval => self.approval(&r.data),
             Kind::StepStarted => {
                 let s: Started = parse(r)?;
-                spent.steps += 1;
-                running.insert((s.revision, s.id));
+                self.spent.steps += 1;
+                self.running.insert((s.revision, s.id));
             }
-            Kind::StepFinished => {
-                let rec: StepRecord = parse(r)?;
-                spent.fuel += rec.fuel;
-                // An extraction's model call, charged like a planner call.
-                if let Some(m) = &rec.model_call {
-                    charge(&mut spent, &Usage::from(m), prices);
-                }
-                running.remove(&(rec.revision, rec.id.clone()));
-                // A step a cancellation cut off did not finish: it is decided on like
-                // one a crash cut off.
-                if rec.error.as_ref().is_some_and(|e| e.kind == "cancelled") {
-                    running.insert((rec.revision, rec.id.clone()));
-                    continue;
-                }
-                steps.push(rec);
-            }
-            Kind::Stopped => last_stop = Some(r.data.clone()),
+            Kind::StepFinished => self.step_finished(parse(r)?),
+            Kind::Stopped => self.last_stop = Some(r.data.clone()),
             Kind::PlanRejected | Kind::Resumed | Kind::Blob | Kind::ClientConnected => {}
         }
+        Ok(())
     }
-    if let Some(stop) = &last_stop {
-        let reason = stop.get("reason").and_then(Value::as_str).unwrap_or("");
-        let ended = [StopReason::Completed, StopReason::PlannerStopped]
-            .iter()
-            .any(|s| serde_json::json!(s)["reason"] == reason);
-        if ended {
-            return Err(ResumeError::Finished {
-                reason: reason.to_string(),
-            });
+
+    /// A plan revision becomes the current one; it counts among the revisions once it is
+    /// approved (a step-wise turn needs no approval unless it hands off).
+    fn plan_accepted(&mut self, r: &Record) -> Result<(), ResumeError> {
+        let a: Accepted = parse(r)?;
+        let plan = Plan::deserialize(serde_json::json!({
+            "goal": a.goal, "revision": a.revision, "steps": a.steps, "answer": a.answer,
+        }))
+        .map_err(|e| bad(r, e))?;
+        self.accepted.insert(a.revision);
+        let mode = self.mode;
+        let turn = match self.calls.last().map(|c| &c.response) {
+            Some(Reply::Turn { turn }) if mode.takes_turns() => Some(turn),
+            _ => None,
+        };
+        let handoff = turn.is_some_and(|t| t.handoff.is_some());
+        // An edited plan is accepted again after its approval: it stays approved.
+        let approved = match &self.current {
+            Some(c) if c.plan.revision == plan.revision && c.approved => true,
+            _ => mode.takes_turns() && !handoff,
+        };
+        if mode.takes_turns() || approved {
+            self.revisions.retain(|p| p.revision != plan.revision);
+            self.revisions.push(plan.clone());
+        }
+        self.current = Some(Current {
+            plan,
+            approved,
+            handoff,
+            confidence: turn.map_or(1.0, |t| t.confidence),
+            unfinished: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// A yes to the current plan approves it.
+    fn approval(&mut self, d: &Value) {
+        let subject_plan = d.get("subject").and_then(Value::as_str) == Some("plan");
+        // An edit that waits for its confirmation is not yet a yes.
+        let confirming = d.get("then").and_then(Value::as_str) == Some("confirm");
+        let yes = match d.get("decision").and_then(Value::as_str) {
+            Some("approve") => true,
+            Some("edit") => !confirming,
+            _ => false,
+        };
+        let rev = d.get("revision").and_then(Value::as_u64);
+        if let Some(c) = self
+            .current
+            .as_mut()
+            .filter(|c| subject_plan && yes && rev == Some(u64::from(c.plan.revision)))
+        {
+            c.approved = true;
+            if !self.revisions.iter().any(|p| p.revision == c.plan.revision) {
+                self.revisions.push(c.plan.clone());
+            }
         }
     }
-    if let Some(c) = current.as_mut() {
-        c.unfinished = running
-            .iter()
-            .filter(|(rev, _)| *rev == c.plan.revision)
-            .map(|(_, id)| id.clone())
-            .collect();
+
+    fn step_finished(&mut self, rec: StepRecord) {
+        self.spent.fuel += rec.fuel;
+        // An extraction's model call, charged like a planner call.
+        if let Some(m) = &rec.model_call {
+            charge(&mut self.spent, &Usage::from(m), self.prices);
+        }
+        self.running.remove(&(rec.revision, rec.id.clone()));
+        // A step a cancellation cut off did not finish: it is decided on like
+        // one a crash cut off.
+        if rec.error.as_ref().is_some_and(|e| e.kind == "cancelled") {
+            self.running.insert((rec.revision, rec.id.clone()));
+            return;
+        }
+        self.steps.push(rec);
     }
-    spent.replans = if mode == Mode::PlanThenExecute {
-        u32::try_from(accepted.len().saturating_sub(1)).unwrap_or(u32::MAX)
-    } else {
-        0
-    };
-    spent.wall = wall(records);
-    let pending = if answered {
-        None
-    } else {
-        calls.last().cloned()
-    };
-    Ok(Resumable {
-        checkpoint: Checkpoint {
-            goal: goal.to_string(),
-            spent,
-            records: steps,
-            revisions,
-            calls,
-            current,
-            pending,
+
+    /// The checkpoint, unless the run already ended.
+    fn finish(self, records: &[Record], goal: &str) -> Result<Resumable, ResumeError> {
+        let Reading {
+            mode,
+            mut spent,
             refused,
-        },
-        mode,
-        last_stop,
-    })
+            calls,
+            revisions,
+            steps,
+            mut current,
+            running,
+            last_stop,
+            accepted,
+            answered,
+            ..
+        } = self;
+        if let Some(stop) = &last_stop {
+            let reason = stop.get("reason").and_then(Value::as_str).unwrap_or("");
+            let ended = [StopReason::Completed, StopReason::PlannerStopped]
+                .iter()
+                .any(|s| serde_json::json!(s)["reason"] == reason);
+            if ended {
+                return Err(ResumeError::Finished {
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        if let Some(c) = current.as_mut() {
+            c.unfinished = running
+                .iter()
+                .filter(|(rev, _)| *rev == c.plan.revision)
+                .map(|(_, id)| id.clone())
+                .collect();
+        }
+        spent.replans = if mode == Mode::PlanThenExecute {
+            u32::try_from(accepted.len().saturating_sub(1)).unwrap_or(u32::MAX)
+        } else {
+            0
+        };
+        spent.wall = wall(records);
+        let pending = if answered {
+            None
+        } else {
+            calls.last().cloned()
+        };
+        Ok(Resumable {
+            checkpoint: Checkpoint {
+                goal: goal.to_string(),
+                spent,
+                records: steps,
+                revisions,
+                calls,
+                current,
+                pending,
+                refused,
+            },
+            mode,
+            last_stop,
+        })
+    }
 }
 
 /// Adds the tokens and cost of `usage` (and of every call it includes) to `spent`.

@@ -67,28 +67,11 @@ fn event(e: &Value) -> String {
     s
 }
 
+/// The timeline lines of one record.
 fn line(r: &Record) -> Vec<String> {
     let d = &r.data;
     match r.kind {
-        Kind::RunStarted => {
-            let tools: Vec<String> = d
-                .get("tools")
-                .and_then(Value::as_object)
-                .map(|t| {
-                    t.iter()
-                        .map(|(n, f)| format!("{n} {:.12}", text(f, "sha256")))
-                        .collect()
-                })
-                .unwrap_or_default();
-            vec![
-                format!("start     {} ({})", text(d, "goal"), text(d, "mode")),
-                format!(
-                    "          policy {:.12} · tools: {}",
-                    d.get("policy").map_or("?", |p| text(p, "sha256")),
-                    tools.join(", ")
-                ),
-            ]
-        }
+        Kind::RunStarted => run_started(d),
         Kind::PlannerCalled => vec![format!(
             "planner   {} → {} · {} in / {} out tokens · {}",
             text(d, "model"),
@@ -97,47 +80,9 @@ fn line(r: &Record) -> Vec<String> {
             num(d, "output_tokens"),
             ms(num(d, "latency_us"))
         )],
-        Kind::PlanAccepted => {
-            let order: Vec<String> = d
-                .get("order")
-                .and_then(Value::as_array)
-                .map(|o| o.iter().map(short).collect())
-                .unwrap_or_default();
-            vec![format!(
-                "plan r{}   {} step(s): {}",
-                num(d, "revision"),
-                order.len(),
-                order.join(", ")
-            )]
-        }
-        Kind::PlanRejected => {
-            let problems = d.get("problems").and_then(Value::as_array);
-            let mut v = vec![format!(
-                "rejected  {} problem(s)",
-                problems.map_or(0, Vec::len)
-            )];
-            v.extend(
-                problems
-                    .into_iter()
-                    .flatten()
-                    .map(|p| format!("          - {}", text(p, "message"))),
-            );
-            v
-        }
-        Kind::Approval => {
-            let subject = match text(d, "subject") {
-                "step" => format!("step {}", text(d, "step")),
-                _ => format!("plan r{}", num(d, "revision")),
-            };
-            let reason = d
-                .get("reason")
-                .and_then(Value::as_str)
-                .map_or_else(String::new, |r| format!(": {r}"));
-            vec![format!(
-                "approval  {subject}: {}{reason}",
-                text(d, "decision")
-            )]
-        }
+        Kind::PlanAccepted => plan_accepted(d),
+        Kind::PlanRejected => plan_rejected(d),
+        Kind::Approval => approval(d),
         Kind::StepStarted => vec![format!(
             "▶ {}  {}.{} {}",
             text(d, "id"),
@@ -145,37 +90,7 @@ fn line(r: &Record) -> Vec<String> {
             text(d, "operation"),
             d.get("args").map(short).unwrap_or_default()
         )],
-        Kind::StepFinished => {
-            let (mark, tail) = match text(d, "status") {
-                "succeeded" => (
-                    "✔",
-                    format!("→ {}", d.get("output").map(short).unwrap_or_default()),
-                ),
-                "skipped" => ("↷", String::new()),
-                _ => (
-                    "✘",
-                    d.get("error").map_or_else(String::new, |e| {
-                        format!("[{}] {}", text(e, "kind"), text(e, "message"))
-                    }),
-                ),
-            };
-            let mut v = vec![format!(
-                "{mark} {}  {}.{} · {} · fuel {} {tail}",
-                text(d, "id"),
-                text(d, "tool"),
-                text(d, "operation"),
-                ms(num(d, "duration_us")),
-                num(d, "fuel"),
-            )];
-            v.extend(
-                d.get("events")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .map(|e| format!("          {}", event(e))),
-            );
-            v
-        }
+        Kind::StepFinished => step_finished(d),
         Kind::ClientConnected => vec![format!(
             "client    {} (protocol {})",
             text(d, "client"),
@@ -186,45 +101,152 @@ fn line(r: &Record) -> Vec<String> {
             text(d, "sha256"),
             num(d, "bytes")
         )],
-        Kind::Resumed => {
-            let mut v = vec![format!("resumed   after record {}", num(d, "after_record"))];
-            if let Some(t) = d.get("torn").filter(|t| !t.is_null()) {
-                v.push(format!(
-                    "          torn line {} dropped ({} bytes)",
-                    num(t, "line"),
-                    num(t, "bytes")
-                ));
-            }
-            for key in ["rerun", "abandon"] {
-                let ids: Vec<&str> = d
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                if !ids.is_empty() {
-                    v.push(format!("          {key}: {}", ids.join(", ")));
-                }
-            }
-            v
-        }
-        Kind::Stopped => {
-            let detail: Vec<String> = d
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "answer"))
-                .map(|(_, v)| short(v))
-                .collect();
-            let detail = if detail.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", detail.join(", "))
-            };
-            vec![format!("stop      {}{detail}", text(d, "reason"))]
+        Kind::Resumed => resumed(d),
+        Kind::Stopped => stopped(d),
+    }
+}
+
+/// The run's goal and mode, then its policy and tools by digest.
+fn run_started(d: &Value) -> Vec<String> {
+    let tools: Vec<String> = d
+        .get("tools")
+        .and_then(Value::as_object)
+        .map(|t| {
+            t.iter()
+                .map(|(n, f)| format!("{n} {:.12}", text(f, "sha256")))
+                .collect()
+        })
+        .unwrap_or_default();
+    vec![
+        format!("start     {} ({})", text(d, "goal"), text(d, "mode")),
+        format!(
+            "          policy {:.12} · tools: {}",
+            d.get("policy").map_or("?", |p| text(p, "sha256")),
+            tools.join(", ")
+        ),
+    ]
+}
+
+/// A plan revision and its steps in order.
+fn plan_accepted(d: &Value) -> Vec<String> {
+    let order: Vec<String> = d
+        .get("order")
+        .and_then(Value::as_array)
+        .map(|o| o.iter().map(short).collect())
+        .unwrap_or_default();
+    vec![format!(
+        "plan r{}   {} step(s): {}",
+        num(d, "revision"),
+        order.len(),
+        order.join(", ")
+    )]
+}
+
+/// A rejected plan and each of its problems.
+fn plan_rejected(d: &Value) -> Vec<String> {
+    let problems = d.get("problems").and_then(Value::as_array);
+    let mut v = vec![format!(
+        "rejected  {} problem(s)",
+        problems.map_or(0, Vec::len)
+    )];
+    v.extend(
+        problems
+            .into_iter()
+            .flatten()
+            .map(|p| format!("          - {}", text(p, "message"))),
+    );
+    v
+}
+
+/// An approver's decision on a step or a plan.
+fn approval(d: &Value) -> Vec<String> {
+    let subject = match text(d, "subject") {
+        "step" => format!("step {}", text(d, "step")),
+        _ => format!("plan r{}", num(d, "revision")),
+    };
+    let reason = d
+        .get("reason")
+        .and_then(Value::as_str)
+        .map_or_else(String::new, |r| format!(": {r}"));
+    vec![format!(
+        "approval  {subject}: {}{reason}",
+        text(d, "decision")
+    )]
+}
+
+/// A finished step: its mark, cost and result, then each capability decision.
+fn step_finished(d: &Value) -> Vec<String> {
+    let (mark, tail) = match text(d, "status") {
+        "succeeded" => (
+            "✔",
+            format!("→ {}", d.get("output").map(short).unwrap_or_default()),
+        ),
+        "skipped" => ("↷", String::new()),
+        _ => (
+            "✘",
+            d.get("error").map_or_else(String::new, |e| {
+                format!("[{}] {}", text(e, "kind"), text(e, "message"))
+            }),
+        ),
+    };
+    let mut v = vec![format!(
+        "{mark} {}  {}.{} · {} · fuel {} {tail}",
+        text(d, "id"),
+        text(d, "tool"),
+        text(d, "operation"),
+        ms(num(d, "duration_us")),
+        num(d, "fuel"),
+    )];
+    v.extend(
+        d.get("events")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|e| format!("          {}", event(e))),
+    );
+    v
+}
+
+/// Where a resume carried on, the torn line it dropped, the steps it reran or abandoned.
+fn resumed(d: &Value) -> Vec<String> {
+    let mut v = vec![format!("resumed   after record {}", num(d, "after_record"))];
+    if let Some(t) = d.get("torn").filter(|t| !t.is_null()) {
+        v.push(format!(
+            "          torn line {} dropped ({} bytes)",
+            num(t, "line"),
+            num(t, "bytes")
+        ));
+    }
+    for key in ["rerun", "abandon"] {
+        let ids: Vec<&str> = d
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !ids.is_empty() {
+            v.push(format!("          {key}: {}", ids.join(", ")));
         }
     }
+    v
+}
+
+/// Why the run stopped, with the stop record's details.
+fn stopped(d: &Value) -> Vec<String> {
+    let detail: Vec<String> = d
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "answer"))
+        .map(|(_, v)| short(v))
+        .collect();
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", detail.join(", "))
+    };
+    vec![format!("stop      {}{detail}", text(d, "reason"))]
 }
 
 /// The timeline: a header, one or more lines per record with its offset from the start,

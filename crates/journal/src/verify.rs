@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::blob::{BlobProblem, Resolver};
 use super::{GENESIS, JournalError, Kind, Record};
-use toolhost_runtime::cache::sha256_hex;
+use crate::chain::sha256_hex;
 
 /// The first thing wrong with a journal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -195,24 +195,9 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
         .iter()
         .map(|l| serde_json::from_slice::<Record>(l).map_err(|e| e.to_string()))
         .collect();
-    if let Err(reason) = &parsed[0] {
-        // A crash during the very first write leaves the start of a record; anything
-        // else on line 1 means this file was never a journal.
-        let torn_start = unterminated && lines.len() == 1 && lines[0].starts_with(FIRST_LINE);
-        if !torn_start {
-            let reason = reason.clone();
-            return (
-                records,
-                head_hash,
-                Some(ChainProblem::NotAJournal { reason }),
-            );
-        }
+    if let Some(problem) = not_a_journal(lines, &parsed, unterminated) {
+        return (records, head_hash, Some(problem));
     }
-    let first_line_of = |seq: u64| {
-        parsed
-            .iter()
-            .position(|r| r.as_ref().is_ok_and(|r| r.seq == seq))
-    };
     let mut blobs = Resolver::default();
     // The line of a `stopped` record that ended the run for good, and its reason.
     let mut ended: Option<(usize, String)> = None;
@@ -244,47 +229,13 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
                 );
             }
         };
-        let expected = line as u64;
-        if rec.seq != expected {
-            let found = rec.seq;
-            let problem = if found < expected {
-                match first_line_of(found) {
-                    Some(first) if first < i => ChainProblem::Duplicate {
-                        line,
-                        found,
-                        first: first + 1,
-                    },
-                    _ => ChainProblem::Reordered { line, found },
-                }
-            } else if first_line_of(expected).is_some() {
-                ChainProblem::Reordered { line, found }
-            } else {
-                let missing = if found == expected + 1 {
-                    expected.to_string()
-                } else {
-                    format!("{expected}..={}", found - 1)
-                };
-                ChainProblem::Missing {
-                    line,
-                    missing,
-                    found,
-                }
-            };
+        if rec.seq != line as u64 {
+            let problem = out_of_sequence(&parsed, i, rec.seq);
             return (records, head_hash, Some(problem));
         }
         let want_prev = head_hash.clone().unwrap_or_else(|| GENESIS.to_string());
         if rec.prev != want_prev {
-            let problem = if i == 0 {
-                ChainProblem::BadStart { found: rec.prev }
-            } else {
-                ChainProblem::Modified {
-                    line: i,
-                    seq: expected - 1,
-                    next: line,
-                    actual: want_prev,
-                    recorded: rec.prev,
-                }
-            };
+            let problem = broken_link(line, want_prev, rec.prev);
             return (records, head_hash, Some(problem));
         }
         if i == 0 && rec.kind != Kind::RunStarted {
@@ -308,6 +259,72 @@ fn check(lines: &[&[u8]], unterminated: bool, head: Option<&str>) -> Checked {
     }
     let problem = head_mismatch(head, &head_hash, lines.len());
     (records, head_hash, problem)
+}
+
+/// Why line 1 shows this file was never a journal, if it does: a crash during the very
+/// first write leaves the start of a record, anything else there that is not a record
+/// means it never was one.
+fn not_a_journal(
+    lines: &[&[u8]],
+    parsed: &[Result<Record, String>],
+    unterminated: bool,
+) -> Option<ChainProblem> {
+    let reason = parsed[0].as_ref().err()?;
+    let torn_start = unterminated && lines.len() == 1 && lines[0].starts_with(FIRST_LINE);
+    (!torn_start).then(|| ChainProblem::NotAJournal {
+        reason: reason.clone(),
+    })
+}
+
+/// What a record numbered `found` on line `i + 1` means: a copy of an earlier line, lines
+/// that changed places, or lines taken out.
+fn out_of_sequence(parsed: &[Result<Record, String>], i: usize, found: u64) -> ChainProblem {
+    let line = i + 1;
+    let expected = line as u64;
+    let first_line_of = |seq: u64| {
+        parsed
+            .iter()
+            .position(|r| r.as_ref().is_ok_and(|r| r.seq == seq))
+    };
+    if found < expected {
+        match first_line_of(found) {
+            Some(first) if first < i => ChainProblem::Duplicate {
+                line,
+                found,
+                first: first + 1,
+            },
+            _ => ChainProblem::Reordered { line, found },
+        }
+    } else if first_line_of(expected).is_some() {
+        ChainProblem::Reordered { line, found }
+    } else {
+        let missing = if found == expected + 1 {
+            expected.to_string()
+        } else {
+            format!("{expected}..={}", found - 1)
+        };
+        ChainProblem::Missing {
+            line,
+            missing,
+            found,
+        }
+    }
+}
+
+/// Line `line` does not name the hash of the line before it (`actual`, or the genesis
+/// hash for line 1) but `recorded`: the line before was changed, or the start was.
+fn broken_link(line: usize, actual: String, recorded: String) -> ChainProblem {
+    if line == 1 {
+        ChainProblem::BadStart { found: recorded }
+    } else {
+        ChainProblem::Modified {
+            line: line - 1,
+            seq: line as u64 - 1,
+            next: line,
+            actual,
+            recorded,
+        }
+    }
 }
 
 fn blob_problem(line: usize, p: BlobProblem) -> ChainProblem {

@@ -15,11 +15,15 @@ use super::blob::{self, Encoder};
 use super::lock::{RunLock, lock_path};
 use super::redact::Redactor;
 use super::store::{FileStore, Store};
-use super::verify::Verified;
-use super::{ChainProblem, GENESIS, JournalError, Kind, Record, runs_dir, time};
+
+use super::{GENESIS, JournalError, Kind, Record, runs_dir, time};
+use crate::chain::sha256_hex;
 use toolhost_engine::budget::Budgets;
 use toolhost_engine::planner::Mode;
-use toolhost_runtime::cache::sha256_hex;
+
+pub use reopen::{Reopened, Torn};
+
+mod reopen;
 
 /// A file a run depends on, by content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -52,21 +56,6 @@ pub struct RunStart {
     pub max_parallel: usize,
     /// The run this one replays (`toolhost replay`).
     pub replay_of: Option<String>,
-}
-
-/// A reopened journal's records, and the torn last line cut off it.
-#[derive(Debug, Clone)]
-pub struct Reopened {
-    pub records: Vec<Record>,
-    pub torn: Option<Torn>,
-}
-
-/// A torn last line: where it was, how many bytes were cut, and why it counted as torn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Torn {
-    pub line: usize,
-    pub bytes: usize,
-    pub why: String,
 }
 
 /// Appends a run's records. Cheap to clone: clones write to the same store, in order.
@@ -343,126 +332,6 @@ impl Journal {
             Some(e) => Err(e),
             None => Ok(journal),
         }
-    }
-
-    /// Opens the journal `v` (verified by the caller under `lock`, which it keeps) to carry
-    /// its run on: the chain must verify, except for a torn last line (the run was killed
-    /// mid-write), which is cut off and returned so the caller can record it.
-    pub fn reopen(
-        lock: RunLock,
-        v: Verified,
-        redactor: Redactor,
-    ) -> Result<(Journal, Reopened), JournalError> {
-        let path = v.path.clone();
-        let shown = || path.display().to_string();
-        let mut torn = None;
-        match v.problem {
-            None => {}
-            Some(ChainProblem::Torn { line, why }) if line > 1 => {
-                let bytes = std::fs::read(&path).map_err(|e| JournalError::Read {
-                    path: shown(),
-                    reason: e.to_string(),
-                })?;
-                // The intact lines end at the newline before the torn one.
-                let keep = bytes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, b)| **b == b'\n')
-                    .nth(line - 2)
-                    .map_or(0, |(i, _)| i + 1);
-                let cut = bytes.len() - keep;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .and_then(|f| {
-                        f.set_len(keep as u64)?;
-                        f.sync_all()
-                    })
-                    .map_err(|e| JournalError::Write {
-                        path: shown(),
-                        reason: e.to_string(),
-                    })?;
-                torn = Some(Torn {
-                    line,
-                    bytes: cut,
-                    why,
-                });
-            }
-            Some(problem) => {
-                return Err(JournalError::Broken {
-                    path: shown(),
-                    problem,
-                });
-            }
-        }
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .and_then(|f| Ok((f.metadata()?.len(), f)))
-            .map_err(|e| JournalError::Write {
-                path: shown(),
-                reason: e.to_string(),
-            });
-        let (len, file) = file?;
-        let writer = Writer {
-            store: Box::new(FileStore::new(file, &path, len, lock)),
-            seq: v.records.len() as u64,
-            prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
-            redactor,
-            blobs: Encoder::after(&v.records),
-            error: None,
-        };
-        let journal = Journal {
-            inner: Arc::new(Mutex::new(writer)),
-            id: super::run_id(&path),
-            path: path.clone(),
-        };
-        Ok((
-            journal,
-            Reopened {
-                records: v.records,
-                torn,
-            },
-        ))
-    }
-
-    /// Opens the journal of run `v` (verified by the caller, who opened `store` as the
-    /// run's one writer: a database's store under a fresh claim of the run's lease, say) to
-    /// carry the run on. The chain must verify whole: a store whose appends are atomic has
-    /// no torn line to cut off, so any problem is damage and nothing is appended after it.
-    pub fn reopen_in(
-        store: Box<dyn Store>,
-        v: Verified,
-        redactor: Redactor,
-    ) -> Result<(Journal, Reopened), JournalError> {
-        if let Some(problem) = v.problem {
-            return Err(JournalError::Broken {
-                path: store.location(),
-                problem,
-            });
-        }
-        let id = super::resume::recorded_id(&v.records).to_string();
-        let path = PathBuf::from(store.location());
-        let writer = Writer {
-            store,
-            seq: v.records.len() as u64,
-            prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
-            redactor,
-            blobs: Encoder::after(&v.records),
-            error: None,
-        };
-        let journal = Journal {
-            inner: Arc::new(Mutex::new(writer)),
-            id,
-            path,
-        };
-        Ok((
-            journal,
-            Reopened {
-                records: v.records,
-                torn: None,
-            },
-        ))
     }
 
     /// Records (synced) that the run is carried on.

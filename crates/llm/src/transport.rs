@@ -2,6 +2,7 @@
 //! jitter on 429, 5xx, connection errors and timeouts, `Retry-After` honoured (seconds or
 //! an HTTP-date), and all of it inside a deadline (the run's remaining wall time).
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -199,48 +200,9 @@ impl Http {
                 return Err(LlmError::WallTime { attempts: attempt });
             }
             let timeout = self.policy.timeout.min(left);
-            let exchange = async {
-                let resp = self
-                    .client
-                    .post(url)
-                    .headers(map.clone())
-                    .json(body)
-                    .timeout(timeout)
-                    .send()
-                    .await?;
-                let status = resp.status();
-                let retry_after = retry_after(resp.headers());
-                Ok::<_, reqwest::Error>((status, retry_after, resp.text().await))
-            };
-            let sent = self.watch_slow(exchange, attempt + 1, timeout).await;
-            let (why, retry_after) = match sent {
-                Ok((status, retry_after, text)) => match text {
-                    Ok(text) if status.is_success() => {
-                        return serde_json::from_str(&text).map(Ok).map_err(|e| {
-                            LlmError::Response(format!(
-                                "the response body is not JSON ({e}): {}",
-                                self.redact(&cut(&text))
-                            ))
-                        });
-                    }
-                    Ok(text) if status.as_u16() == 429 || status.is_server_error() => {
-                        (format!("{status}: {}", cut(&text)), retry_after)
-                    }
-                    Ok(text) => {
-                        return Ok(Err(Rejected {
-                            status: status.as_u16(),
-                            body: self.redact(&cut(&text)),
-                        }));
-                    }
-                    Err(e) => (format!("{status}, then reading the body: {e}"), None),
-                },
-                Err(e) if e.is_timeout() => {
-                    (format!("no answer within {} ms", timeout.as_millis()), None)
-                }
-                Err(e) if e.is_connect() || e.is_request() || e.is_body() => {
-                    (format!("connection failed: {e}"), None)
-                }
-                Err(e) => return Err(LlmError::Client(self.redact(&e.to_string()))),
+            let (why, retry_after) = match self.exchange(url, &map, body, attempt, timeout).await {
+                ControlFlow::Break(done) => return done,
+                ControlFlow::Continue(retry) => retry,
             };
             if attempt >= self.policy.max_retries {
                 return Err(LlmError::Retries {
@@ -268,6 +230,65 @@ impl Http {
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
+    }
+
+    /// One attempt, within `timeout`: `Break` with what [`Self::post`] returns (the parsed
+    /// 2xx body, a non-retryable status, or an error no retry can help), `Continue` with
+    /// why it may be retried (a 429, a 5xx, a timeout, a failed connection) and the wait
+    /// the server asked for.
+    async fn exchange(
+        &self,
+        url: &str,
+        map: &HeaderMap,
+        body: &Value,
+        attempt: u32,
+        timeout: Duration,
+    ) -> ControlFlow<Result<Result<Value, Rejected>, LlmError>, (String, Option<Duration>)> {
+        let exchange = async {
+            let resp = self
+                .client
+                .post(url)
+                .headers(map.clone())
+                .json(body)
+                .timeout(timeout)
+                .send()
+                .await?;
+            let status = resp.status();
+            let retry_after = retry_after(resp.headers());
+            Ok::<_, reqwest::Error>((status, retry_after, resp.text().await))
+        };
+        let sent = self.watch_slow(exchange, attempt + 1, timeout).await;
+        ControlFlow::Continue(match sent {
+            Ok((status, retry_after, text)) => match text {
+                Ok(text) if status.is_success() => {
+                    return ControlFlow::Break(serde_json::from_str(&text).map(Ok).map_err(|e| {
+                        LlmError::Response(format!(
+                            "the response body is not JSON ({e}): {}",
+                            self.redact(&cut(&text))
+                        ))
+                    }));
+                }
+                Ok(text) if status.as_u16() == 429 || status.is_server_error() => {
+                    (format!("{status}: {}", cut(&text)), retry_after)
+                }
+                Ok(text) => {
+                    return ControlFlow::Break(Ok(Err(Rejected {
+                        status: status.as_u16(),
+                        body: self.redact(&cut(&text)),
+                    })));
+                }
+                Err(e) => (format!("{status}, then reading the body: {e}"), None),
+            },
+            Err(e) if e.is_timeout() => {
+                (format!("no answer within {} ms", timeout.as_millis()), None)
+            }
+            Err(e) if e.is_connect() || e.is_request() || e.is_body() => {
+                (format!("connection failed: {e}"), None)
+            }
+            Err(e) => {
+                return ControlFlow::Break(Err(LlmError::Client(self.redact(&e.to_string()))));
+            }
+        })
     }
 
     /// Awaits `exchange`, telling [`Waiting::Slow`] every [`SLOW_EVERY`] it has no answer.

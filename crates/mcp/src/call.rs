@@ -5,6 +5,7 @@
 //! place in the budget or its queue at once: a fuel-metered guest yields about every
 //! millisecond, so a spinning tool stops within one yield of the cancellation.
 
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use rmcp::model::{CallToolResult, MetaObject, ProgressNotificationParam, Progres
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
+use toolhost_runtime::CallOutcome;
 
 use crate::catalog::Entry;
 use crate::shared::Shared;
@@ -36,22 +38,11 @@ pub(crate) async fn call(
         args: &args,
         effects: entry.effects,
     };
-    let record = || shared.sink.started(&start);
-    // An effectful call's record is synced before it runs: off the async workers when
-    // the runtime has others to carry on with.
-    let recorded = if start.effects
-        && tokio::runtime::Handle::current().runtime_flavor()
-            == tokio::runtime::RuntimeFlavor::MultiThread
-    {
-        tokio::task::block_in_place(record)
-    } else {
-        record()
-    };
-    recorded.map_err(|e| broke(shared, e))?;
+    record_start(shared, &start)?;
     let limits = &entry.section.limits;
     // Boxed, not `tokio::pin!`ed: dropping a stack pin drops only the `Pin<&mut _>`, and
     // the future (with its store and pool slot) would live until this function returns.
-    let mut run = Box::pin(shared.gate.call(
+    let run = Box::pin(shared.gate.call(
         &shared.rt,
         &entry.section,
         &entry.tool,
@@ -59,36 +50,10 @@ pub(crate) async fn call(
         &args,
         limits,
     ));
-    let token = ctx.meta.get_progress_token();
     let every = shared.config.progress_every;
-    let started = Instant::now();
-    // A call without a progress token gets no ticker at all (the per-call path stays lean).
-    let mut ticks = token.as_ref().map(|_| {
-        let mut t = tokio::time::interval_at((started + every).into(), every);
-        // Ticks missed under load are skipped, not sent in a burst: each report says more
-        // time has passed than the last.
-        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        t
-    });
-    let mut reported = Duration::ZERO;
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut run => break Some(outcome),
-            () = ctx.ct.cancelled() => break None,
-            _ = async { ticks.as_mut().expect("checked by the guard").tick().await }, if ticks.is_some() => {
-                let ran = started.elapsed();
-                if ran.as_millis() > reported.as_millis() {
-                    reported = ran;
-                    let token = token.clone().expect("a ticker only with a token");
-                    progress(&ctx.peer, token, ran, limits.timeout).await;
-                }
-            }
-        }
-    };
-    let Some(outcome) = outcome else {
-        // The call's future is dropped here, before the sink hears of it: the sandbox is
-        // gone by the time the cancellation is recorded.
-        drop(run);
+    // The call's future is dropped when this returns, before the sink hears how it ended:
+    // the sandbox of a cancelled call is gone by the time the cancellation is recorded.
+    let Some(outcome) = race(run, &ctx, every, limits.timeout).await else {
         shared
             .sink
             .finished(&start, CallEnd::Cancelled)
@@ -99,6 +64,67 @@ pub(crate) async fn call(
         .sink
         .finished(&start, CallEnd::Finished(&outcome))
         .map_err(|e| broke(shared, e))?;
+    answer(name, entry, outcome, &ctx)
+}
+
+/// Tells the sink a call starts. An effectful call's record is synced before it runs: off
+/// the async workers when the runtime has others to carry on with.
+fn record_start(shared: &Shared, start: &CallStart<'_>) -> Result<(), ErrorData> {
+    let record = || shared.sink.started(start);
+    let recorded = if start.effects
+        && tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::MultiThread
+    {
+        tokio::task::block_in_place(record)
+    } else {
+        record()
+    };
+    recorded.map_err(|e| broke(shared, e))
+}
+
+/// Runs the call to its end, reporting progress every `every` when the request asked for
+/// it; `None` when the request was cancelled first.
+async fn race<F: Future>(
+    mut run: Pin<Box<F>>,
+    ctx: &RequestContext<RoleServer>,
+    every: Duration,
+    deadline: Duration,
+) -> Option<F::Output> {
+    let token = ctx.meta.get_progress_token();
+    let started = Instant::now();
+    // A call without a progress token gets no ticker at all (the per-call path stays lean).
+    let mut ticks = token.as_ref().map(|_| {
+        let mut t = tokio::time::interval_at((started + every).into(), every);
+        // Ticks missed under load are skipped, not sent in a burst: each report says more
+        // time has passed than the last.
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        t
+    });
+    let mut reported = Duration::ZERO;
+    loop {
+        tokio::select! {
+            outcome = &mut run => break Some(outcome),
+            () = ctx.ct.cancelled() => break None,
+            _ = async { ticks.as_mut().expect("checked by the guard").tick().await }, if ticks.is_some() => {
+                let ran = started.elapsed();
+                if ran.as_millis() > reported.as_millis() {
+                    reported = ran;
+                    let token = token.clone().expect("a ticker only with a token");
+                    progress(&ctx.peer, token, ran, deadline).await;
+                }
+            }
+        }
+    }
+}
+
+/// The call's result for the client: its output (or its error, as the client's protocol
+/// version shows errors), with the call's fuel, time and memory in the result's `_meta`.
+fn answer(
+    name: &str,
+    entry: &Entry,
+    outcome: CallOutcome,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
     let report = &outcome.report;
     let meta = MetaObject(
         json!({"dev.toolhost/report": {

@@ -16,10 +16,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use toolhost_listen::{ConnLimits, Deadline, LimitError};
-use toolhost_runtime::cache::sha256_hex;
 
 use crate::Server;
 use crate::sessions::{SessionLimits, Sessions};
@@ -39,7 +39,7 @@ type Service = StreamableHttpService<Server, Sessions>;
 #[derive(Clone)]
 pub struct Auth {
     /// SHA-256 of the token, so a comparison takes the same time whatever the guess.
-    digest: Option<String>,
+    digest: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Auth {
@@ -63,7 +63,7 @@ impl Auth {
             return Err(HttpError::EmptyToken);
         }
         Ok(Auth {
-            digest: Some(sha256_hex(token.as_bytes())),
+            digest: Some(Sha256::digest(token.as_bytes()).into()),
         })
     }
 
@@ -76,13 +76,8 @@ impl Auth {
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .map(|t| sha256_hex(t.trim().as_bytes()));
-        given.is_some_and(|g| {
-            g.bytes()
-                .zip(want.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-        })
+            .map(|t| <[u8; 32]>::from(Sha256::digest(t.trim().as_bytes())));
+        given.is_some_and(|g| g.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
     }
 }
 

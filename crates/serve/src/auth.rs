@@ -69,15 +69,9 @@ impl TokenSpec {
     }
 }
 
+/// The 32 bytes that 64 hex digits (either case) spell.
 fn decode_hex(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
+    hex::FromHex::from_hex(s).ok()
 }
 
 /// Who is calling, once the token is checked.
@@ -194,7 +188,7 @@ mod tests {
         let hash = Sha256::digest(token.as_bytes());
         TokenSpec {
             name: name.into(),
-            sha256: hash.iter().map(|b| format!("{b:02x}")).collect(),
+            sha256: hex::encode(hash),
             roles: roles.to_vec(),
         }
     }

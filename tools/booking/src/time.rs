@@ -4,28 +4,26 @@
 //! as `str(datetime)` prints them (`2024-05-13 10:00:00`).
 
 use office::py::repr;
+use office::{Date, DateTime as Naive};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DateTime {
-    pub year: i32,
-    pub month: u32,
-    pub day: u32,
-    pub hour: u32,
-    pub minute: u32,
-    pub second: u32,
-    pub micro: u32,
+    naive: Naive,
     /// The UTC offset in seconds, for an aware datetime.
-    pub offset: Option<i32>,
+    offset: Option<i32>,
 }
 
-fn days_in_month(year: i32, month: u32) -> u32 {
-    match month {
-        4 | 6 | 9 | 11 => 30,
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        _ => 31,
-    }
+/// A datetime's fields as written, before Python's range checks.
+struct Fields {
+    year: i32,
+    month: u32,
+    day: u32,
+    hour: u32,
+    minute: u32,
+    second: u32,
+    micro: u32,
+    offset: Option<i32>,
 }
 
 /// Digits only, exactly `n` of them.
@@ -81,37 +79,56 @@ fn split_offset(s: &str) -> Result<(&str, Option<i32>), ()> {
 impl DateTime {
     /// Python's `datetime.fromisoformat`, with its error message.
     pub fn from_iso(s: &str) -> Result<DateTime, String> {
-        let dt =
-            DateTime::parse(s).ok_or_else(|| format!("Invalid isoformat string: {}", repr(s)))?;
-        dt.check_ranges()?;
-        Ok(dt)
+        let invalid = || format!("Invalid isoformat string: {}", repr(s));
+        let f = Fields::parse(s).ok_or_else(invalid)?;
+        let date = Date::new(f.year, f.month, f.day)?;
+        f.check_time()?;
+        Ok(DateTime {
+            naive: date
+                .at(f.hour, f.minute, f.second, f.micro)
+                .ok_or_else(invalid)?,
+            offset: f.offset,
+        })
     }
 
-    /// Python's range checks, in its order and words: syntax first, then the fields.
-    fn check_ranges(&self) -> Result<(), String> {
-        if self.year < 1 {
-            return Err(format!("year {} is out of range", self.year));
-        }
-        if !(1..=12).contains(&self.month) {
-            return Err("month must be in 1..12".into());
-        }
-        if self.day < 1 || self.day > days_in_month(self.year, self.month) {
-            return Err("day is out of range for month".into());
-        }
-        for (v, name) in [
-            (self.hour, "hour"),
-            (self.minute, "minute"),
-            (self.second, "second"),
-        ] {
-            let max = if name == "hour" { 23 } else { 59 };
-            if v > max {
-                return Err(format!("{name} must be in 0..{max}"));
-            }
-        }
-        Ok(())
+    /// The state's form: `YYYY-MM-DDTHH:MM:SS[.ffffff][Z|±HH:MM]`, as pydantic writes it.
+    pub fn to_json(&self) -> String {
+        let offset = match self.offset {
+            None => String::new(),
+            Some(0) => "Z".into(),
+            Some(o) => offset_text(o),
+        };
+        format!("{}{offset}", self.naive)
     }
 
-    fn parse(s: &str) -> Option<DateTime> {
+    /// `str(datetime)`: a space between date and time, `+00:00` for UTC.
+    pub fn to_py_str(&self) -> String {
+        let offset = self.offset.map(offset_text).unwrap_or_default();
+        format!("{} {}{offset}", self.date_iso(), self.naive.time_iso())
+    }
+
+    pub fn date_iso(&self) -> String {
+        self.naive.date().to_string()
+    }
+
+    /// `strftime("%H:%M")`.
+    pub fn hh_mm(&self) -> String {
+        let t = self.naive.civil();
+        format!("{:02}:{:02}", t.hour(), t.minute())
+    }
+
+    /// This datetime `hours` later, across days, months and years; past year 9999 is
+    /// Python's `OverflowError`.
+    pub fn plus_hours(&self, hours: u32) -> Result<DateTime, String> {
+        Ok(DateTime {
+            naive: self.naive.plus(i64::from(hours) * 3_600_000_000)?,
+            offset: self.offset,
+        })
+    }
+}
+
+impl Fields {
+    fn parse(s: &str) -> Option<Fields> {
         if !s.is_ascii() {
             return None;
         }
@@ -137,7 +154,7 @@ impl DateTime {
             return None;
         }
         let year = year as i32;
-        let mut dt = DateTime {
+        let mut f = Fields {
             year,
             month,
             day,
@@ -148,72 +165,31 @@ impl DateTime {
             offset: None,
         };
         if rest.is_empty() {
-            return Some(dt);
+            return Some(f);
         }
         // Any one character separates the date from the time.
         let mut chars = rest.chars();
         chars.next();
         let (t, offset) = split_offset(chars.as_str()).ok()?;
-        (dt.hour, dt.minute, dt.second, dt.micro) = time(t)?;
-        dt.offset = offset;
-        Some(dt)
+        (f.hour, f.minute, f.second, f.micro) = time(t)?;
+        f.offset = offset;
+        Some(f)
     }
 
-    /// The state's form: `YYYY-MM-DDTHH:MM:SS[.ffffff][Z|±HH:MM]`, as pydantic writes it.
-    pub fn to_json(&self) -> String {
-        let offset = match self.offset {
-            None => String::new(),
-            Some(0) => "Z".into(),
-            Some(o) => offset_text(o),
-        };
-        format!("{}T{}{offset}", self.date_iso(), self.time_iso())
-    }
-
-    /// `str(datetime)`: a space between date and time, `+00:00` for UTC.
-    pub fn to_py_str(&self) -> String {
-        let offset = self.offset.map(offset_text).unwrap_or_default();
-        format!("{} {}{offset}", self.date_iso(), self.time_iso())
-    }
-
-    pub fn date_iso(&self) -> String {
-        format!("{:04}-{:02}-{:02}", self.year, self.month, self.day)
-    }
-
-    /// `time.isoformat()`: microseconds only when there are some.
-    fn time_iso(&self) -> String {
-        let hms = format!("{:02}:{:02}:{:02}", self.hour, self.minute, self.second);
-        match self.micro {
-            0 => hms,
-            us => format!("{hms}.{us:06}"),
-        }
-    }
-
-    /// `strftime("%H:%M")`.
-    pub fn hh_mm(&self) -> String {
-        format!("{:02}:{:02}", self.hour, self.minute)
-    }
-
-    /// This datetime `hours` later, across days, months and years; past year 9999 is
-    /// Python's `OverflowError`.
-    pub fn plus_hours(&self, hours: u32) -> Result<DateTime, String> {
-        let mut dt = *self;
-        dt.hour += hours;
-        while dt.hour >= 24 {
-            dt.hour -= 24;
-            dt.day += 1;
-            if dt.day > days_in_month(dt.year, dt.month) {
-                dt.day = 1;
-                dt.month += 1;
-                if dt.month > 12 {
-                    dt.month = 1;
-                    dt.year += 1;
-                }
+    /// Python's range checks, in its order and words: syntax first, then the fields (the
+    /// date's, then these).
+    fn check_time(&self) -> Result<(), String> {
+        for (v, name) in [
+            (self.hour, "hour"),
+            (self.minute, "minute"),
+            (self.second, "second"),
+        ] {
+            let max = if name == "hour" { 23 } else { 59 };
+            if v > max {
+                return Err(format!("{name} must be in 0..{max}"));
             }
         }
-        if dt.year > 9999 {
-            return Err("date value out of range".into());
-        }
-        Ok(dt)
+        Ok(())
     }
 }
 

@@ -56,7 +56,7 @@ impl Calendar {
     fn by_day(&self, day: Date) -> impl Iterator<Item = &CalendarEvent> {
         self.events
             .values()
-            .filter(move |e| e.start_time.date == day)
+            .filter(move |e| e.start_time.date() == day)
     }
 
     fn event_mut(&mut self, event_id: &str) -> Result<&mut CalendarEvent, String> {
@@ -72,7 +72,7 @@ impl Calendar {
 
     /// `get_day_calendar_events`: the events starting on `day` (`YYYY-MM-DD`).
     pub fn get_day_calendar_events(&self, day: &str) -> Result<Vec<CalendarEvent>, String> {
-        let day = strptime(day, DAY)?.date;
+        let day = strptime(day, DAY)?.date();
         Ok(self.by_day(day).cloned().collect())
     }
 
@@ -83,12 +83,15 @@ impl Calendar {
         query: &str,
         date: Option<&str>,
     ) -> Result<Vec<CalendarEvent>, String> {
-        let day = date.map(|d| strptime(d, DAY)).transpose()?.map(|t| t.date);
+        let day = date
+            .map(|d| strptime(d, DAY))
+            .transpose()?
+            .map(|t| t.date());
         let q = lower(query);
         let found: Vec<_> = self
             .events
             .values()
-            .filter(|e| day.is_none_or(|d| e.start_time.date == d))
+            .filter(|e| day.is_none_or(|d| e.start_time.date() == d))
             .filter(|e| lower(&e.title).contains(&q) || lower(&e.description).contains(&q))
             .cloned()
             .collect();
@@ -186,13 +189,17 @@ impl Calendar {
         let event = self.event_mut(event_id)?;
         let old_start = event.start_time;
         event.start_time = start;
-        event.end_time = end.unwrap_or_else(|| start.plus(event.end_time.minus(old_start)));
+        // As in Python, the start is already moved when the end overflows.
+        event.end_time = match end {
+            Some(end) => end,
+            None => start.plus(event.end_time.minus(old_start))?,
+        };
         let event = event.clone();
         let body = format!(
             "The event has been rescheduled. It will start on  {} at {} and end on {} at {}.",
-            event.start_time.date,
+            event.start_time.date(),
             event.start_time.time_iso(),
-            event.end_time.date,
+            event.end_time.date(),
             event.end_time.time_iso()
         );
         inbox.send_email(

@@ -5,39 +5,30 @@
 
 use std::fmt;
 
+use jiff::SignedDuration;
+use jiff::civil;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::py::repr;
 
 /// A calendar day (`datetime.date`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Date {
-    pub year: i32,
-    pub month: u32,
-    pub day: u32,
-}
+pub struct Date(civil::Date);
 
 /// A naive datetime (`datetime.datetime` without a time zone), to the microsecond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DateTime {
-    pub date: Date,
-    /// Microseconds since midnight.
-    pub micros: i64,
-}
+pub struct DateTime(civil::DateTime);
+
+/// Python's `OverflowError` text for a datetime pushed outside years 1 to 9999.
+const OUT_OF_RANGE: &str = "date value out of range";
 
 const DAY_MICROS: i64 = 86_400_000_000;
 
-fn days_in_month(year: i32, month: u32) -> u32 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
+/// 1970-01-01T00:00:00, where the clock counts from.
+const EPOCH: civil::DateTime = civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
 
 impl Date {
-    /// The day, if it exists: Python's own check and message.
+    /// The day, if it exists: Python's own checks, in its order, with its messages.
     pub fn new(year: i32, month: u32, day: u32) -> Result<Date, String> {
         if !(1..=9999).contains(&year) {
             return Err(format!("year {year} is out of range"));
@@ -45,89 +36,101 @@ impl Date {
         if !(1..=12).contains(&month) {
             return Err("month must be in 1..12".into());
         }
-        if day < 1 || day > days_in_month(year, month) {
-            return Err("day is out of range for month".into());
-        }
-        Ok(Date { year, month, day })
+        // With the year and month in range, only the day can make this fail.
+        let (year, month) = (year as i16, month as i8);
+        i8::try_from(day)
+            .ok()
+            .and_then(|day| civil::Date::new(year, month, day).ok())
+            .map(Date)
+            .ok_or_else(|| "day is out of range for month".into())
     }
 
-    /// Days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
-    fn days(self) -> i64 {
-        let y = i64::from(self.year) - i64::from(self.month <= 2);
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let m = i64::from(self.month);
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(self.day) - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        era * 146_097 + doe - 719_468
-    }
-
-    fn from_days(z: i64) -> Date {
-        let z = z + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
-        Date { year, month, day }
+    /// This day at `hour:minute:second.micro`; `None` when a field is out of range.
+    pub fn at(self, hour: u32, minute: u32, second: u32, micro: u32) -> Option<DateTime> {
+        let field = |v: u32| i8::try_from(v).ok();
+        let nanos = i32::try_from(micro).ok()?.checked_mul(1000)?;
+        let time = civil::Time::new(field(hour)?, field(minute)?, field(second)?, nanos).ok()?;
+        Some(DateTime(self.0.to_datetime(time)))
     }
 
     /// `date.fromisoformat` of the `YYYY-MM-DD` form pydantic dumps.
     pub fn parse_iso(s: &str) -> Result<Date, String> {
-        strptime(s, "%Y-%m-%d").map(|t| t.date)
+        strptime(s, "%Y-%m-%d").map(|t| t.date())
     }
 }
 
 impl fmt::Display for Date {
     /// `date.isoformat()`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+        let d = self.0;
+        write!(f, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
     }
 }
 
 impl DateTime {
-    /// Microseconds since 1970-01-01T00:00:00.
-    fn total(self) -> i64 {
-        self.date.days() * DAY_MICROS + self.micros
-    }
-
-    fn from_total(t: i64) -> DateTime {
-        DateTime {
-            date: Date::from_days(t.div_euclid(DAY_MICROS)),
-            micros: t.rem_euclid(DAY_MICROS),
-        }
-    }
-
-    /// `datetime.datetime.now()`: the machine's clock, naive (the sandbox's clock is UTC).
+    /// `datetime.datetime.now()`: the machine's clock, naive (the sandbox's clock is UTC),
+    /// to the microsecond as Python keeps it.
     pub fn now() -> DateTime {
+        // From the epoch by hand rather than through `jiff::Timestamp::now`, which would
+        // bring its time zone and error-printing code into every tool that uses this.
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as i64);
-        DateTime::from_total(since)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        DateTime(EPOCH).plus(since).unwrap_or(DateTime(EPOCH))
+    }
+
+    /// The day (`datetime.date()`).
+    pub fn date(self) -> Date {
+        Date(self.0.date())
+    }
+
+    /// The same instant as `jiff` sees it, for what Python's `strftime` would print.
+    pub fn civil(self) -> civil::DateTime {
+        self.0
     }
 
     /// `self - other`, in microseconds (a `timedelta`).
     pub fn minus(self, other: DateTime) -> i64 {
-        self.total() - other.total()
+        // Ten thousand years are 3.2e17 microseconds: always within an i64.
+        self.0.duration_since(other.0).as_micros() as i64
     }
 
-    /// `self + timedelta(microseconds=delta)`.
-    pub fn plus(self, delta: i64) -> DateTime {
-        DateTime::from_total(self.total() + delta)
+    /// `self + timedelta(microseconds=delta)`; past year 9999 (or before year 1) is
+    /// Python's `OverflowError`.
+    pub fn plus(self, delta: i64) -> Result<DateTime, String> {
+        // Whole days on the date, the rest on the time of day: `jiff`'s own datetime
+        // arithmetic would bring its span and error-printing code into every tool.
+        let t = self.0;
+        let of_day = (i64::from(t.hour()) * 3600 + i64::from(t.minute()) * 60) * 1_000_000
+            + i64::from(t.second()) * 1_000_000
+            + i64::from(t.subsec_nanosecond() / 1000);
+        let total = of_day.checked_add(delta).ok_or(OUT_OF_RANGE)?;
+        let (days, micros) = (total.div_euclid(DAY_MICROS), total.rem_euclid(DAY_MICROS));
+        let date = t
+            .date()
+            .checked_add(SignedDuration::from_hours(days * 24))
+            .ok()
+            .filter(|d| d.year() >= 1)
+            .ok_or(OUT_OF_RANGE)?;
+        let secs = micros / 1_000_000;
+        let at = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+        Date(date)
+            .at(
+                at(secs / 3600),
+                at(secs / 60 % 60),
+                at(secs % 60),
+                at(micros % 1_000_000),
+            )
+            .ok_or_else(|| OUT_OF_RANGE.into())
     }
 
     /// `time().isoformat()`: `HH:MM:SS`, with `.ffffff` when there are microseconds.
     pub fn time_iso(self) -> String {
-        let s = self.micros / 1_000_000;
-        let us = self.micros % 1_000_000;
-        let hms = format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
-        if us == 0 {
-            hms
-        } else {
-            format!("{hms}.{us:06}")
+        let t = self.0;
+        let hms = format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second());
+        match t.subsec_nanosecond() / 1000 {
+            0 => hms,
+            us => format!("{hms}.{us:06}"),
         }
     }
 
@@ -141,7 +144,7 @@ impl DateTime {
         };
         let date = Date::parse_iso(day).map_err(|_| bad())?;
         if rest.is_empty() {
-            return Ok(DateTime { date, micros: 0 });
+            return date.at(0, 0, 0, 0).ok_or_else(bad);
         }
         let rest = rest
             .strip_prefix('T')
@@ -149,9 +152,9 @@ impl DateTime {
             .ok_or_else(bad)?;
         let (hms, frac) = rest.split_once('.').unwrap_or((rest, ""));
         let parts: Vec<&str> = hms.split(':').collect();
-        let num = |p: &str, max: i64| {
+        let num = |p: &str, max: u32| {
             (p.len() == 2 && p.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| p.parse::<i64>().ok())
+                .then(|| p.parse::<u32>().ok())
                 .flatten()
                 .filter(|v| *v <= max)
         };
@@ -166,21 +169,18 @@ impl DateTime {
         let us = if frac.is_empty() {
             0
         } else if frac.len() <= 6 && frac.bytes().all(|b| b.is_ascii_digit()) {
-            format!("{frac:0<6}").parse::<i64>().map_err(|_| bad())?
+            format!("{frac:0<6}").parse::<u32>().map_err(|_| bad())?
         } else {
             return Err(bad());
         };
-        Ok(DateTime {
-            date,
-            micros: ((h * 60 + m) * 60 + sec) * 1_000_000 + us,
-        })
+        date.at(h, m, sec, us).ok_or_else(bad)
     }
 }
 
 impl fmt::Display for DateTime {
     /// As pydantic dumps a naive datetime: `YYYY-MM-DDTHH:MM:SS[.ffffff]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}T{}", self.date, self.time_iso())
+        write!(f, "{}T{}", self.date(), self.time_iso())
     }
 }
 
@@ -195,10 +195,9 @@ pub fn strptime(s: &str, fmt: &str) -> Result<DateTime, String> {
         return Err(format!("unconverted data remains: {}", &s[end..]));
     }
     let date = Date::new(f[0] as i32, f[1] as u32, f[2] as u32)?;
-    Ok(DateTime {
-        date,
-        micros: (f[3] * 60 + f[4]) * 60_000_000,
-    })
+    // The matcher keeps the hour within 0..=23 and the minute within 0..=59.
+    date.at(f[3] as u32, f[4] as u32, 0, 0)
+        .ok_or_else(|| format!("time data {} does not match format {}", repr(s), repr(fmt)))
 }
 
 /// Matches `fmt[j..]` against `s[i..]` as the regex `strptime` builds would (its
@@ -302,10 +301,22 @@ mod tests {
             assert_eq!(DateTime::parse_iso(s).unwrap().to_string(), s);
         }
         let a = DateTime::parse_iso("2024-02-28T23:30:00").unwrap();
-        let b = a.plus(3_600_000_000);
+        let b = a.plus(3_600_000_000).unwrap();
         assert_eq!(b.to_string(), "2024-02-29T00:30:00");
         assert_eq!(b.minus(a), 3_600_000_000);
         assert_eq!(b.time_iso(), "00:30:00");
         assert!(DateTime::parse_iso("2024-05-15X").is_err());
+        let end = DateTime::parse_iso("9999-12-31T23:00:00").unwrap();
+        assert_eq!(
+            end.plus(3_600_000_000).unwrap_err(),
+            "date value out of range"
+        );
+        let start = DateTime::parse_iso("0001-01-01T00:00:00").unwrap();
+        assert_eq!(start.plus(-1).unwrap_err(), "date value out of range");
+    }
+
+    #[test]
+    fn now_is_to_the_microsecond() {
+        assert_eq!(DateTime::now().civil().subsec_nanosecond() % 1000, 0);
     }
 }

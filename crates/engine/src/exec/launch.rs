@@ -17,7 +17,7 @@ use crate::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 use crate::engine::Engine;
 use crate::extract;
 use crate::fault::{FaultKind, Injected};
-use crate::flow;
+use crate::flow::{self, Taint};
 use crate::plan::OperationName;
 use crate::plan::Step;
 use crate::record::{StepError, StepRecord, StepStatus};
@@ -167,7 +167,47 @@ impl Engine<'_> {
         st.spent.steps += 1;
         x.schedule.launched(id);
         self.observer.step_started(step, x.revision);
-        // The policy's data-flow rules, checked at validation, hold again at the call.
+        let (args, taint) = self.resolve_args(step, st);
+        let started_us = st.micros();
+        let base = StepRecord {
+            id: id.clone(),
+            revision: x.revision,
+            tool: step.tool.clone(),
+            operation: step.operation.clone(),
+            args: args.clone().unwrap_or_else(|_| step.args.clone()),
+            status: StepStatus::Failed,
+            output: None,
+            error: None,
+            evaluation: None,
+            untrusted: taint,
+            fuel: 0,
+            model_call: None,
+            started_us,
+            finished_us: started_us,
+            events: Vec::new(),
+        };
+        x.in_flight.insert(id.clone(), base.clone());
+        let span = trace::step_span(step, x.revision);
+        if extract::is_extract(step) {
+            return self.launch_extraction(step, args, base, span, x, st);
+        }
+        if ask::is_ask(step) {
+            let record = self.put_question(step, args, base, x, st);
+            return Box::pin(std::future::ready(Done {
+                id: id.clone(),
+                record,
+                reserved_fuel: 0,
+                span,
+            }));
+        }
+        let call = self.tool_call(step, args, base, limits, st, span.clone());
+        Box::pin(call.run().instrument(span))
+    }
+
+    /// The step's arguments with its references resolved, and the taint its output will
+    /// carry; the arguments are an error when the policy's data-flow rules, checked at
+    /// validation, no longer hold at the call, or a reference has nothing to resolve to.
+    fn resolve_args(&self, step: &Step, st: &State) -> (Result<Value, StepError>, Taint) {
         let catalog = &self.catalog;
         let rules = |t: &crate::plan::ToolName| catalog.tools.get(t).map(|e| &e.policy.flow);
         let taint = flow::output(step, &rules, &st.provenance.steps, &st.provenance.planner);
@@ -196,45 +236,28 @@ impl Engine<'_> {
                 value: None,
             }),
         };
-        let started_us = st.micros();
-        let base = StepRecord {
-            id: id.clone(),
-            revision: x.revision,
-            tool: step.tool.clone(),
-            operation: step.operation.clone(),
-            args: args.clone().unwrap_or_else(|_| step.args.clone()),
-            status: StepStatus::Failed,
-            output: None,
-            error: None,
-            evaluation: None,
-            untrusted: taint.unwrap_or_default(),
-            fuel: 0,
-            model_call: None,
-            started_us,
-            finished_us: started_us,
-            events: Vec::new(),
-        };
-        x.in_flight.insert(id.clone(), base.clone());
-        let span = trace::step_span(step, x.revision);
-        if extract::is_extract(step) {
-            return self.launch_extraction(step, args, base, span, x, st);
-        }
-        if ask::is_ask(step) {
-            let record = self.put_question(step, args, base, x, st);
-            return Box::pin(std::future::ready(Done {
-                id: id.clone(),
-                record,
-                reserved_fuel: 0,
-                span,
-            }));
-        }
+        (args, taint.unwrap_or_default())
+    }
+
+    /// The call of a tool step through the policy gate (or its pool), with the fault the
+    /// run's fault plan injects into it, if any.
+    fn tool_call(
+        &self,
+        step: &Step,
+        args: Result<Value, StepError>,
+        base: StepRecord,
+        limits: Limits,
+        st: &mut State,
+        span: tracing::Span,
+    ) -> Call {
+        let id = &step.id;
         let entry = &self.catalog.tools[&step.tool];
         let pooled = entry.policy.pool.as_ref().map(|pool| Pooled {
             dispatch: self.dispatch.clone(),
             pool: pool.clone(),
             idempotent: step.idempotent || entry.policy.idempotent,
         });
-        let call = Call {
+        Call {
             rt: self.rt.clone(),
             gate: self.gate.clone(),
             entry: entry.clone(),
@@ -247,16 +270,15 @@ impl Engine<'_> {
             } else {
                 self.config.faults.fire(
                     &mut st.fault_calls,
-                    (id, x.revision, &step.tool, &step.operation),
+                    (id, base.revision, &step.tool, &step.operation),
                 )
             },
             record: base,
             started: st.started,
             reserved_fuel: limits.fuel,
             limits,
-            span: span.clone(),
-        };
-        Box::pin(call.run().instrument(span))
+            span,
+        }
     }
 }
 

@@ -65,6 +65,35 @@ struct Node<'a> {
 /// The SVG of `rev`; `runs` gives each node its status (the latest run of that id in this
 /// revision, or, for an earlier revision's step, its latest run anywhere).
 pub fn svg(rev: &Revision, runs: &[StepRun]) -> String {
+    let (nodes, deps) = graph(rev, runs);
+    let depth = depths(&deps);
+    let (pos, rows) = place(&nodes, &depth);
+    let width = (rows.len().max(1)) * (W + GAP_X) - GAP_X + 2 * PAD;
+    let height =
+        rows.iter().max().copied().unwrap_or(1).max(1) * (H + GAP_Y) - GAP_Y + 2 * PAD + ARC;
+    let mut s = format!(
+        r#"<svg class="dag" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="plan revision {} DAG">"#,
+        rev.number
+    );
+    for (i, ds) in deps.iter().enumerate() {
+        for &j in ds {
+            let d = edge_path(&pos, &depth, j, i);
+            let _ = write!(
+                s,
+                r#"<path class="edge" d="{d}" marker-end="url(#arrow)"/>"#
+            );
+        }
+    }
+    for (n, &(x, y)) in nodes.iter().zip(&pos) {
+        node(&mut s, n, x, y);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The nodes of `rev` (its steps, then the earlier revisions' steps they refer to, as
+/// ghosts) and, for each, the nodes it depends on.
+fn graph<'a>(rev: &'a Revision, runs: &[StepRun]) -> (Vec<Node<'a>>, Vec<Vec<usize>>) {
     let status_of = |id: &str, same_rev: bool| {
         runs.iter()
             .rev()
@@ -112,7 +141,12 @@ pub fn svg(rev: &Revision, runs: &[StepRun]) -> String {
         }
     }
     deps.resize(nodes.len(), Vec::new());
-    let depth = depths(&deps);
+    (nodes, deps)
+}
+
+/// Each node's top-left corner (a column per depth, a row per node in it), and how many
+/// nodes each column holds.
+fn place(nodes: &[Node], depth: &[usize]) -> (Vec<(usize, usize)>, Vec<usize>) {
     let mut rows = vec![0usize; depth.iter().max().map_or(0, |d| d + 1)];
     let mut pos = vec![(0, 0); nodes.len()];
     // Earlier revisions' steps first in their column, so their edges do not cross.
@@ -124,63 +158,54 @@ pub fn svg(rev: &Revision, runs: &[StepRun]) -> String {
         pos[i] = (PAD + d * (W + GAP_X), PAD + ARC + rows[d] * (H + GAP_Y));
         rows[d] += 1;
     }
-    let width = (rows.len().max(1)) * (W + GAP_X) - GAP_X + 2 * PAD;
-    let height =
-        rows.iter().max().copied().unwrap_or(1).max(1) * (H + GAP_Y) - GAP_Y + 2 * PAD + ARC;
-    let mut s = format!(
-        r#"<svg class="dag" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="plan revision {} DAG">"#,
-        rev.number
-    );
-    for (i, ds) in deps.iter().enumerate() {
-        for &j in ds {
-            let (x1, y1) = (pos[j].0 + W, pos[j].1 + H / 2);
-            let (x2, y2) = (pos[i].0, pos[i].1 + H / 2);
-            let x2 = x2.saturating_sub(2);
-            let d = if depth[i] > depth[j] + 1 {
-                // Over a column: leave the top of the source, arc above the nodes between,
-                // and come down into the target, so the edge does not run through them.
-                let (sx, sy) = (pos[j].0 + W / 2, pos[j].1);
-                let top = pos[j].1.min(pos[i].1).saturating_sub(ARC - 4);
-                format!("M{sx},{sy} C{sx},{top} {x2},{top} {x2},{y2}")
-            } else {
-                let mid = (x1 + x2) / 2;
-                format!("M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}")
-            };
-            let _ = write!(
-                s,
-                r#"<path class="edge" d="{d}" marker-end="url(#arrow)"/>"#
-            );
-        }
+    (pos, rows)
+}
+
+/// The path of the edge from node `j` to node `i`, which depends on it.
+fn edge_path(pos: &[(usize, usize)], depth: &[usize], j: usize, i: usize) -> String {
+    let (x1, y1) = (pos[j].0 + W, pos[j].1 + H / 2);
+    let (x2, y2) = (pos[i].0, pos[i].1 + H / 2);
+    let x2 = x2.saturating_sub(2);
+    if depth[i] > depth[j] + 1 {
+        // Over a column: leave the top of the source, arc above the nodes between,
+        // and come down into the target, so the edge does not run through them.
+        let (sx, sy) = (pos[j].0 + W / 2, pos[j].1);
+        let top = pos[j].1.min(pos[i].1).saturating_sub(ARC - 4);
+        format!("M{sx},{sy} C{sx},{top} {x2},{top} {x2},{y2}")
+    } else {
+        let mid = (x1 + x2) / 2;
+        format!("M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}")
     }
-    for (n, (x, y)) in nodes.iter().zip(&pos) {
+}
+
+/// Node `n` at (`x`, `y`): its id and operation, its status as its class, and a badge
+/// counting the capability decisions denied to it.
+fn node(s: &mut String, n: &Node, x: usize, y: usize) {
+    let _ = write!(
+        s,
+        r#"<g class="node st-{st}{ghost}" data-step="{id}"><title>{title} ({st})</title><rect x="{x}" y="{y}" width="{W}" height="{H}" rx="7"/><text class="nid" x="{tx}" y="{ty1}">{short}</text><text class="nop" x="{tx}" y="{ty2}">{label}</text></g>"#,
+        st = escape(&n.status),
+        ghost = if n.ghost { " ghost" } else { "" },
+        id = escape(n.id),
+        title = escape(&n.title),
+        tx = x + 10,
+        ty1 = y + 20,
+        ty2 = y + 37,
+        short = escape(&clip(n.id, 22)),
+        label = escape(&clip(&n.label, 26)),
+    );
+    if n.denials > 0 {
         let _ = write!(
             s,
-            r#"<g class="node st-{st}{ghost}" data-step="{id}"><title>{title} ({st})</title><rect x="{x}" y="{y}" width="{W}" height="{H}" rx="7"/><text class="nid" x="{tx}" y="{ty1}">{short}</text><text class="nop" x="{tx}" y="{ty2}">{label}</text></g>"#,
-            st = escape(&n.status),
-            ghost = if n.ghost { " ghost" } else { "" },
-            id = escape(n.id),
-            title = escape(&n.title),
-            tx = x + 10,
-            ty1 = y + 20,
-            ty2 = y + 37,
-            short = escape(&clip(n.id, 22)),
-            label = escape(&clip(&n.label, 26)),
+            r#"<g class="deny"><title>{} capability decision(s) denied</title><circle cx="{}" cy="{}" r="9"/><text x="{}" y="{}">{}</text></g>"#,
+            n.denials,
+            x + W - 4,
+            y + 4,
+            x + W - 4,
+            y + 8,
+            n.denials
         );
-        if n.denials > 0 {
-            let _ = write!(
-                s,
-                r#"<g class="deny"><title>{} capability decision(s) denied</title><circle cx="{}" cy="{}" r="9"/><text x="{}" y="{}">{}</text></g>"#,
-                n.denials,
-                x + W - 4,
-                y + 4,
-                x + W - 4,
-                y + 8,
-                n.denials
-            );
-        }
     }
-    s.push_str("</svg>");
-    s
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //!
 //! Data flows: journal file → [`verify()`](super::verify()) (the verdict) and a lenient
 //! re-read ([`Entry`] per line, kinds as strings, blob references resolved) → [`model`] (steps, revisions, budgets)
-//! → [`page`] with [`dag`] and [`lanes`] (inline SVG) and [`steps`], values shown by `show` → one HTML string.
+//! → [`page`] with `summary` (the header and cards), [`dag`] and [`lanes`] (inline SVG) and
+//! [`steps`], values shown by `show` → one HTML string.
 //!
 //! Journal content is untrusted (tool output, planner text): every piece of it goes
 //! through [`escape`], no journal text ever reaches the inline scripts, and the page's
@@ -20,6 +21,7 @@ pub mod model;
 pub mod page;
 mod show;
 pub mod steps;
+mod summary;
 
 use std::path::{Path, PathBuf};
 

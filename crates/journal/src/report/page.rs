@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::model::{self, BudgetRow, StepRun, Unit, num, text};
 use super::show::short;
-use super::{Report, dag, escape, lanes, steps};
+use super::{Report, dag, escape, lanes, steps, summary};
 
 const CSS: &str = include_str!("report.css");
 /// The report's stylesheet, for other pages in its style (`toolhost eval --html`).
@@ -57,9 +57,9 @@ pub fn render(r: &Report) -> String {
     let steps = model::steps(r);
     let session = r.is_session();
     let mut body = String::new();
-    header(&mut body, r);
+    summary::header(&mut body, r);
     body.push_str("<main>");
-    cards(&mut body, r, &steps);
+    summary::cards(&mut body, r, &steps);
     if !session {
         budgets(&mut body, &model::budgets(r, &steps));
     }
@@ -106,157 +106,6 @@ pub fn render(r: &Report) -> String {
         id = escape(&r.run_id()),
         what = if session { "MCP session" } else { "run" },
     )
-}
-
-fn header(s: &mut String, r: &Report) {
-    let start = r.first("run_started").cloned().unwrap_or(Value::Null);
-    let v = &r.verified;
-    let (class, verdict) = match &v.problem {
-        None => (
-            "ok",
-            format!(
-                "✔ Chain verified: {} records, head <code>sha256:{}</code>{}",
-                v.records.len(),
-                escape(v.head.as_deref().unwrap_or("")),
-                if v.stop().is_some() {
-                    ""
-                } else {
-                    " — no stop record: the run crashed or is still running"
-                }
-            ),
-        ),
-        Some(p) if p.is_torn() => (
-            "torn",
-            format!(
-                "⚠ Journal torn: {}. The {} record(s) before it are intact.",
-                escape(&p.to_string()),
-                v.records.len()
-            ),
-        ),
-        Some(p) => (
-            "broken",
-            format!(
-                "✘ CHAIN BROKEN — this journal was changed after it was written: {}. Records from line {} on are shown but NOT verified.",
-                escape(&p.to_string()),
-                v.records.len() + 1
-            ),
-        ),
-    };
-    let _ = write!(
-        s,
-        r#"<header class="top"><div class="inner"><div class="brand">toolhost {what} report</div><h1>{id}</h1><p class="goal">{goal}</p><div class="meta"><span>mode {mode}</span><span>started {ts}</span><span>toolhost {ver}</span><span>{n} lines</span><span>{path}</span></div><div class="verdict {class}" id="verdict">{verdict}</div></div></header>"#,
-        what = if r.is_session() { "MCP session" } else { "run" },
-        id = escape(&r.run_id()),
-        goal = escape(text(&start, "goal")),
-        mode = escape(text(&start, "mode")),
-        ts = escape(r.entries.first().map_or("", |e| e.ts.as_str())),
-        ver = escape(text(&start, "toolhost")),
-        n = r.entries.len(),
-        path = escape(&r.path().display().to_string()),
-    );
-}
-
-fn card(s: &mut String, class: &str, key: &str, value: &str, detail: &str) {
-    let _ = write!(
-        s,
-        r#"<div class="card {class}"><div class="k">{key}</div><div class="v">{value}</div><div class="d">{detail}</div></div>"#
-    );
-}
-
-fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
-    s.push_str(r#"<div class="cards">"#);
-    match r.first("stopped") {
-        Some(stop) => {
-            let reason = text(stop, "reason");
-            let good = matches!(reason, "completed" | "planner_stopped" | "session_ended");
-            let line = model::stop_line(stop);
-            let mut detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
-                Some(d) => format!("{} — {d}", model::explain(reason)),
-                None => model::explain(reason).to_string(),
-            };
-            // A run that ended well after the policy refused what it tried is not green:
-            // refusals are security events (a hijacked planner, a misbehaving tool).
-            let refused: u64 = r
-                .entries
-                .iter()
-                .map(|e| crate::refusals::refused_in(&e.kind, &e.data))
-                .sum();
-            if refused > 0 {
-                detail = format!(
-                    "{detail} — but the policy refused {refused} action{} on the way (see capabilities denied)",
-                    if refused == 1 { "" } else { "s" }
-                );
-            }
-            card(
-                s,
-                match (good, refused) {
-                    (true, 0) => "stop-good",
-                    (true, _) => "stop-warn",
-                    (false, _) => "stop-bad",
-                },
-                "stop reason",
-                &escape(reason),
-                &escape(&detail),
-            );
-        }
-        None => card(s, "stop-bad", "stop reason", "none", "no stop record"),
-    }
-    let count = |st: &str| steps.iter().filter(|x| x.status == st).count();
-    let session = r.is_session();
-    card(
-        s,
-        "",
-        if session { "calls" } else { "steps" },
-        &steps.len().to_string(),
-        &format!(
-            "{} succeeded · {} failed · {} skipped{}",
-            count("succeeded"),
-            count("failed"),
-            count("skipped"),
-            match count("unfinished") {
-                0 => String::new(),
-                n => format!(" · {n} unfinished"),
-            }
-        ),
-    );
-    let denied: usize = steps.iter().map(|x| x.denials).sum();
-    let denied_steps = steps.iter().filter(|x| x.denials > 0).count();
-    card(
-        s,
-        if denied > 0 { "denied" } else { "" },
-        "capabilities denied",
-        &denied.to_string(),
-        &format!(
-            "in {denied_steps} {}(s)",
-            if session { "call" } else { "step" }
-        ),
-    );
-    let wall = r.entries.iter().filter_map(|e| e.at_us).max().unwrap_or(0);
-    card(
-        s,
-        "",
-        "duration",
-        &lanes::duration(wall),
-        "first to last record",
-    );
-    if session {
-        s.push_str("</div>");
-        return;
-    }
-    let calls: Vec<&Value> = r.of_kind("planner_called").map(|e| &e.data).collect();
-    let tokens = |k: &str| calls.iter().map(|c| num(c, k)).sum::<u64>();
-    card(
-        s,
-        "",
-        "planner calls",
-        &calls.len().to_string(),
-        &format!(
-            "{} in / {} out tokens",
-            tokens("input_tokens"),
-            tokens("output_tokens")
-        ),
-    );
-    s.push_str("</div>");
 }
 
 fn budgets(s: &mut String, rows: &[BudgetRow]) {
