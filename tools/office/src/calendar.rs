@@ -8,34 +8,9 @@ use serde_json::{Map, Value};
 
 use crate::dict::Dict;
 use crate::email::{Attachment, Inbox};
+use crate::event::{CalendarEvent, EventStatus};
 use crate::py::lower;
-use crate::time::{Date, DateTime, strptime};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EventStatus {
-    Confirmed,
-    Canceled,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CalendarEvent {
-    pub id_: String,
-    pub title: String,
-    pub description: String,
-    pub start_time: DateTime,
-    pub end_time: DateTime,
-    pub location: Option<String>,
-    pub participants: Vec<String>,
-    #[serde(default)]
-    pub all_day: bool,
-    #[serde(default = "confirmed")]
-    pub status: EventStatus,
-}
-
-fn confirmed() -> EventStatus {
-    EventStatus::Confirmed
-}
+use crate::time::{Date, strptime};
 
 /// The calendar as AgentDojo dumps it; `initial_events` and anything else kept as read
 /// (see [`Inbox`] for why).

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::calendar::CalendarEvent;
 use crate::dict::Dict;
+use crate::event::CalendarEvent;
 use crate::py::lower;
 use crate::time::DateTime;
 

@@ -18,8 +18,9 @@
 //! state back and converts the result to its WIT types.
 //!
 //! - [`email`]: `Inbox`, `Email`, contacts, attachments, and the e-mail operations.
-//! - [`calendar`]: `Calendar`, `CalendarEvent`, and the calendar operations (which mail
-//!   participants through the inbox).
+//! - [`calendar`]: `Calendar` and the calendar operations (which mail participants through
+//!   the inbox).
+//! - [`event`]: `CalendarEvent`, which the calendar holds and e-mails attach.
 //! - [`time`]: naive dates and datetimes: pydantic's JSON form, Python's `strptime`, now.
 //! - [`dict`]: insertion-ordered dicts (e-mails, events, files by id) and the suites' ids.
 //! - [`py`]: Python's `repr()` and `lower()` as error messages and searches use them.
@@ -28,11 +29,13 @@
 pub mod calendar;
 pub mod dict;
 pub mod email;
+pub mod event;
 pub mod py;
 pub mod time;
 pub mod wit;
 
-pub use calendar::{Calendar, CalendarEvent, EventStatus};
+pub use calendar::Calendar;
 pub use dict::Dict;
 pub use email::{Attachment, AttachmentArg, Email, EmailContact, EmailStatus, Inbox};
+pub use event::{CalendarEvent, EventStatus};
 pub use time::{Date, DateTime};
