@@ -96,17 +96,17 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --lib --no-deps --release
 echo "== cargo build -p toolhost"
 cargo build --release -p toolhost
 
-# The crates an embedder or a tool author takes from a registry must package on their own
-# (no path outside the crate, WIT inside). The SDK is built from its package too; the
-# runtime's package is listed only (verifying it is a debug build of wasmtime, ~15 min).
 # The book (docs/, the README its front page): every link and anchor checked, then its
 # pages written to target/book/ (tests/all/book.rs checks the same; this is what a reader
 # opens).
 echo "== the book"
 cargo run --release -q -p toolhost-book
 
-echo "== cargo package (runtime, SDK)"
-cargo package --locked --allow-dirty --no-verify -p toolhost-wit-docs -p toolhost-runtime
+# The crates an embedder or a tool author takes from a registry must package on their own
+# (no path outside the crate, WIT inside). The SDK is built from its package too; the
+# runtime's package is listed only (verifying it is a debug build of wasmtime, ~15 min).
+echo "== cargo package (policy, runtime, SDK)"
+cargo package --locked --allow-dirty --no-verify -p toolhost-wit-docs -p toolhost-policy -p toolhost-runtime
 cargo package --locked --allow-dirty -p toolhost-wit-docs -p toolhost-sdk-macro -p toolhost-sdk
 
 echo "== cargo test"

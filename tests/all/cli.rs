@@ -1,39 +1,49 @@
 //! Golden tests of user-facing CLI errors: `tests/ui/<case>.args` holds the arguments (a
-//! JSON array; `{calc}`-style placeholders name built tools, `{ui}` this folder) and
-//! `<case>.err` the exact exit code and stderr. A `tests/ui/<case>.toml` is a broken
-//! policy: its `<case>.err` is what `toolhost policy check` says about it. `BLESS=1 cargo test` rewrites the `.err`
-//! files after a deliberate change.
+//! JSON array; `{calc}`-style placeholders name built tools, `{ui}` the case's folder) and
+//! `<case>.err` the exact exit code and stderr. A `<case>.toml` is a broken policy: its
+//! `<case>.err` is what `toolhost policy check` says about it; those live beside the policy
+//! crate, in `crates/policy/tests/ui/`, whose own test checks the errors without the
+//! binary. `BLESS=1 cargo test` rewrites the `.err` files after a deliberate change.
 
 use std::path::{Path, PathBuf};
 
 use toolhost_tests::{cli, path};
 
-fn ui_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("ui")
+/// The folders of golden cases: the CLI's, and the policy crate's broken policies.
+fn ui_dirs() -> [PathBuf; 2] {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = tests.parent().expect("the workspace root");
+    [tests.join("ui"), root.join("crates/policy/tests/ui")]
 }
 
-fn substitutions() -> Vec<(String, String)> {
+/// The placeholders of a case in folder `ui`, and what each stands for.
+fn substitutions(ui: &Path) -> Vec<(String, String)> {
     let mut subs: Vec<(String, String)> = toolhost_tools::ALL
         .iter()
         .map(|(name, p)| (format!("{{{name}}}"), p.to_string()))
         .collect();
-    subs.push(("{ui}".into(), ui_dir().display().to_string()));
+    subs.push(("{ui}".into(), ui.display().to_string()));
     subs
 }
 
 #[test]
 fn golden_errors() {
-    let subs = substitutions();
     let bless = std::env::var_os("BLESS").is_some();
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(ui_dir())
-        .unwrap()
+    let mut cases: Vec<PathBuf> = ui_dirs()
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "args" || e == "toml"))
         .collect();
     cases.sort();
-    assert!(!cases.is_empty());
+    assert!(
+        cases
+            .iter()
+            .any(|c| c.extension().is_some_and(|e| e == "toml"))
+    );
     let mut failures = Vec::new();
     for case in cases {
+        let subs = substitutions(case.parent().expect("a case is in a folder"));
         let raw: Vec<String> = if case.extension().is_some_and(|e| e == "toml") {
             let name = case.file_name().unwrap().to_string_lossy();
             vec!["policy".into(), "check".into(), format!("{{ui}}/{name}")]

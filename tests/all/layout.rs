@@ -1,7 +1,8 @@
 //! The crates' wiring, checked from the lock file with `cargo tree`: dependencies point
-//! only down (runtime ← engine ← llm, journal ← cli), and an embedder of the runtime gets
-//! none of the command line's, the model planners' or the exporters' dependencies. Inside
-//! each crate, module imports point one way too ([`modules`]).
+//! only down (policy ← runtime ← engine ← llm, journal ← cli), an embedder of the runtime
+//! gets none of the command line's, the model planners' or the exporters' dependencies,
+//! and a reader of policies none of the sandbox's. Inside each crate, module imports point
+//! one way too ([`modules`]).
 
 use std::path::Path;
 use std::process::Command;
@@ -84,6 +85,30 @@ fn the_runtime_brings_no_cli_planner_exporter_or_build_of_tools() {
     assert_none_of("toolhost-runtime", &forbidden);
     let tree = normal_tree("toolhost-runtime");
     assert!(tree.iter().any(|n| n == "wasmtime"), "{tree:?}");
+}
+
+/// The policy model is read without the sandbox: a linter, a console or an editor plugin
+/// that only reads policies depends on `toolhost-policy` alone, and gets no WebAssembly
+/// engine, async runtime, command line or HTTP client with it. The runtime builds on it.
+#[test]
+fn the_policy_model_brings_no_sandbox() {
+    let mut forbidden = ABOVE_RUNTIME.to_vec();
+    forbidden.extend([
+        "toolhost-runtime",
+        "wasmtime",
+        "wasmtime-wasi",
+        "wasmtime-wasi-http",
+        "cap-std",
+        "tokio",
+        "clap",
+        "reqwest",
+    ]);
+    assert_none_of("toolhost-policy", &forbidden);
+    let runtime = normal_tree("toolhost-runtime");
+    assert!(
+        runtime.iter().any(|n| n == "toolhost-policy"),
+        "{runtime:?}"
+    );
 }
 
 #[test]

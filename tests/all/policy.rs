@@ -1,6 +1,6 @@
 //! Policy files: `toolhost policy check`, `tool call --policy`, and the [`Gate`] rules
 //! (section required, digest pin, allowed operations, rate limit). Broken policies are
-//! golden tests in `tests/ui/policy_*.toml`.
+//! golden tests in `crates/policy/tests/ui/policy_*.toml`.
 
 use std::path::Path;
 

@@ -72,86 +72,9 @@ impl TryFrom<String> for StepId {
     }
 }
 
-/// Declares a name newtype: serialised as its string, compared with `str`, shown as it is.
-macro_rules! name {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(
-            Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-            JsonSchema,
-        )]
-        #[serde(transparent)]
-        #[schemars(transparent)]
-        pub struct $name(String);
-
-        impl $name {
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::ops::Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::borrow::Borrow<str> for $name {
-            fn borrow(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(s: &str) -> $name {
-                $name(s.to_string())
-            }
-        }
-
-        impl From<String> for $name {
-            fn from(s: String) -> $name {
-                $name(s)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(n: $name) -> String {
-                n.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
-            }
-        }
-    };
-}
-
-name! {
-    /// A tool's name: its policy section and the name plans call it by. Kept apart from
-    /// [`OperationName`] by type, so the two cannot be swapped.
-    ToolName
-}
-
-name! {
-    /// The name of one operation of a tool (a function of its WIT interface).
-    OperationName
-}
+/// The typed names plans call tools and operations by: the policy model's
+/// (`toolhost-policy`), so a plan and a policy section spell a tool the same way.
+pub use toolhost_runtime::policy::{OperationName, ToolName};
 
 /// A plan: steps that each call one operation of one sandboxed tool. Arguments may
 /// reference earlier outputs: a whole value as `{"$ref": "STEP.output.PATH"}`, or inside

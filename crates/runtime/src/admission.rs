@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
+use toolhost_policy::settable;
 
 use crate::error::CallError;
-use crate::settable::settable;
 
 settable! {
     /// The host-wide budget of tool calls.

@@ -125,12 +125,9 @@ impl std::fmt::Debug for Cache {
     }
 }
 
+/// The SHA-256 of `bytes` in lower-case hex: a component's digest, as policies pin it.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 impl Cache {

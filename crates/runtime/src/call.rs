@@ -1,24 +1,28 @@
-//! One sandboxed call: fresh store, limits armed, arguments converted, failure classified.
+//! One sandboxed call: admitted, fresh store, limits armed, arguments converted, usage
+//! reported, failure classified (`classify`).
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::SemaphorePermit;
 use tracing::Instrument;
+use wasmtime::Store;
 use wasmtime::component::Val;
-use wasmtime::{Store, Trap};
 
+use self::classify::classify;
 use crate::Limits;
+use crate::admission::Admitted;
 use crate::convert;
 use crate::error::CallError;
 use crate::grants::Capabilities;
-use crate::runtime::{FUEL_YIELD_INTERVAL, Runtime};
-use crate::sandbox::{
-    AuditEvent, AuditLog, AuditSpent, DeadlineReached, Decision, HostState, LogRecord,
-    MemoryLimitExceeded, WriteLimitExceeded, meter,
-};
+use crate::limits::FUEL_YIELD_INTERVAL;
+use crate::runtime::Runtime;
+use crate::sandbox::{AuditEvent, AuditLog, Decision, HostState, LogRecord, meter};
 use crate::tool::{Operation, Returns, Tool};
 use crate::trace;
+
+mod classify;
 
 /// What a call consumed and emitted, whether or not it succeeded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -128,38 +132,84 @@ impl Runtime {
         // the pool slot below, its share is declared before the store, so it is given back
         // only after the store (and with it the instance) is gone.
         let mut budget = limits.timeout;
-        let _admitted = match &self.admission {
-            None => None,
-            Some(admission) => {
-                let (admitted, waited) = admission
-                    .admit(limits.memory_mib, args_bytes, budget)
-                    .await?;
-                budget = budget.saturating_sub(waited);
-                Some(admitted)
-            }
-        };
+        let _admitted = self.admit(limits, args_bytes, &mut budget).await?;
         let params = convert::args_to_vals(&op.params, args)?;
         let state = HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
             reason: e.to_string(),
         })?;
-        let _slot = match &self.slots {
-            None => None,
-            Some(slots) => Some(match slots.try_acquire() {
-                Ok(permit) => permit,
-                // The pool is full: wait for a slot, on the call's own clock.
-                Err(_) => {
-                    let waited = Instant::now();
-                    let permit = tokio::time::timeout(budget, slots.acquire())
-                        .await
-                        .map_err(|_elapsed| CallError::Timeout {
-                            timeout_ms: millis(limits.timeout),
-                        })?
-                        .expect("the pool's semaphore is never closed");
-                    budget = budget.saturating_sub(waited.elapsed());
-                    permit
-                }
-            }),
+        let _slot = self.pool_slot(limits, &mut budget).await?;
+        let mut store = self.store(state, limits, budget);
+
+        let run = run(tool, op, &params, &mut store);
+        let outcome = tokio::time::timeout(budget, run).await;
+
+        report_usage(&mut store, limits, audit, report);
+        let results = match outcome {
+            Err(_elapsed) => {
+                return Err(CallError::Timeout {
+                    timeout_ms: millis(limits.timeout),
+                });
+            }
+            Ok(Err(e)) => return Err(classify(e, store.data(), limits, &report.stderr)),
+            Ok(Ok(results)) => results,
         };
+        let value = shape_result(op, results)?;
+        let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+        if size > limits.max_result_bytes {
+            return Err(CallError::OutputLimit {
+                size,
+                limit: limits.max_result_bytes,
+            });
+        }
+        Ok(value)
+    }
+
+    /// The call's share of the host-wide budget, if the runtime has one; the time spent
+    /// waiting for it comes off `budget`.
+    async fn admit(
+        &self,
+        limits: &Limits,
+        args_bytes: usize,
+        budget: &mut Duration,
+    ) -> Result<Option<Admitted<'_>>, CallError> {
+        let Some(admission) = &self.admission else {
+            return Ok(None);
+        };
+        let (admitted, waited) = admission
+            .admit(limits.memory_mib, args_bytes, *budget)
+            .await?;
+        *budget = budget.saturating_sub(waited);
+        Ok(Some(admitted))
+    }
+
+    /// A slot of the instance pool, if the runtime pools instances; when the pool is full,
+    /// waited for on the call's own clock (`budget`, less the wait).
+    async fn pool_slot(
+        &self,
+        limits: &Limits,
+        budget: &mut Duration,
+    ) -> Result<Option<SemaphorePermit<'_>>, CallError> {
+        let Some(slots) = &self.slots else {
+            return Ok(None);
+        };
+        if let Ok(permit) = slots.try_acquire() {
+            return Ok(Some(permit));
+        }
+        let waited = Instant::now();
+        let permit = tokio::time::timeout(*budget, slots.acquire())
+            .await
+            .map_err(|_elapsed| CallError::Timeout {
+                timeout_ms: millis(limits.timeout),
+            })?
+            .expect("the pool's semaphore is never closed");
+        *budget = budget.saturating_sub(waited.elapsed());
+        Ok(Some(permit))
+    }
+
+    /// A fresh store for one call, its bounds armed: memory limiter, fuel and its yield
+    /// interval, the epoch deadline, and the host-call meter, each as the metering mode
+    /// says; `budget` is the wall time left to the call.
+    fn store(&self, state: HostState, limits: &Limits, budget: Duration) -> Store<HostState> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         if self.metering.fuel() {
@@ -182,67 +232,56 @@ impl Runtime {
                 .arm(Instant::now() + budget, self.metering.fuel());
             store.call_hook(meter::on_call_hook);
         }
+        store
+    }
+}
 
-        let run = run(tool, op, &params, &mut store);
-        let outcome = tokio::time::timeout(budget, run).await;
-
-        report.fuel_consumed = match store.get_fuel() {
-            Ok(left) => limits
-                .fuel
-                .saturating_sub(left.saturating_sub(store.data().meter.unpaid())),
-            Err(_) => 0,
-        };
-        let state = store.data_mut();
-        report.memory_peak_bytes = state.limiter.peak;
-        let (stdout, out_dropped) = state.stdout.take();
-        let (stderr, err_dropped) = state.stderr.take();
-        report.stdout = stdout;
-        report.stderr = stderr;
-        report.stdio_dropped = out_dropped + err_dropped;
-        report.logs = std::mem::take(&mut state.logs.records);
-        report.logs_dropped = state.logs.dropped;
-        if out_dropped + err_dropped > 0 {
-            audit.record(AuditEvent::Limit {
-                limit: "stdio".into(),
-                detail: format!(
-                    "{} bytes of stdout/stderr beyond {} bytes each were dropped",
-                    out_dropped + err_dropped,
-                    limits.max_stdio_bytes
-                ),
-            });
-        }
-        let written = state.writes.written();
-        if written > 0 {
-            audit.record(AuditEvent::Written { bytes: written });
-        }
-        if state.logs.dropped > 0 {
-            audit.record(AuditEvent::Limit {
-                limit: "log".into(),
-                detail: format!(
-                    "{} log records beyond {} bytes were dropped",
-                    state.logs.dropped, limits.max_log_bytes
-                ),
-            });
-        }
-
-        let results = match outcome {
-            Err(_elapsed) => {
-                return Err(CallError::Timeout {
-                    timeout_ms: millis(limits.timeout),
-                });
-            }
-            Ok(Err(e)) => return Err(classify(e, store.data(), limits, &report.stderr)),
-            Ok(Ok(results)) => results,
-        };
-        let value = shape_result(op, results)?;
-        let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
-        if size > limits.max_result_bytes {
-            return Err(CallError::OutputLimit {
-                size,
-                limit: limits.max_result_bytes,
-            });
-        }
-        Ok(value)
+/// What the call used and emitted, into `report`, whatever its outcome: fuel (host calls'
+/// unpaid share included), peak memory, stdio and logs; what was dropped or written is
+/// recorded in the audit too.
+fn report_usage(
+    store: &mut Store<HostState>,
+    limits: &Limits,
+    audit: &AuditLog,
+    report: &mut CallReport,
+) {
+    report.fuel_consumed = match store.get_fuel() {
+        Ok(left) => limits
+            .fuel
+            .saturating_sub(left.saturating_sub(store.data().meter.unpaid())),
+        Err(_) => 0,
+    };
+    let state = store.data_mut();
+    report.memory_peak_bytes = state.limiter.peak;
+    let (stdout, out_dropped) = state.stdout.take();
+    let (stderr, err_dropped) = state.stderr.take();
+    report.stdout = stdout;
+    report.stderr = stderr;
+    report.stdio_dropped = out_dropped + err_dropped;
+    report.logs = std::mem::take(&mut state.logs.records);
+    report.logs_dropped = state.logs.dropped;
+    if out_dropped + err_dropped > 0 {
+        audit.record(AuditEvent::Limit {
+            limit: "stdio".into(),
+            detail: format!(
+                "{} bytes of stdout/stderr beyond {} bytes each were dropped",
+                out_dropped + err_dropped,
+                limits.max_stdio_bytes
+            ),
+        });
+    }
+    let written = state.writes.written();
+    if written > 0 {
+        audit.record(AuditEvent::Written { bytes: written });
+    }
+    if state.logs.dropped > 0 {
+        audit.record(AuditEvent::Limit {
+            limit: "log".into(),
+            detail: format!(
+                "{} log records beyond {} bytes were dropped",
+                state.logs.dropped, limits.max_log_bytes
+            ),
+        });
     }
 }
 
@@ -400,168 +439,9 @@ fn shape_result(op: &Operation, results: Vec<Val>) -> Result<Value, CallError> {
     }
 }
 
-/// Maps a wasmtime error to the call's failure kind.
-fn classify(e: wasmtime::Error, state: &HostState, limits: &Limits, stderr: &str) -> CallError {
-    if let Some(spent) = e.downcast_ref::<AuditSpent>() {
-        return CallError::AuditLimit {
-            budget: spent.budget,
-        };
-    }
-    if let Some(w) = e.downcast_ref::<WriteLimitExceeded>() {
-        return CallError::WriteLimit {
-            detail: w.0.clone(),
-        };
-    }
-    if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        // `exit` takes a `u8` code or ok/err (0/1): never negative.
-        return CallError::Exit {
-            code: u32::try_from(exit.0).unwrap_or(u32::MAX),
-        };
-    }
-    if let Some(m) = e.downcast_ref::<MemoryLimitExceeded>() {
-        return CallError::MemoryLimit {
-            limit: m.limit,
-            requested: m.requested,
-        };
-    }
-    if let Some(requested) = state.limiter.exceeded {
-        return CallError::MemoryLimit {
-            limit: limits.memory_bytes(),
-            requested,
-        };
-    }
-    // Whatever the guest did with the refusal it saw, the call ends on it.
-    if let Some(m) = &state.meter.exceeded {
-        return CallError::HostMemoryLimit {
-            what: m.what.clone(),
-            limit: m.limit,
-            requested: m.requested,
-        };
-    }
-    if e.chain().any(|c| c.is::<DeadlineReached>()) {
-        return CallError::Timeout {
-            timeout_ms: millis(limits.timeout),
-        };
-    }
-    if table_full(&e) {
-        return CallError::ResourceLimit {
-            limit: limits.max_resources,
-        };
-    }
-    match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => CallError::FuelExhausted { limit: limits.fuel },
-        Some(Trap::Interrupt) => CallError::Timeout {
-            timeout_ms: millis(limits.timeout),
-        },
-        Some(Trap::StackOverflow) => CallError::StackOverflow,
-        Some(Trap::MemoryOutOfBounds) if shadow_stack_overflow(&e) => CallError::StackOverflow,
-        Some(trap) => match panic_message(stderr) {
-            Some(message) => CallError::Panic { message },
-            None => CallError::Trap {
-                message: with_stderr(trap.to_string(), stderr),
-            },
-        },
-        None if instantiation_failure(&e) => CallError::Instantiate {
-            reason: format!("{e:#}"),
-        },
-        None => CallError::Trap {
-            message: with_stderr(format!("{e:#}"), stderr),
-        },
-    }
-}
-
-/// Whether the guest tried to hold more resources than the call's table takes.
-fn table_full(e: &wasmtime::Error) -> bool {
-    use wasmtime::component::ResourceTableError;
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<ResourceTableError>(),
-            Some(ResourceTableError::Full)
-        )
-    }) || format!("{e:#}").contains(&ResourceTableError::Full.to_string())
-}
-
-/// Whether an out-of-bounds access is deep recursion running off the guest's shadow stack.
-///
-/// Compilers for wasm (Rust, C, Zig) keep locals whose address is taken on a shadow stack
-/// in linear memory that grows down from its top toward address 0; recursing past 0 wraps
-/// the stack pointer to near 4 GiB, so the next frame's store is out of bounds, rather
-/// than the engine's own stack-overflow trap. The sign of that is in the trap's backtrace
-/// (wasmtime keeps its innermost 20 frames): all of them taken by recursion, at most
-/// [`RECURSION_FUNCS`] functions calling one another. A non-recursive out-of-bounds
-/// access has a call chain of distinct functions, or one shorter than that.
-fn shadow_stack_overflow(e: &wasmtime::Error) -> bool {
-    let Some(bt) = e.downcast_ref::<wasmtime::WasmBacktrace>() else {
-        return false;
-    };
-    let frames = bt.frames();
-    if frames.len() < RECURSION_FRAMES {
-        return false;
-    }
-    let mut funcs: Vec<u32> = frames
-        .iter()
-        .take(RECURSION_FRAMES)
-        .map(|f| f.func_index())
-        .collect();
-    funcs.sort_unstable();
-    funcs.dedup();
-    funcs.len() <= RECURSION_FUNCS
-}
-
-/// The innermost frames that must all be recursion (wasmtime captures 20 by default).
-const RECURSION_FRAMES: usize = 16;
-/// How many functions a recursive cycle may span (`a → b → a` is 2).
-const RECURSION_FUNCS: usize = 3;
-
-fn instantiation_failure(e: &wasmtime::Error) -> bool {
-    let text = format!("{e:#}");
-    text.contains("instantiat")
-}
-
-/// The message of a Rust guest panic, from what the panic hook wrote to stderr.
-fn panic_message(stderr: &str) -> Option<String> {
-    let start = stderr.find("panicked at ")?;
-    let after = &stderr[start..];
-    // "panicked at src/lib.rs:10:5:\nmessage\nnote: run with ..."
-    let body = after.split_once(":\n").map_or(after, |(_, b)| b);
-    let msg: Vec<&str> = body
-        .lines()
-        .take_while(|l| !l.starts_with("note: "))
-        .collect();
-    let msg = msg.join("\n").trim().to_string();
-    Some(if msg.is_empty() {
-        after.lines().next().unwrap_or("").to_string()
-    } else {
-        msg
-    })
-}
-
-fn with_stderr(message: String, stderr: &str) -> String {
-    let tail = stderr.trim();
-    if tail.is_empty() {
-        return message;
-    }
-    let tail: String = tail
-        .chars()
-        .rev()
-        .take(500)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    format!("{message}; stderr: {tail}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn extracts_rust_panic_messages() {
-        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: 42\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
-        assert_eq!(panic_message(stderr).as_deref(), Some("boom: 42"));
-        assert_eq!(panic_message("no panic here"), None);
-    }
 
     #[test]
     fn deadline_ticks_round_up() {

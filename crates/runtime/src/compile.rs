@@ -23,7 +23,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::settable::settable;
+use toolhost_policy::settable;
 
 settable! {
     /// The most a component may be or ask of the compiler before it is refused.

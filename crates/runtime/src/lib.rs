@@ -38,6 +38,8 @@
 //!
 //! - [`runtime`]: the shared engine, linker, epoch ticker and instance pool; loading
 //!   components as tools.
+//! - `metering`: [`Metering`], how calls are bounded (fuel, epochs), and the engine
+//!   configuration it needs (the compiler worker compiles for the same).
 //! - [`admission`]: [`CallBudget`], the host-wide budget every call is admitted against
 //!   (calls running, the sum of their memory caps, a bounded queue), lock-free when there
 //!   is room.
@@ -53,7 +55,8 @@
 //! - [`schema`]: WIT type + docs → JSON Schema for models.
 //! - [`convert`]: JSON ↔ component values, with JSON-path errors.
 //! - [`docs`]: finding a tool's WIT docs (embedded section or sidecar `.wit`).
-//! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach.
+//! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may reach
+//!   (re-exported from `toolhost-policy`).
 //! - [`sandbox`]: per-call store state built from the grants: captured stdio, memory
 //!   limiter, the host-call meter (deadline checked, fuel and host memory charged on every
 //!   host call), the `toolhost:host/log` import, the filesystem gate (single-file grants,
@@ -63,8 +66,11 @@
 //!   when its budget is spent).
 //! - [`call`]: one call, its limits, and the classification of every way it can fail.
 //! - [`policy`]: the operator's policy file: per-tool grants, limits, allowed operations,
-//!   rate limits; [`policy::Gate`] applies it to calls.
-//! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code).
+//!   rate limits (the model is `toolhost-policy`'s, re-exported); [`policy::Gate`] applies
+//!   it to calls.
+//! - [`limits`]: [`Limits`], the budget of one call (defaults for untrusted code; from
+//!   `toolhost-policy`), and the sandbox's own bounds around it (fuel per host call, the
+//!   fuel slice between yields, the slack past a deadline).
 //! - [`error`]: [`LoadError`], [`CallError`] and the stable [`ErrorKind`]s.
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`terminal`]: text from a tool or a model made safe to print for a person (control
@@ -80,15 +86,14 @@ pub mod compile;
 pub mod convert;
 pub mod docs;
 pub mod error;
-pub mod grants;
 pub mod limits;
+mod metering;
 pub mod owned;
 pub mod pack;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
-mod settable;
 pub mod terminal;
 pub mod tool;
 pub mod trace;
@@ -104,5 +109,6 @@ pub use policy::{Gate, Policy, ToolPolicy};
 pub use runtime::{Metering, Runtime, RuntimeConfig};
 pub use sandbox::{AuditEvent, Decision};
 pub use tool::{Operation, Tool};
+pub use toolhost_policy::grants;
 pub use toolhost_wit_docs as wit_docs;
 pub use types::WitType;

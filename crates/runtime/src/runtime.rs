@@ -1,6 +1,5 @@
 //! [`Runtime`]: the shared engine, linker and compiled cache; loads components as [`Tool`]s.
 
-use crate::settable::settable;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,57 +7,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
+use toolhost_policy::settable;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Enabled, Engine, PoolingAllocationConfig};
+use wasmtime::{Enabled, Engine, PoolingAllocationConfig};
 
 use crate::admission::{Admission, CallBudget, CallLoad};
 use crate::cache::{self, Cache, Identity, Miss};
 use crate::compile::{self, CompileLimits, Compiler, LimitExceeded};
 use crate::docs;
 use crate::error::LoadError;
+pub use crate::metering::Metering;
+use crate::metering::engine_config;
 use crate::sandbox::{self, HostState};
 use crate::tool::{self, Compiled, Tool};
-
-/// How calls are metered.
-///
-/// Every mode except [`Metering::Unmetered`] bounds a call's wall time by its
-/// `Limits::timeout`: the call runs inside a host-side timeout, and a CPU-bound guest is
-/// made to reach a point where that timeout can act, either by yielding every
-/// `FUEL_YIELD_INTERVAL` units of fuel or by an epoch check.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Metering {
-    /// Fuel (`Limits::fuel`) bounds compute, and the guest yields to the executor every
-    /// `FUEL_YIELD_INTERVAL` units, where the deadline (`Limits::timeout`) ends it and
-    /// other calls get their turn: the default, for untrusted code. It needs no epoch
-    /// instrumentation, whose check at every loop header costs tight loops up to 1.6×.
-    #[default]
-    Fuel,
-    /// Fuel as in [`Metering::Fuel`], and an epoch deadline checked at every function entry
-    /// and loop header as a second, independent bound on wall time.
-    FuelAndEpoch,
-    /// Only the epoch deadline: cheaper for call-heavy tools, where fuel's bookkeeping
-    /// around every call costs up to 2.5×; compute is bounded by wall time alone and
-    /// `fuel_consumed` reads 0.
-    EpochOnly,
-    /// Neither: a CPU-bound guest cannot be interrupted. For benchmarks only, never for
-    /// untrusted tools.
-    Unmetered,
-}
-
-impl Metering {
-    pub fn fuel(self) -> bool {
-        matches!(self, Metering::Fuel | Metering::FuelAndEpoch)
-    }
-
-    pub fn epoch(self) -> bool {
-        matches!(self, Metering::FuelAndEpoch | Metering::EpochOnly)
-    }
-}
-
-/// Units of fuel a fuel-metered guest runs between yields to the executor: about a
-/// millisecond of compute, so a deadline is met within about a millisecond while a yield
-/// (a fiber switch and a timer check) costs well under 0.1% of the time between them.
-pub(crate) const FUEL_YIELD_INTERVAL: u64 = 1_000_000;
 
 /// Concurrent instances of the default pooling allocator ([`RuntimeConfig::pooling`]).
 pub const DEFAULT_POOL: u32 = 1000;
@@ -410,17 +371,6 @@ impl Runtime {
             exceeded,
         }
     }
-}
-
-/// The engine configuration of a runtime metered by `metering`, without its instance
-/// allocator: a compiler worker builds the same to compile for it.
-pub(crate) fn engine_config(metering: Metering) -> Config {
-    let mut c = Config::new();
-    c.wasm_component_model(true)
-        .consume_fuel(metering.fuel())
-        .epoch_interruption(metering.epoch())
-        .parallel_compilation(true);
-    c
 }
 
 /// A pool for `n` concurrent component instances, sized for the components toolchains

@@ -78,6 +78,8 @@ fn case_schema(name: &str, payload: Option<Value>, docs: Option<&TypeDocs>) -> V
     s
 }
 
+/// The schema of `ty`, its members' and cases' docs with them; [`value_schema`] adds the
+/// type's own description where this leaves none.
 fn bare(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
     if let Some((lo, hi)) = ty.int_range() {
         return int(lo, hi);
@@ -108,87 +110,11 @@ fn bare(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
                 "maxItems": 2,
             },
         }),
-        WitType::Record(fields) => {
-            let props: Map<String, Value> = fields
-                .iter()
-                .map(|(n, t)| (n.clone(), value_schema(t, member(docs, n))))
-                .collect();
-            let required: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-            json!({
-                "type": "object",
-                "properties": props,
-                "required": required,
-                "additionalProperties": false,
-            })
-        }
-        WitType::Tuple(ts) => json!({
-            "type": "array",
-            "prefixItems": ts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| value_schema(t, inner(docs, i)))
-                .collect::<Vec<_>>(),
-            "items": false,
-            "minItems": ts.len(),
-            "maxItems": ts.len(),
-        }),
-        WitType::Variant(cases) => {
-            if cases.iter().all(|(_, p)| p.is_none())
-                && cases.iter().all(|(n, _)| member(docs, n).is_none())
-            {
-                let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
-                return json!({"type": "string", "enum": names});
-            }
-            let one_of: Vec<Value> = cases
-                .iter()
-                .map(|(n, p)| {
-                    let d = member(docs, n);
-                    // The case's docs describe the case; the payload keeps only its inner docs.
-                    let payload = p.as_ref().map(|t| bare(t, d));
-                    case_schema(n, payload, d)
-                })
-                .collect();
-            json!({"oneOf": one_of})
-        }
-        WitType::Enum(names) => {
-            let mut s = json!({"type": "string", "enum": names});
-            let described: Vec<String> = names
-                .iter()
-                .filter_map(|n| {
-                    member(docs, n)
-                        .and_then(|d| d.docs.as_ref())
-                        .map(|t| format!("`{n}`: {t}"))
-                })
-                .collect();
-            if !described.is_empty() {
-                // Plain string enums have no per-value description in JSON Schema, so the
-                // case docs are listed in the type's own description.
-                let head = docs.and_then(|d| d.docs.clone()).unwrap_or_default();
-                let text = if head.is_empty() {
-                    described.join("\n")
-                } else {
-                    format!("{head}\n{}", described.join("\n"))
-                };
-                s["description"] = Value::String(text);
-            }
-            s
-        }
-        WitType::Option(t) => {
-            let inner_schema = value_schema(t, inner(docs, 0));
-            if matches!(**t, WitType::Option(_)) {
-                json!({"anyOf": [
-                    {"type": "null"},
-                    {
-                        "type": "object",
-                        "properties": {"some": inner_schema},
-                        "required": ["some"],
-                        "additionalProperties": false,
-                    },
-                ]})
-            } else {
-                json!({"anyOf": [inner_schema, {"type": "null"}]})
-            }
-        }
+        WitType::Record(fields) => record(fields, docs),
+        WitType::Tuple(ts) => tuple(ts, docs),
+        WitType::Variant(cases) => variant(cases, docs),
+        WitType::Enum(names) => enumeration(names, docs),
+        WitType::Option(t) => option(t, docs),
         WitType::Result { ok, err } => {
             let side = |name: &str, t: &Option<Box<WitType>>, i: usize| {
                 let payload = t.as_ref().map(|t| value_schema(t, inner(docs, i)));
@@ -202,5 +128,98 @@ fn bare(ty: &WitType, docs: Option<&TypeDocs>) -> Value {
             "uniqueItems": true,
         }),
         _ => unreachable!("integers are handled above"),
+    }
+}
+
+/// A record: an object with every field, each described by its own docs, and no other.
+fn record(fields: &[(String, WitType)], docs: Option<&TypeDocs>) -> Value {
+    let props: Map<String, Value> = fields
+        .iter()
+        .map(|(n, t)| (n.clone(), value_schema(t, member(docs, n))))
+        .collect();
+    let required: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+    json!({
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// A tuple: an array of exactly its member types, in order.
+fn tuple(ts: &[WitType], docs: Option<&TypeDocs>) -> Value {
+    json!({
+        "type": "array",
+        "prefixItems": ts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| value_schema(t, inner(docs, i)))
+            .collect::<Vec<_>>(),
+        "items": false,
+        "minItems": ts.len(),
+        "maxItems": ts.len(),
+    })
+}
+
+/// A variant: a string enum when no case has a payload or docs, else one schema per case.
+fn variant(cases: &[(String, Option<WitType>)], docs: Option<&TypeDocs>) -> Value {
+    if cases.iter().all(|(_, p)| p.is_none())
+        && cases.iter().all(|(n, _)| member(docs, n).is_none())
+    {
+        let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
+        return json!({"type": "string", "enum": names});
+    }
+    let one_of: Vec<Value> = cases
+        .iter()
+        .map(|(n, p)| {
+            let d = member(docs, n);
+            // The case's docs describe the case; the payload keeps only its inner docs.
+            let payload = p.as_ref().map(|t| bare(t, d));
+            case_schema(n, payload, d)
+        })
+        .collect();
+    json!({"oneOf": one_of})
+}
+
+/// An enum: a string enum, its cases' docs listed in its description.
+fn enumeration(names: &[String], docs: Option<&TypeDocs>) -> Value {
+    let mut s = json!({"type": "string", "enum": names});
+    let described: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            member(docs, n)
+                .and_then(|d| d.docs.as_ref())
+                .map(|t| format!("`{n}`: {t}"))
+        })
+        .collect();
+    if !described.is_empty() {
+        // Plain string enums have no per-value description in JSON Schema, so the
+        // case docs are listed in the type's own description.
+        let head = docs.and_then(|d| d.docs.clone()).unwrap_or_default();
+        let text = if head.is_empty() {
+            described.join("\n")
+        } else {
+            format!("{head}\n{}", described.join("\n"))
+        };
+        s["description"] = Value::String(text);
+    }
+    s
+}
+
+/// An option: the value or `null`; a nested option's outer `some` is `{"some": value}`.
+fn option(t: &WitType, docs: Option<&TypeDocs>) -> Value {
+    let inner_schema = value_schema(t, inner(docs, 0));
+    if matches!(*t, WitType::Option(_)) {
+        json!({"anyOf": [
+            {"type": "null"},
+            {
+                "type": "object",
+                "properties": {"some": inner_schema},
+                "required": ["some"],
+                "additionalProperties": false,
+            },
+        ]})
+    } else {
+        json!({"anyOf": [inner_schema, {"type": "null"}]})
     }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Engine;
 
 use super::{CompileLimits, LimitExceeded};
-use crate::runtime::{Metering, engine_config};
+use crate::metering::{Metering, engine_config};
 
 /// The first line the parent writes, naming the protocol and the metering mode.
 const HEADER: &str = "toolhost-compile/1";

@@ -1,4 +1,4 @@
-//! [`Gate`]: applies a [`Policy`](super::Policy) to calls before the sandbox applies the
+//! [`Gate`]: applies a [`Policy`](toolhost_policy::Policy) to calls before the sandbox applies the
 //! grants: the tool must have a section, match its digest pin, call an allowed operation,
 //! and stay within its rate limit. Each refusal is a `denied` (or `rate_limited`) call
 //! with an audit event; nothing reaches the guest.
@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::ToolPolicy;
 use crate::call::{CallOutcome, CallReport};
 use crate::error::CallError;
 use crate::sandbox::{AuditEvent, Decision};
 use crate::{Runtime, Tool};
+use toolhost_policy::ToolPolicy;
 
 const WINDOW: Duration = Duration::from_secs(60);
 

@@ -25,8 +25,7 @@ use std::time::Instant;
 use wasmtime::{CallHook, StoreContextMut, Trap};
 
 use super::HostState;
-use crate::limits::HOST_CALL_FUEL;
-use crate::runtime::FUEL_YIELD_INTERVAL;
+use crate::limits::{FUEL_YIELD_INTERVAL, HOST_CALL_FUEL};
 
 /// The call's deadline passed; raised from the call hook on entry to a host call.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 //! own implementation; a charge over the budget ends the call as `host_memory_limit`.
 
 use wasmtime::StoreContextMut;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi_http::WasiHttpView as _;
 use wasmtime_wasi_http::p2::bindings::http::types::{
     Fields, HeaderError, HostFields, HostOutgoingRequest, HostOutgoingResponse, OutgoingBody,
@@ -38,9 +38,18 @@ const FIELD_OVERHEAD: usize = 32;
 
 type Header<T> = Result<T, HeaderError>;
 
-/// Shadows the functions of `wasi:http/types` that take in data the host keeps.
+/// Shadows the functions of `wasi:http/types` that take in data the host keeps: header
+/// fields, outgoing bodies, request targets.
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     let mut types = linker.instance(TYPES)?;
+    add_fields(&mut types)?;
+    add_bodies(&mut types)?;
+    add_targets(&mut types)
+}
+
+/// `fields.from-list`, `set`, `append` and `clone`: each charges the names and values it
+/// takes in (a clone all of its map's), and records a forbidden header's refusal.
+fn add_fields(types: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
     types.func_wrap(
         "[static]fields.from-list",
         |mut store: StoreContextMut<'_, HostState>, (entries,): (Vec<(String, Vec<u8>)>,)| {
@@ -107,6 +116,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             Ok((HostFields::clone(&mut s.http(), fields)?,))
         },
     )?;
+    Ok(())
+}
+
+/// `outgoing-request.body` and `outgoing-response.body`: each charges what an unsent body
+/// may hold.
+fn add_bodies(types: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
     types.func_wrap(
         "[method]outgoing-request.body",
         |mut store: StoreContextMut<'_, HostState>, (request,): (Resource<OutgoingRequest>,)| {
@@ -127,6 +142,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             Ok((body,))
         },
     )?;
+    Ok(())
+}
+
+/// `outgoing-request.set-path-with-query` and `set-authority`: each charges the text it
+/// sets.
+fn add_targets(types: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
     types.func_wrap(
         "[method]outgoing-request.set-path-with-query",
         |mut store: StoreContextMut<'_, HostState>,

@@ -12,7 +12,8 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    pub(crate) fn default_port(self) -> u16 {
+    /// The port a URL of this scheme means when it names none.
+    pub fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,
@@ -210,7 +211,7 @@ impl Origin {
     }
 
     /// Whether this origin names `ip` literally (the only way to reach special ranges).
-    pub(crate) fn names_ip(&self, ip: IpAddr) -> bool {
+    pub fn names_ip(&self, ip: IpAddr) -> bool {
         matches!(self.host, HostPattern::Ip(a) if addr::canonical(a) == addr::canonical(ip))
     }
 }

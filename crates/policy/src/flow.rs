@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use toml::Spanned;
 
-use super::raw::{RawOutputs, RawTool};
-use super::{At, Problems};
+use crate::error::{At, Problems};
+use crate::raw::{RawOutputs, RawTool};
 
 /// Where a tool's outputs stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -51,7 +51,7 @@ impl Flow {
 
 /// The section's flow rules (`accepts_untrusted` is settled later, from `[flows]`);
 /// problems are kept in `problems`.
-pub(super) fn flow(raw: &RawTool, at: &At<'_>, problems: &mut Problems) -> Flow {
+pub(crate) fn flow(raw: &RawTool, at: &At<'_>, problems: &mut Problems) -> Flow {
     // A pooled tool runs under its pool workers' grants, which this file may not show
     // (they can live in the workers' own policy): it counts as reaching out.
     let reaches_out = !raw.files.is_empty()
@@ -101,11 +101,12 @@ fn name(s: &Spanned<String>, what: &str, at: &At<'_>, problems: &mut Problems) -
     Some(n.clone())
 }
 
-/// Applies `[flows] untrusted_may_reach` to the tools: each listed name must be a tool
-/// section; a tool not listed accepts no untrusted argument.
-pub(super) fn untrusted_may_reach(
+/// Applies `[flows] untrusted_may_reach` to the tools' rules (`flows`, by tool name):
+/// each listed name must be a tool section; a tool not listed accepts no untrusted
+/// argument.
+pub(crate) fn untrusted_may_reach<'f>(
     list: Option<&Spanned<Vec<Spanned<String>>>>,
-    tools: &mut BTreeMap<String, super::ToolPolicy>,
+    flows: impl Iterator<Item = (&'f str, &'f mut Flow)>,
     sections: &[&str],
     at: &At<'_>,
     problems: &mut Problems,
@@ -125,7 +126,7 @@ pub(super) fn untrusted_may_reach(
             ));
         }
     }
-    for (name, tool) in tools {
-        tool.flow.accepts_untrusted = list.get_ref().iter().any(|t| t.get_ref() == name);
+    for (name, flow) in flows {
+        flow.accepts_untrusted = list.get_ref().iter().any(|t| t.get_ref() == name);
     }
 }

@@ -13,7 +13,7 @@ const METADATA_V4: &[Ipv4Addr] = &[
 const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
 
 /// An IPv4-mapped or -compatible IPv6 address as the IPv4 address it carries.
-pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
+pub fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
@@ -24,7 +24,7 @@ pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
 }
 
 /// The special range `ip` is in, if any: a phrase for messages ("loopback", …).
-pub(crate) fn special_range(ip: IpAddr) -> Option<&'static str> {
+pub fn special_range(ip: IpAddr) -> Option<&'static str> {
     match canonical(ip) {
         IpAddr::V4(a) => v4_range(a),
         IpAddr::V6(a) => v6_range(a),

@@ -1,11 +1,23 @@
 //! The policy file as written: serde structs, every one `deny_unknown_fields`. Values that
 //! need the file system or the host environment to check keep their spans
-//! ([`toml::Spanned`]) so errors can point at them.
+//! ([`toml::Spanned`]) so errors can point at them. [`ApprovalMode`] and [`EnvValue`] are
+//! read as written and kept so in the checked policy.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
+
+/// What a non-interactive run does with a step that needs approval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Nobody approves: the run escalates and the step does not run.
+    #[default]
+    Deny,
+    /// Approve automatically (for trusted, unattended deployments).
+    Auto,
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -13,7 +25,7 @@ pub(crate) struct RawPolicy {
     pub version: Spanned<u32>,
     /// What unattended runs do with steps that need approval.
     #[serde(default)]
-    pub approval: super::ApprovalMode,
+    pub approval: ApprovalMode,
     /// A run stops once the policy has refused this many of its actions.
     pub max_refusals: Option<Spanned<i64>>,
     #[serde(default)]

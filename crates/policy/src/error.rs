@@ -1,5 +1,5 @@
 //! [`PolicyError`]: a problem in a policy file, located by line and column with the
-//! offending source line underlined.
+//! offending source line underlined; `Problems`, those found so far.
 
 use std::fmt;
 use std::ops::Range;
@@ -113,6 +113,35 @@ impl PolicyError {
     pub(crate) fn from_toml(file: &str, source: &str, e: &toml::de::Error) -> PolicyError {
         let message = e.message().trim_end().to_string();
         PolicyError::at(file, source, e.span().unwrap_or(0..0), message)
+    }
+}
+
+/// Makes the error at a byte range of the policy being checked.
+pub(crate) type At<'a> = dyn Fn(Range<usize>, String) -> PolicyError + 'a;
+
+/// Problems found so far: checking goes on past each one, so that a policy reports all
+/// of them at once (as plan validation does), not only the first.
+#[derive(Default)]
+pub(crate) struct Problems(Vec<PolicyError>);
+
+impl Problems {
+    pub(crate) fn push(&mut self, e: PolicyError) {
+        self.0.push(e);
+    }
+
+    /// `r`'s value, or `None` with its error kept.
+    pub(crate) fn take<T>(&mut self, r: Result<T, PolicyError>) -> Option<T> {
+        r.map_err(|e| self.push(e)).ok()
+    }
+
+    /// How many were found so far (to tell whether a part added any).
+    pub(crate) fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    /// All of them as one error (see [`PolicyError::all`]); `None` when there are none.
+    pub(crate) fn into_error(self) -> Option<PolicyError> {
+        PolicyError::all(self.0)
     }
 }
 

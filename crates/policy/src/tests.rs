@@ -1,12 +1,14 @@
 //! Property tests: the policy parser and the grant parsers never panic, and every error
 //! they return points inside the source. Unit tests of single keys follow them.
 
+mod golden;
+
 use std::path::Path;
 
 use proptest::prelude::*;
 
-use super::{Policy, PolicyError};
 use crate::grants::{Origin, SocketGrant};
+use crate::{Policy, PolicyError};
 
 /// Pieces that make inputs look like policies, so shrinking explores the parser's paths
 /// rather than TOML's tokenizer.
@@ -142,7 +144,7 @@ fn every_problem_is_reported_in_source_order() {
 
 #[test]
 fn outputs_default_to_untrusted_for_tools_that_reach_out_and_derived_otherwise() {
-    use super::Trust;
+    use crate::Trust;
     let p = parse(
         "version = 1\n[tools.calc]\n[tools.fetch]\nnetwork = { http = [\"https://a.example.com\"] }\n[tools.files]\nfiles = [{ host = \".\", guest = \"/d\", access = \"read\" }]\n[tools.lookup]\nnetwork = { name_lookup = true }\n[tools.clean]\nfiles = [{ host = \".\", guest = \"/d\", access = \"read\" }]\noutputs = \"trusted\"\n[tools.dirty]\noutputs = \"untrusted\"\n",
     )
@@ -219,15 +221,15 @@ fn a_pooled_sections_grants_are_resolved_only_by_a_worker_of_its_pool() {
     assert!(fs.env_sources.is_empty());
     assert!(!p.tools["calc"].grants_on_pool);
     // Its outputs count as untrusted: what it reads is the pool's, unseen here.
-    assert_eq!(fs.flow.outputs, super::Trust::Untrusted);
+    assert_eq!(fs.flow.outputs, crate::Trust::Untrusted);
     let bare = parse("version = 1\n[tools.fs]\npool = \"data\"\n").unwrap();
-    assert_eq!(bare.tools["fs"].flow.outputs, super::Trust::Untrusted);
+    assert_eq!(bare.tools["fs"].flow.outputs, crate::Trust::Untrusted);
     // A worker of another pool does not resolve them either; one of `data` does, and
     // finds both missing.
-    let other: super::PoolName = "egress".parse().unwrap();
+    let other: crate::PoolName = "egress".parse().unwrap();
     let p = Policy::parse_for("p.toml", text, Path::new("/"), &[other]).unwrap();
     assert!(p.tools["fs"].grants_on_pool);
-    let data: super::PoolName = "data".parse().unwrap();
+    let data: crate::PoolName = "data".parse().unwrap();
     let e = Policy::parse_for("p.toml", text, Path::new("/"), &[data]).unwrap_err();
     let e = e.to_string();
     assert!(

@@ -3,9 +3,14 @@
 //! dependents build values from `Default` (or a deny-by-default constructor) instead of
 //! struct literals, and a field can be added without breaking them (with
 //! `#[non_exhaustive]` on the struct).
+//!
+//! Exported (hidden) for `toolhost-runtime`, whose configuration structs follow the same
+//! pattern: one macro for both crates rather than a copy in each.
 
 /// Declares `pub struct NAME { pub FIELD: TYPE, … }` as written, plus
 /// `pub fn FIELD(self, value: TYPE) -> Self` for each field.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! settable {
     (
         $(#[$meta:meta])*
@@ -30,5 +35,3 @@ macro_rules! settable {
         }
     };
 }
-
-pub(crate) use settable;

@@ -1,21 +1,23 @@
 //! [`Capabilities`]: what one call may reach beyond its own memory, already checked.
 //!
-//! Grants come from the operator only: a policy file ([`crate::policy`]) or the CLI's
+//! Grants come from the operator only: a policy file ([`crate::Policy`]) or the CLI's
 //! `--allow-*` flags. Nothing a tool or a model can call creates or widens them.
 //!
 //! - [`origin`]: HTTP origins (`https://*.example.com:8443`) and how requests match them.
 //! - [`addr`]: special-purpose address ranges (loopback, private, link-local, metadata)
 //!   that are refused unless a grant names the address literally.
 //! - [`socket`]: raw `wasi:sockets` TCP grants (`IP[/PREFIX]:PORT`).
+//! - `resolve`: a file or environment grant as written, checked against this host.
 
 pub mod addr;
 pub mod origin;
+mod resolve;
 pub mod socket;
 
-use crate::settable::settable;
 use std::path::PathBuf;
 
 pub use self::origin::{HostPattern, Origin, OriginError, Scheme};
+pub use self::resolve::{env_grant, file_grant};
 pub use self::socket::{SocketGrant, SocketGrantError};
 
 /// Whether a [`FileGrant`] names a directory or a single file.
@@ -95,7 +97,7 @@ pub struct NetworkGrants {
     pub name_lookup: bool,
 }
 
-settable! {
+crate::settable! {
     /// What a call may reach beyond its own memory.
     ///
     /// [`Capabilities::none`] (also `Default`) grants nothing:

@@ -1,0 +1,148 @@
+//! [`Policy`]: a whole policy file read and checked (version, `max_refusals`, defaults,
+//! each tool's section, `[flows]`), and the section that applies to a component.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{PolicyError, Problems};
+use crate::flow;
+use crate::limits::{self, Limits};
+use crate::names::{PoolName, check_tool_name};
+use crate::raw::{ApprovalMode, RawPolicy};
+use crate::tool::{Grants, ToolPolicy, tool_policy};
+
+/// The only policy format version.
+pub const VERSION: u32 = 1;
+
+/// A checked policy: every path exists, every host variable was read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Policy {
+    /// Where it was read from (shown in messages).
+    pub source: String,
+    /// What unattended runs do with a step that needs approval (a `sensitive` tool, a
+    /// low-confidence turn): `deny` (default: the run escalates) or `auto`.
+    pub approval: ApprovalMode,
+    /// A run stops (`refusal_limit`) once the policy has refused this many of its actions
+    /// (requests outside the grants, operations not allowed, plans breaking a data-flow
+    /// rule): a planner that keeps trying what it may not is treated as hijacked. `None`
+    /// (the default): each such action is refused and counted, and the run goes on.
+    pub max_refusals: Option<u64>,
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+impl Policy {
+    /// Reads and checks the policy at `path`. Relative host paths are relative to the
+    /// policy file's directory. The files and environment grants of a section sent to an
+    /// executor pool (`pool = "NAME"`) are left to the pool's workers ([`Policy::load_for`]):
+    /// one policy file can serve the owners of runs and the pool's workers alike.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        Policy::load_for(path, &[])
+    }
+
+    /// [`Policy::load`] by a worker of executor pools `pools`: the grants of the sections
+    /// sent to those pools are resolved (and checked) here too.
+    pub fn load_for(path: &Path, pools: &[PoolName]) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Policy::parse_for(&path.display().to_string(), &text, base, pools)
+    }
+
+    /// Checks policy `text`; `file` names it in messages, `base` anchors relative paths.
+    pub fn parse(file: &str, text: &str, base: &Path) -> Result<Policy, PolicyError> {
+        Policy::parse_for(file, text, base, &[])
+    }
+
+    /// [`Policy::parse`] by a worker of executor pools `pools` (see [`Policy::load_for`]).
+    pub fn parse_for(
+        file: &str,
+        text: &str,
+        base: &Path,
+        pools: &[PoolName],
+    ) -> Result<Policy, PolicyError> {
+        let raw: RawPolicy =
+            toml::from_str(text).map_err(|e| PolicyError::from_toml(file, text, &e))?;
+        let at = |span: std::ops::Range<usize>, message: String| {
+            PolicyError::at(file, text, span, message)
+        };
+        let mut problems = Problems::default();
+        if *raw.version.get_ref() != VERSION {
+            problems.push(at(
+                raw.version.span(),
+                format!(
+                    "unsupported policy version {}: this toolhost reads version {VERSION}",
+                    raw.version.get_ref()
+                ),
+            ));
+        }
+        let max_refusals = raw.max_refusals.as_ref().and_then(|n| {
+            problems.take(match u64::try_from(*n.get_ref()) {
+                Ok(v) if v > 0 => Ok(v),
+                _ => Err(at(
+                    n.span(),
+                    format!(
+                        "max_refusals = {} is not a count of refusals: write 1 or more (leave it out to let runs go on after refusals)",
+                        n.get_ref()
+                    ),
+                )),
+            })
+        });
+        let defaults = limits::apply(Limits::default(), &raw.defaults.limits, &at, &mut problems);
+        let mut tools = BTreeMap::new();
+        for (name, section) in &raw.tools {
+            problems.take(check_tool_name(name.get_ref()).map_err(|why| at(name.span(), why)));
+            let here = section
+                .pool
+                .as_ref()
+                .is_none_or(|p| pools.iter().any(|q| q.as_str() == p.get_ref()));
+            let grants = if here { Grants::Here } else { Grants::OnPool };
+            if let Some(tool) = tool_policy(
+                name.get_ref(),
+                section,
+                &defaults,
+                (base, grants),
+                &at,
+                &mut problems,
+            ) {
+                tools.insert(name.get_ref().clone(), tool);
+            }
+        }
+        let sections: Vec<&str> = raw.tools.keys().map(|k| k.get_ref().as_str()).collect();
+        flow::untrusted_may_reach(
+            raw.flows.untrusted_may_reach.as_ref(),
+            tools.iter_mut().map(|(n, t)| (n.as_str(), &mut t.flow)),
+            &sections,
+            &at,
+            &mut problems,
+        );
+        if let Some(e) = problems.into_error() {
+            return Err(e);
+        }
+        Ok(Policy {
+            source: file.to_string(),
+            approval: raw.approval,
+            max_refusals,
+            tools,
+        })
+    }
+
+    /// The section for the component at `path`: the one whose `component` is that file,
+    /// else the one named after the file stem (if it names no other component).
+    pub fn section_for(&self, path: &Path) -> Option<&ToolPolicy> {
+        let canonical = std::fs::canonicalize(path).ok();
+        if let Some(c) = &canonical
+            && let Some(t) = self
+                .tools
+                .values()
+                .find(|t| t.component.as_ref() == Some(c))
+        {
+            return Some(t);
+        }
+        let stem = path.file_stem()?.to_str()?;
+        self.tools.get(stem).filter(|t| t.component.is_none())
+    }
+}
