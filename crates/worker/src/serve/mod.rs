@@ -1,11 +1,11 @@
-//! `toolhost serve --database URL`: the API over the run queue of a PostgreSQL database,
+//! `toolhost serve --database URL`'s backend: the API over the run queue of a PostgreSQL database,
 //! so that any number of stateless replicas share it. A submitted run goes into the queue
 //! (its [`Spec`]); every replica also works the queue ([`Worker`], as `toolhost worker`),
 //! so a run may execute on any replica and is read, followed, decided and cancelled
 //! through any other: runs are listed from the `runs` table, their views built from their
 //! journal rows, events followed from the journal as it grows (woken by the
 //! `toolhost_changes` notification, else polling), approvals parked and answered in the
-//! run's row (the worker's [`DbApprover`](crate::worker)), cancellations asked for in it.
+//! run's row (the worker's `DbApprover`), cancellations asked for in it.
 //!
 //! A run taken over from a replica that died while a step that is not idempotent ran
 //! stops `waiting_for_decision`; the API shows it waiting for approval, its pending
@@ -30,18 +30,18 @@ use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
 mod follow;
 
 use self::follow::Follow;
-use super::{CliLauncher, invalid, planner_overrides};
-use crate::cli::planner::{ModeArg, PlannerArgs};
-use crate::cli::{loaded, planner};
-use crate::worker::{Spec, Stopper, Worker};
+use crate::spec::{SpecMode, SpecPlanner};
+use crate::{Spec, Stopper, Worker};
+use toolhost_app::launch::{TaskLauncher, invalid, planner_overrides};
+use toolhost_app::{PlannerOptions, load, planner};
 
 /// How long an SSE follower waits for a notification before it looks anyway.
 const FOLLOW_POLL: Duration = Duration::from_millis(500);
 
 /// The PostgreSQL backend of one replica.
-pub(crate) struct PgBackend {
+pub struct PgBackend {
     db: Database,
-    launcher: Arc<CliLauncher>,
+    launcher: Arc<TaskLauncher>,
     worker: Arc<Worker>,
     stopper: Stopper,
     ready: AtomicBool,
@@ -70,7 +70,9 @@ fn pg(e: PgError) -> RegistryError {
 }
 
 impl PgBackend {
-    pub(crate) fn new(db: Database, launcher: Arc<CliLauncher>, worker: Worker) -> PgBackend {
+    /// The backend of a replica serving the runs of `db`, each loaded by `launcher` and
+    /// run by `worker` (or another replica's).
+    pub fn new(db: Database, launcher: Arc<TaskLauncher>, worker: Worker) -> PgBackend {
         PgBackend {
             db,
             launcher,
@@ -110,15 +112,14 @@ impl PgBackend {
         let (planner_args, mode) = chosen(&request.overrides)?;
         let path = self.launcher.task_file(&request.task)?;
         let l = &self.launcher;
-        let mut loaded =
-            loaded::load(&l.rt, &path, l.tools_dir.as_deref(), &checked).map_err(invalid)?;
+        let mut loaded = load::load(l.rt(), &path, l.tools_dir(), &checked).map_err(invalid)?;
         if let Some(n) = request.overrides.max_steps {
             loaded.task.config.budgets.max_steps = n;
         }
         planner::build(&loaded.task, &planner_args, None).map_err(invalid)?;
         planner::extractor(&loaded.task).map_err(invalid)?;
         let task = std::path::absolute(&path).unwrap_or(path);
-        let digest = crate::cli::journal::digest(&task).map_err(invalid)?;
+        let digest = toolhost_app::journal::digest(&task).map_err(invalid)?;
         let task_text = std::fs::read_to_string(&task).map_err(|e| {
             RegistryError::Internal(format!("cannot read `{}`: {e}", task.display()))
         })?;
@@ -126,7 +127,7 @@ impl PgBackend {
             task,
             task_sha256: digest.sha256,
             task_text,
-            planner: planner_args,
+            planner: SpecPlanner::from(&planner_args),
             mode,
             redact: Vec::new(),
             approve: request.approve,
@@ -228,8 +229,8 @@ impl PgBackend {
     }
 }
 
-/// The planner flags and mode of `o`, as a submitted spec holds them.
-fn chosen(o: &Overrides) -> Result<(PlannerArgs, ModeArg), RegistryError> {
+/// The planner options and mode of `o`, as a submitted spec holds them.
+fn chosen(o: &Overrides) -> Result<(PlannerOptions, SpecMode), RegistryError> {
     let bad = RegistryError::BadRequest;
     let mode = o.mode.as_deref().map(str::parse).transpose().map_err(bad)?;
     let kind = o
@@ -239,8 +240,8 @@ fn chosen(o: &Overrides) -> Result<(PlannerArgs, ModeArg), RegistryError> {
         .transpose()
         .map_err(bad)?;
     Ok((
-        PlannerArgs::chosen(kind, o.model.clone()).resolved(),
-        ModeArg::of(mode),
+        PlannerOptions::chosen(kind, o.model.clone()).resolved(),
+        SpecMode { mode },
     ))
 }
 
@@ -459,7 +460,7 @@ impl Backend for PgBackend {
     }
 
     fn calls(&self) -> Option<toolhost_runtime::CallLoad> {
-        self.launcher.rt.call_load()
+        self.launcher.rt().call_load()
     }
 
     /// Stops claiming; the runs in flight get the worker's grace period, then their
