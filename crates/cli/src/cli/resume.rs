@@ -88,25 +88,15 @@ pub(crate) struct BudgetArgs {
 impl BudgetArgs {
     /// The budgets these flags replace.
     fn overrides(&self) -> BudgetOverrides {
-        let BudgetArgs {
-            max_steps,
-            max_replans,
-            max_wall_ms,
-            max_fuel,
-            max_input_tokens,
-            max_output_tokens,
-            max_cost_usd,
-            max_wait_ms,
-        } = *self;
         BudgetOverrides {
-            max_steps,
-            max_replans,
-            max_wall_ms,
-            max_fuel,
-            max_input_tokens,
-            max_output_tokens,
-            max_cost_usd,
-            max_wait_ms,
+            max_steps: self.max_steps,
+            max_replans: self.max_replans,
+            max_wall_ms: self.max_wall_ms,
+            max_fuel: self.max_fuel,
+            max_input_tokens: self.max_input_tokens,
+            max_output_tokens: self.max_output_tokens,
+            max_cost_usd: self.max_cost_usd,
+            max_wait_ms: self.max_wait_ms,
         }
     }
 }

@@ -19,17 +19,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_journal::{Kind, Record};
 use toolhost_serve::registry::SubmitRequest;
 use toolhost_serve::{
-    Backend, Decision, DecisionKind, Outcome, Overrides, Pending, RecordStream, Registry,
-    RegistryError, RunState, RunView, Taken,
+    Backend, Decision, DecisionKind, Overrides, Pending, RecordStream, Registry, RegistryError,
+    RunState, RunView, Taken,
 };
 use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
 
 mod follow;
+mod view;
 
 use self::follow::Follow;
+use self::view::{parse_lines, state_of, unfinished_ids};
 use crate::spec::{SpecMode, SpecPlanner};
 use crate::{Spec, Stopper, Worker};
 use toolhost_app::launch::{TaskLauncher, invalid, planner_overrides};
@@ -136,66 +137,6 @@ impl PgBackend {
         })
     }
 
-    /// Run `info` as the API shows it.
-    fn view(&self, info: &RunInfo) -> Result<RunView, RegistryError> {
-        let records = if info.records > 0 {
-            let bytes = self.db.journal(&info.run).map_err(pg)?;
-            parse_lines(bytes.split(|b| *b == b'\n'))
-        } else {
-            Vec::new()
-        };
-        let spec = info
-            .spec
-            .as_deref()
-            .and_then(|s| serde_json::from_str::<Spec>(s).ok());
-        let goal = records
-            .first()
-            .and_then(|r| r.data["goal"].as_str().map(str::to_string))
-            .or_else(|| {
-                let text = &spec.as_ref()?.task_text;
-                let t: toml::Table = toml::from_str(text).ok()?;
-                t.get("goal")?.as_str().map(str::to_string)
-            })
-            .unwrap_or_default();
-        let outcome = Outcome::of_records(&records);
-        let stop = outcome.stop.or_else(|| {
-            let reason = info.stop_reason.as_deref()?;
-            Some(json!({ "reason": reason }))
-        });
-        let pending = match info.status {
-            Status::WaitingForApproval => info
-                .pending
-                .as_deref()
-                .and_then(|p| serde_json::from_str::<Pending>(p).ok()),
-            Status::WaitingForDecision => Some(unfinished_pending(&records)),
-            _ => None,
-        };
-        // A parked question is waiting for input, not for approval.
-        let state = match (state_of(info.status), &pending) {
-            (RunState::WaitingForApproval, Some(p)) if p.subject == "question" => {
-                RunState::WaitingForInput
-            }
-            (state, _) => state,
-        };
-        Ok(RunView {
-            id: info.run.clone(),
-            url: format!("/v1/runs/{}", info.run),
-            state,
-            goal,
-            submitter: spec.and_then(|s| s.submitter),
-            stop,
-            answer: outcome.answer,
-            steps: outcome.steps,
-            usage: outcome.usage,
-            pending,
-        })
-    }
-
-    fn view_of(&self, id: &str) -> Result<RunView, RegistryError> {
-        let info = self.db.run_info(id).map_err(pg)?;
-        self.view(&info)
-    }
-
     /// The decision on the unfinished steps of run `info` (`waiting_for_decision`).
     fn decide_unfinished(
         &self,
@@ -243,55 +184,6 @@ fn chosen(o: &Overrides) -> Result<(PlannerOptions, SpecMode), RegistryError> {
         PlannerOptions::chosen(kind, o.model.clone()).resolved(),
         SpecMode { mode },
     ))
-}
-
-fn state_of(status: Status) -> RunState {
-    match status {
-        Status::Queued => RunState::Queued,
-        Status::Running => RunState::Running,
-        Status::WaitingForApproval | Status::WaitingForDecision => RunState::WaitingForApproval,
-        Status::Completed => RunState::Completed,
-        Status::Cancelled => RunState::Cancelled,
-        _ => RunState::Failed,
-    }
-}
-
-/// The records of journal lines (a line that is no record ends them).
-fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>) -> Vec<Record> {
-    lines
-        .filter(|l| !l.is_empty())
-        .map_while(|l| serde_json::from_slice::<Record>(l).ok())
-        .collect()
-}
-
-/// The steps that were cut off when the run was last taken over (its last `resumed`
-/// record's `unfinished`).
-fn unfinished_ids(records: &[Record]) -> Vec<String> {
-    records
-        .iter()
-        .rev()
-        .find(|r| r.kind == Kind::Resumed)
-        .and_then(|r| r.data["unfinished"].as_array())
-        .map(|ids| {
-            ids.iter()
-                .filter_map(|i| i.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn unfinished_pending(records: &[Record]) -> Pending {
-    Pending {
-        subject: "unfinished_steps".into(),
-        revision: None,
-        plan: None,
-        step: Some(json!({ "ids": unfinished_ids(records) })),
-        why: Some(
-            "the run was taken over from a replica that stopped while these steps ran; they are not idempotent and may have had effects: approve to run them again, reject to record them failed".into(),
-        ),
-        question: None,
-        schema: None,
-    }
 }
 
 impl Registry for PgBackend {
