@@ -24,7 +24,7 @@ use toolhost_journal::{Journal, Tee};
 use toolhost_runtime::Runtime;
 
 /// How a run begins.
-pub enum Start {
+enum Start {
     Fresh,
     Resume(Box<Checkpoint>, Unfinished),
 }
@@ -68,14 +68,6 @@ impl Opened {
         Opened {
             journal,
             holder: Holder::Resuming { claim, waiting },
-        }
-    }
-
-    /// Where the journal is, for a person.
-    pub fn shown(&self) -> String {
-        match &self.holder {
-            Holder::Resuming { claim, .. } => claim.location(),
-            _ => self.journal.path().display().to_string(),
         }
     }
 
@@ -197,12 +189,6 @@ impl<'s> Session<'s> {
     /// it cut off.
     pub fn resume(mut self, checkpoint: Checkpoint, unfinished: Unfinished) -> Self {
         self.start = Start::Resume(Box::new(checkpoint), unfinished);
-        self
-    }
-
-    /// Starts as `start` says.
-    pub fn start(mut self, start: Start) -> Self {
-        self.start = start;
         self
     }
 
