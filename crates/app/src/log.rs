@@ -12,11 +12,11 @@
 //! The queue and its writer thread are `tracing-appender`'s non-blocking writer, lossy
 //! (`try_send`: a full queue drops the line, never waits) and bounded at `QUEUE` lines.
 //! Three things are added around it, because it bounds lines but not bytes, and because
-//! its `WorkerGuard` may block or print to stdout when dropped:
+//! its `WorkerGuard` waits and may print to stdout when dropped:
 //! - [`LineWriter`] cuts a line at `MAX_LINE` bytes before it is queued;
-//! - the guard is never dropped (it lives in a `static`): its drop waits up to 1.1 s, then
-//!   prints to stdout (which a `--json` reader parses) or to stderr (whose lock a writer
-//!   stuck on a full pipe holds, so the process would hang at exit);
+//! - the guard is never dropped (it lives in a `static`): its drop waits up to 1.1 s for a
+//!   writer stuck on stderr, and with the queue full prints a line of its own to stdout,
+//!   in the middle of what a `--json` reader parses;
 //! - [`finish`] waits for the queue to drain with a deadline of its own: the writer
 //!   counts the lines it wrote, and the queue is drained once the lines written and
 //!   dropped add up to those queued.
@@ -246,7 +246,7 @@ mod tests {
         assert!(log.dropped() >= 10_000 - 3, "{}", log.dropped());
         assert!(!log.drained());
         assert!(start.elapsed() < Duration::from_secs(1));
-        // Dropping the guard would wait for the stuck writer.
+        // Dropping the guard would wait for the stuck writer, then print to stdout.
         std::mem::forget(log);
     }
 }
