@@ -191,3 +191,22 @@ fn the_sdk_offers_tools_the_runtime_wit() {
         "tool-sdk/wit/host.wit differs from crates/runtime/wit/host.wit: copy the runtime's"
     );
 }
+
+/// The application layer (`toolhost-app`: running a task) and the PostgreSQL worker sit
+/// under the command line and take plain options, never its flag structs: neither brings
+/// clap. The worker is above the application layer, not the other way round, and the
+/// service crate gets its launcher and backend from above.
+#[test]
+fn the_application_layer_and_the_worker_sit_under_the_command_line() {
+    assert_none_of(
+        "toolhost-app",
+        &["toolhost", "toolhost-worker", "toolhost-tools", "clap"],
+    );
+    assert_none_of("toolhost-worker", &["toolhost", "toolhost-tools", "clap"]);
+    assert_none_of(
+        "toolhost-serve",
+        &["toolhost-app", "toolhost-worker", "toolhost"],
+    );
+    let worker = normal_tree("toolhost-worker");
+    assert!(worker.iter().any(|n| n == "toolhost-app"), "{worker:?}");
+}

@@ -268,3 +268,74 @@ fn a_chunked_post_answered_early_ends_the_call() {
         "none of {TRIES} runs met the early answer: the test no longer tries what it is for"
     );
 }
+
+/// stderr is a pipe that nobody reads while a tool floods the log: the log's writer
+/// thread is stuck on the full pipe, every line past its queue is dropped, and neither the
+/// run nor the process's exit waits for stderr.
+#[test]
+fn a_stderr_nobody_reads_holds_neither_the_run_nor_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\n[tools.misbehave]\n",
+    )
+    .unwrap();
+    let task = dir.path().join("flood.toml");
+    // Each call logs up to `max_log_bytes` (64 KiB): four of them pass a pipe's 64 KiB.
+    std::fs::write(
+        &task,
+        r#"goal = "Flood the log"
+policy = "policy.toml"
+tools = ["misbehave"]
+
+[planner.plan]
+goal = "Flood the log four times"
+steps = [
+  { id = "a", tool = "misbehave", operation = "log-flood", args = { count = 1000 } },
+  { id = "b", tool = "misbehave", operation = "log-flood", args = { count = 1000 } },
+  { id = "c", tool = "misbehave", operation = "log-flood", args = { count = 1000 } },
+  { id = "d", tool = "misbehave", operation = "log-flood", args = { count = 1000 } },
+]
+"#,
+    )
+    .unwrap();
+    let tools = tools_dir();
+    let mut child = Command::new(BIN)
+        .arg("--cache-dir")
+        .arg(crate_cache())
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args(["run", &task.display().to_string(), "--tools-dir", &tools])
+        .env("TOOLHOST_LOG", "debug")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolhost");
+    // Held open and never read until the process is gone.
+    let stderr = child.stderr.take().expect("stderr");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let start = Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run hung behind a stderr nobody reads");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stderr);
+    let stdout = out.join().unwrap();
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("stop: completed"), "{stdout}");
+}

@@ -152,7 +152,7 @@ fn task_errors_name_the_problem() {
         assert!(out.stderr.contains(expected), "{task}: {}", out.stderr);
     }
     // Tool names need a tools directory: the binary knows no checkout to fall back to.
-    let err = toolhost::task::Task::load(Path::new(&example("seed.toml")), None).unwrap_err();
+    let err = toolhost_app::task::Task::load(Path::new(&example("seed.toml")), None).unwrap_err();
     assert!(err.to_string().contains("pass --tools-dir DIR"), "{err}");
     let out = cli(["run", &example("seed.toml")]);
     assert_eq!(out.code, 2, "{out:?}");

@@ -3,8 +3,11 @@
 //! others. Cargo refuses such a cycle between crates; inside one it must be checked here.
 //!
 //! Read from the sources: a module's imports are the `crate::…` and `super::…` paths in its
-//! file, less its comments (a doc link is no import) and its inline `mod tests`. A module
-//! using one of its ancestors does not count: a child is part of its parent.
+//! file, less its comments (a doc link is no import) and its inline `mod tests`. A parent
+//! holds its children, so it depends on each of them: `a/mod.rs → a/b.rs → c.rs → a/mod.rs`
+//! is a cycle even though `a` never names `c` (the circle `cli → cli::serve → worker →
+//! worker::slot → cli` went unseen without these edges). A child using one of its
+//! ancestors does not count the other way: it is part of them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -100,6 +103,15 @@ fn paths_after(code: &str, prefix: &str) -> Vec<String> {
     found
 }
 
+/// The module holding `m` (`a` for `a::b`, the crate root `` for `a`); none for the root.
+fn parent_of(m: &str) -> Option<&str> {
+    match m.rsplit_once("::") {
+        Some((parent, _)) => Some(parent),
+        None if m.is_empty() => None,
+        None => Some(""),
+    }
+}
+
 /// Each module of the crate at `krate` and the modules it imports.
 fn imports(krate: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let src = krate.join("src");
@@ -130,7 +142,7 @@ fn imports(krate: &Path) -> BTreeMap<String, BTreeSet<String>> {
         for p in paths_after(&code, "crate::") {
             add(&p);
         }
-        let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
+        let parent = parent_of(m).unwrap_or("");
         for p in paths_after(&code, "super::") {
             if p.starts_with("super") {
                 continue;
@@ -142,6 +154,13 @@ fn imports(krate: &Path) -> BTreeMap<String, BTreeSet<String>> {
             };
             add(&full);
         }
+        // A parent depends on its children: their code is part of it.
+        to.extend(
+            modules
+                .keys()
+                .filter(|c| parent_of(c) == Some(m.as_str()))
+                .cloned(),
+        );
         graph.insert(m.clone(), to);
     }
     graph
@@ -222,6 +241,40 @@ fn the_checker_finds_a_cycle_and_ignores_doc_links_and_parents() {
     );
     assert_eq!(paths_after(&code, "super::"), vec!["y", "z::W"]);
     assert_eq!(paths_after(&code, "crate::"), vec!["q::f"]);
+}
+
+/// A crate of `files` (path under `src/`, text) in a temporary directory.
+fn crate_of(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (path, text) in files {
+        let path = dir.path().join("src").join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create src/");
+        std::fs::write(&path, text).expect("write a source file");
+    }
+    dir
+}
+
+#[test]
+fn a_cycle_through_a_parent_module_is_found() {
+    // `a` holds `a::b`, which imports `c`, which imports an item of `a`: the circle
+    // `a → a::b → c → a`, though `a` itself never names `c`.
+    let through_parent = crate_of(&[
+        ("lib.rs", "mod a;\nmod c;\n"),
+        ("a/mod.rs", "mod b;\npub struct Failure;\n"),
+        ("a/b.rs", "use crate::c::helper;\n"),
+        ("c.rs", "use crate::a::Failure;\npub fn helper() {}\n"),
+    ]);
+    assert_eq!(
+        cycles(&imports(through_parent.path())),
+        vec![vec!["a", "a::b", "c"]]
+    );
+    // A child using its parent's items, and a parent using its child's, is no cycle.
+    let nested = crate_of(&[
+        ("lib.rs", "mod a;\n"),
+        ("a/mod.rs", "mod b;\npub struct Failure;\nuse self::b::g;\n"),
+        ("a/b.rs", "use super::Failure;\npub fn g() {}\n"),
+    ]);
+    assert_eq!(cycles(&imports(nested.path())), Vec::<Vec<String>>::new());
 }
 
 #[test]

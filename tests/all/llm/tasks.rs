@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use toolhost::task::Task;
-use toolhost::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
+use toolhost_app::task::Task;
+use toolhost_app::task::{MemberOverrides, PlannerKind, PlannerOverrides, PlannerSpec};
 use toolhost_llm::{Api, LlmConfig, ProviderKind, Structured};
 
 fn task(planner: &str) -> (tempfile::TempDir, PathBuf) {

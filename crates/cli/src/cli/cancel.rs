@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
-use super::database::{self, DatabaseArg};
+use super::database::DatabaseArg;
 use super::{CmdResult, Failure, exit};
+use toolhost_app::database;
 use toolhost_store_pg::Cancelled;
 
 /// Cancel a run of a PostgreSQL database: a queued run (or one waiting for a decision on

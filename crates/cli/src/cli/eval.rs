@@ -1,21 +1,19 @@
 //! `toolhost eval SUITE`: run a suite of golden tasks, check each run, print the table and
 //! the metrics, write JSON, HTML and a baseline, and gate on a baseline's bands. The suite
-//! format, checks and metrics are `toolhost_eval`'s; running a task is `runner`'s, the
-//! same as `toolhost run`.
+//! format, checks and metrics are `toolhost_eval`'s; running a task is
+//! `toolhost_app::eval`'s, the same as `toolhost run`.
 
-mod runner;
 mod table;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::loaded::tools_dir;
 use super::{CmdResult, Failure, exit};
-use toolhost_eval::{Baseline, FileServer, Suite, TaskResult, html, run_suite};
+use toolhost_app::eval::SuiteRunner;
+use toolhost_app::load::tools_dir;
+use toolhost_eval::{Baseline, FileServer, Suite, SuiteResult, TaskResult, html, run_suite};
 use toolhost_runtime::Runtime;
-
-use self::runner::CliRunner;
 
 /// Run a suite of golden tasks and report agent metrics; gate on a baseline.
 ///
@@ -59,7 +57,8 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
     if args.jobs == Some(0) {
         return Err(usage("--jobs 0 would run nothing: give at least 1".into()));
     }
-    if args.planner.records() {
+    let options = args.planner.options();
+    if options.records() {
         return Err(usage(
             "--record saves one run's planner calls; a suite runs many (record a task with `toolhost run --record`)".into(),
         ));
@@ -80,12 +79,13 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
         .transpose()
         .map_err(|e| usage(e.to_string()))?;
     let tools_dir = tools_dir(args.tools_dir.as_deref().or(suite.tools_dir.as_deref()));
-    let runner = CliRunner::new(
+    let journal = args.journal.options();
+    let runner = SuiteRunner::new(
         Arc::new(rt),
         tools_dir,
-        &args.planner,
-        args.mode.apply(args.planner.overrides()),
-        &args.journal,
+        &options,
+        args.planner.overrides(&args.mode),
+        &journal,
     )?;
     runner.check(&suite)?;
     let jobs = args.jobs.or(suite.max_concurrent).unwrap_or(4);
@@ -98,12 +98,22 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
         let _ = say!(err, "{}", table::progress_line(finished, total, t));
     });
     let _ = write!(out, "{}", table::render(&result, baseline.as_ref()));
+    write_results(&args, &result, baseline.as_ref())?;
+    gate(&result, baseline.as_ref(), err)
+}
+
+/// Writes the results as JSON, HTML and a baseline where `args` ask for them.
+fn write_results(
+    args: &Args,
+    result: &SuiteResult,
+    baseline: Option<&Baseline>,
+) -> Result<(), Failure> {
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&result).expect("JSON") + "\n";
+        let text = serde_json::to_string_pretty(result).expect("JSON") + "\n";
         write_file(path, &text)?;
     }
     if let Some(path) = &args.html {
-        write_file(path, &html::render(&result, baseline.as_ref()))?;
+        write_file(path, &html::render(result, baseline))?;
     }
     if let Some(path) = &args.write_baseline {
         let text = serde_json::to_string_pretty(&Baseline::of(&result.metrics).to_json())
@@ -111,8 +121,14 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
             + "\n";
         write_file(path, &text)?;
     }
+    Ok(())
+}
+
+/// The suite's verdict: with a `baseline`, whether every metric is within its band (each
+/// breach a line on `err`); without, whether every task passed.
+fn gate(result: &SuiteResult, baseline: Option<&Baseline>, err: &mut dyn Write) -> CmdResult {
     let failed = result.tasks.iter().filter(|t| !t.passed).count();
-    match &baseline {
+    match baseline {
         Some(b) => {
             let breaches = b.breaches(&result.metrics);
             for breach in &breaches {

@@ -86,38 +86,19 @@ pub(crate) struct Args {
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult {
-    let usage = |m: String| Failure::new(exit::USAGE, m);
     args.budget.apply(&mut rt)?;
     let (connections, sessions) = http_limits(&args)?;
-    let auth = match token(&args)? {
-        Some(t) => Auth::bearer(&t).map_err(|e| usage(e.to_string()))?,
-        None => Auth::none(),
-    };
-    if let Some(addr) = args.http
-        && !addr.ip().is_loopback()
-        && args.token_file.is_none()
-        && std::env::var_os("TOOLHOST_MCP_TOKEN").is_none()
-    {
-        return Err(usage(http::HttpError::Unauthenticated { addr }.to_string()));
-    }
+    let auth = auth(&args)?;
     let rt = Arc::new(rt);
     let source = load::Source::new(&args);
     let loaded = source.load(&rt)?;
-    let journaled = if args.no_journal {
-        None
-    } else {
-        let transport = if args.http.is_some() { "http" } else { "stdio" };
-        let j = load::journal(&args, &loaded, transport)?;
-        let _ = writeln!(err, "toolhost mcp: journal {}", j.path().display());
-        Some(Arc::new(journal::JournalSink::new(j)))
-    };
+    let journaled = session_journal(&args, &loaded, err)?;
     let sink: Arc<dyn CallSink> = match &journaled {
         Some(j) => j.clone(),
         None => Arc::new(NoSink),
     };
-    let config = ServerConfig::default();
     let tools = loaded.catalog.len();
-    let server = Server::new(rt.clone(), loaded.catalog, sink, config);
+    let server = Server::new(rt.clone(), loaded.catalog, sink, ServerConfig::default());
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -147,19 +128,7 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
                     .allow_hosts(args.allow_hosts.clone())
                     .connections(connections)
                     .sessions(sessions);
-                let listening = http::bind(server, config, &stop)
-                    .await
-                    .map_err(|e| usage(e.to_string()))?;
-                let addr = listening
-                    .local_addr()
-                    .map_err(|e| usage(format!("cannot read the bound address: {e}")))?;
-                // Tests and scripts read the address from this line.
-                eprintln!(
-                    "toolhost mcp: serving {tools} tools at http://{addr}{}",
-                    http::PATH
-                );
-                listening.serve(stop.clone()).await;
-                Ok(())
+                serve_http(server, config, tools, &stop).await
             }
         }
     });
@@ -173,6 +142,62 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
         });
     }
     outcome.map(|()| exit::OK)
+}
+
+/// How HTTP clients authenticate: the token, if one is given; none is refused on an
+/// address that is not loopback.
+fn auth(args: &Args) -> Result<Auth, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let auth = match token(args)? {
+        Some(t) => Auth::bearer(&t).map_err(|e| usage(e.to_string()))?,
+        None => Auth::none(),
+    };
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && args.token_file.is_none()
+        && std::env::var_os("TOOLHOST_MCP_TOKEN").is_none()
+    {
+        return Err(usage(http::HttpError::Unauthenticated { addr }.to_string()));
+    }
+    Ok(auth)
+}
+
+/// The session's journal (named on `err`), unless `--no-journal`.
+fn session_journal(
+    args: &Args,
+    loaded: &load::Loaded,
+    err: &mut dyn Write,
+) -> Result<Option<Arc<journal::JournalSink>>, Failure> {
+    if args.no_journal {
+        return Ok(None);
+    }
+    let transport = if args.http.is_some() { "http" } else { "stdio" };
+    let j = load::journal(args, loaded, transport)?;
+    let _ = writeln!(err, "toolhost mcp: journal {}", j.path().display());
+    Ok(Some(Arc::new(journal::JournalSink::new(j))))
+}
+
+/// Serves `server`'s `tools` tools over streamable HTTP as `config` says, until `stop`.
+async fn serve_http(
+    server: Server,
+    config: HttpConfig,
+    tools: usize,
+    stop: &CancellationToken,
+) -> Result<(), Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let listening = http::bind(server, config, stop)
+        .await
+        .map_err(|e| usage(e.to_string()))?;
+    let addr = listening
+        .local_addr()
+        .map_err(|e| usage(format!("cannot read the bound address: {e}")))?;
+    // Tests and scripts read the address from this line.
+    eprintln!(
+        "toolhost mcp: serving {tools} tools at http://{addr}{}",
+        http::PATH
+    );
+    listening.serve(stop.clone()).await;
+    Ok(())
 }
 
 /// The connection and session bounds of HTTP: the defaults, with the flags on top.

@@ -20,23 +20,22 @@ mod approve;
 mod budget;
 mod call;
 mod cancel;
-pub(crate) mod database;
+mod database;
 mod eval;
 mod grants;
 mod inspect;
-pub(crate) mod journal;
-pub(crate) mod loaded;
+mod journal;
 mod mcp;
 mod new;
 mod pack;
 mod plan;
-pub(crate) mod planner;
+mod planner;
 mod policy;
 mod progress;
 mod replay;
 mod report;
-pub(crate) mod resume;
-pub(crate) mod run;
+mod resume;
+mod run;
 mod serve;
 mod stdin;
 mod submit;
@@ -48,6 +47,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use toolhost_app::AppError;
 use toolhost_runtime::{CompileLimits, Compiler, Runtime, RuntimeConfig, terminal};
 
 /// Exit codes of `toolhost`, also listed in `--help`.
@@ -203,81 +203,7 @@ pub fn run(
             return code;
         }
     };
-    let setup = match RuntimeSetup::from_cli(&cli) {
-        Ok(setup) => setup,
-        Err(f) => {
-            let _ = writeln!(err, "error: {}", f.message);
-            return f.code;
-        }
-    };
-    let result = match cli.command {
-        Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
-        Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
-        Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
-        Command::Journal(cmd) => journal::run(cmd, cli.state_dir, out),
-        Command::Report(args) => report::run(args, cli.state_dir, out),
-        Command::New(cmd) => new::run(cmd, out),
-        Command::Run(mut args) => match runtime(&setup) {
-            Ok(rt) => {
-                args.journal.state_dir = cli.state_dir;
-                run::run(rt, args, out, err)
-            }
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Resume(mut args) => match runtime(&setup) {
-            Ok(rt) => {
-                args.journal.state_dir = cli.state_dir;
-                resume::run(rt, args, out, err)
-            }
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Submit(args) => submit::run(args, out),
-        Command::Cancel(args) => cancel::run(args, out),
-        Command::Worker(args) => match runtime(&setup) {
-            Ok(rt) => worker::run(rt, args, out, err),
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Replay(mut args) => match runtime(&setup) {
-            Ok(rt) => {
-                args.journal.state_dir = cli.state_dir;
-                replay::run(rt, args, out, err)
-            }
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Eval(mut args) => match runtime(&setup) {
-            Ok(rt) => {
-                args.journal.state_dir = cli.state_dir;
-                eval::run(rt, args, out, err)
-            }
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Mcp(mut args) => match runtime(&setup) {
-            Ok(rt) => {
-                args.state_dir = cli.state_dir;
-                mcp::run(rt, args, err)
-            }
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Serve(mut args) => match runtime(&setup) {
-            Ok(rt) => {
-                args.state_dir = cli.state_dir;
-                serve::run(rt, args, out)
-            }
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Plan(PlanCommand::Validate(args)) => match runtime(&setup) {
-            Ok(rt) => plan::validate_cmd(&rt, args, out),
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-        Command::Tool(cmd) => match one_shot_runtime(&setup) {
-            Ok(rt) => match cmd {
-                ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
-                ToolCommand::Call(args) => call::run(&rt, args, out, err),
-                ToolCommand::Pack(_) => unreachable!("handled above"),
-            },
-            Err(e) => Err(Failure::new(exit::LOAD, format!("{e:#}"))),
-        },
-    };
+    let result = RuntimeSetup::from_cli(&cli).and_then(|setup| dispatch(cli, &setup, out, err));
     match result {
         Ok(code) => code,
         Err(f) => {
@@ -288,6 +214,57 @@ pub fn run(
                 let _ = writeln!(err, "error: {message}");
             }
             f.code
+        }
+    }
+}
+
+/// Runs `cli`'s command; those that load components get a runtime set up as `setup` says.
+fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
+    let state_dir = cli.state_dir;
+    let rt = || runtime(setup).map_err(|e| Failure::new(exit::LOAD, format!("{e:#}")));
+    match cli.command {
+        Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
+        Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
+        Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
+        Command::Journal(cmd) => journal::run(cmd, state_dir, out),
+        Command::Report(args) => report::run(args, state_dir, out),
+        Command::New(cmd) => new::run(cmd, out),
+        Command::Submit(args) => submit::run(args, out),
+        Command::Cancel(args) => cancel::run(args, out),
+        Command::Run(mut args) => {
+            args.journal.state_dir = state_dir;
+            run::run(rt()?, args, out, err)
+        }
+        Command::Resume(mut args) => {
+            args.journal.state_dir = state_dir;
+            resume::run(rt()?, args, out, err)
+        }
+        Command::Replay(mut args) => {
+            args.journal.state_dir = state_dir;
+            replay::run(rt()?, args, out, err)
+        }
+        Command::Eval(mut args) => {
+            args.journal.state_dir = state_dir;
+            eval::run(rt()?, args, out, err)
+        }
+        Command::Mcp(mut args) => {
+            args.state_dir = state_dir;
+            mcp::run(rt()?, args, err)
+        }
+        Command::Serve(mut args) => {
+            args.state_dir = state_dir;
+            serve::run(rt()?, args, out)
+        }
+        Command::Worker(args) => worker::run(rt()?, args, out, err),
+        Command::Plan(PlanCommand::Validate(args)) => plan::validate_cmd(&rt()?, args, out),
+        Command::Tool(cmd) => {
+            let rt =
+                one_shot_runtime(setup).map_err(|e| Failure::new(exit::LOAD, format!("{e:#}")))?;
+            match cmd {
+                ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
+                ToolCommand::Call(args) => call::run(&rt, args, out, err),
+                ToolCommand::Pack(_) => unreachable!("handled above"),
+            }
         }
     }
 }
@@ -309,6 +286,20 @@ impl Failure {
 
     pub(crate) fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// An error of `toolhost_app` as the command line reports it: its kind is the exit code.
+impl From<AppError> for Failure {
+    fn from(e: AppError) -> Failure {
+        let code = match &e {
+            AppError::Task(_) | AppError::Usage(_) => exit::USAGE,
+            AppError::Denied(_) => exit::DENIED,
+            AppError::Load(_) => exit::LOAD,
+            AppError::Journal(_) => exit::JOURNAL,
+            AppError::Locked(_) => exit::LOCKED,
+        };
+        Failure::new(code, e.to_string())
     }
 }
 
@@ -417,7 +408,7 @@ const LOG_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1)
 /// stdout and stderr are passed unlocked: each write takes the lock for itself. A command
 /// that held either lock for its whole life would hang the first thread that logs to it —
 /// a tokio worker inside a tool call, the OTLP exporter — and with it the run. Log lines
-/// go through [`crate::stderr_log`] and never block; at exit they get
+/// go through [`toolhost_app::log`] and never block; at exit they get
 /// `LOG_FLUSH_TIMEOUT` to drain.
 pub fn main() -> ! {
     if std::env::args_os()
@@ -434,16 +425,15 @@ pub fn main() -> ! {
         &mut std::io::stderr(),
     );
     let _ = std::io::stdout().flush();
-    crate::stderr_log::finish(LOG_FLUSH_TIMEOUT);
+    toolhost_app::log::finish(LOG_FLUSH_TIMEOUT);
     std::process::exit(code);
 }
 
 /// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters;
-/// lines go to stderr through [`crate::stderr_log`], in colour only on a terminal.
+/// lines go to stderr through [`toolhost_app::log`], in colour only on a terminal.
 pub(crate) fn init_tracing() {
     use tracing_subscriber::field::MakeExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = toolhost_app::telemetry::log_filter();
     // Log fields carry what tools and models said (an error's message, a tool's log
     // line): each is escaped, the level and target colours are the only escapes left.
     let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
@@ -459,8 +449,8 @@ pub(crate) fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .fmt_fields(fields)
         .with_env_filter(filter)
-        .with_writer(crate::stderr_log::StderrWriter)
-        .with_ansi(crate::stderr_log::stderr_is_terminal())
+        .with_writer(toolhost_app::log::StderrWriter)
+        .with_ansi(toolhost_app::log::stderr_is_terminal())
         .try_init();
 }
 
@@ -468,6 +458,5 @@ pub(crate) fn load_tool(
     rt: &Runtime,
     path: &std::path::Path,
 ) -> Result<toolhost_runtime::Tool, Failure> {
-    rt.load(path)
-        .map_err(|e| Failure::new(exit::LOAD, e.to_string()))
+    Ok(toolhost_app::load::load_tool(rt, path)?)
 }

@@ -107,9 +107,19 @@ fn flow(f: &toolhost_runtime::policy::Flow) -> String {
 
 /// The effective grants of one tool, one line per kind.
 fn describe(t: &ToolPolicy) -> String {
-    let caps = &t.capabilities;
-    let l = &t.limits;
-    let mut s = format!("tool `{}`\n", t.name);
+    format!(
+        "tool `{}`\n{}{}{}{}",
+        t.name,
+        identity(t),
+        flow(&t.flow),
+        grants(t),
+        limits(t)
+    )
+}
+
+/// Which component a tool is, what of it may run, and where.
+fn identity(t: &ToolPolicy) -> String {
+    let mut s = String::new();
     let component = match (&t.component, &t.sha256) {
         (Some(c), _) => c.display().to_string(),
         (None, _) => format!("any component named `{}`", t.name),
@@ -140,7 +150,13 @@ fn describe(t: &ToolPolicy) -> String {
             "  pool:        {pool} (calls run on `toolhost worker --pool {pool}` workers, under their own policy)\n"
         );
     }
-    s += &flow(&t.flow);
+    s
+}
+
+/// What a tool may reach: files, the network, the environment.
+fn grants(t: &ToolPolicy) -> String {
+    let caps = &t.capabilities;
+    let mut s = String::new();
     if let Some(pool) = t.pool.as_ref().filter(|_| t.grants_on_pool) {
         s += &format!(
             "  files, env:  resolved on the workers of pool {pool} (`policy check --pool {pool}` checks them as they do)\n"
@@ -179,7 +195,13 @@ fn describe(t: &ToolPolicy) -> String {
         "  env:         {}\n",
         list(&t.env_sources, |(k, src)| format!("{k} ({src})"))
     );
-    s += &format!(
+    s
+}
+
+/// What one call of a tool may spend, in the sandbox and on the host's side.
+fn limits(t: &ToolPolicy) -> String {
+    let l = &t.limits;
+    let mut s = format!(
         "  limits:      fuel {}, timeout {} ms, memory {} MiB, output {} B, stdout/stderr {} B, logs {} B, http response {} B, {}\n",
         l.fuel,
         l.timeout.as_millis(),

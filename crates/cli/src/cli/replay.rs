@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::loaded::load_recorded;
-use super::run::{Outputs, Start, View, drive, report, telemetry};
-use super::{CmdResult, Failure, exit};
-use toolhost_engine::{Cancel, Fault, FaultKind, Faults, Target};
-use toolhost_journal::{Kind, Record, replay};
+use super::run::{View, report};
+use super::{CmdResult, exit};
+use toolhost_app::replay::{self, Replay, Request};
+use toolhost_app::session::{self, Session};
+use toolhost_journal::replay::Divergence;
 use toolhost_runtime::Runtime;
 
 /// Replay a run: the planner's journaled answers in order, the tools run afresh; prints
@@ -50,134 +50,62 @@ pub(crate) fn run(
     err: &mut dyn Write,
 ) -> CmdResult {
     args.view.check()?;
-    let usage = |m: String| Failure::new(exit::USAGE, m);
-    let mut faults = Vec::new();
-    for (given, kind) in args
-        .fail
-        .iter()
-        .map(|f| (f, FaultKind::Fail))
-        .chain(args.timeout.iter().map(|f| (f, FaultKind::Timeout)))
-    {
-        faults.push(Fault::parse(given, kind).map_err(|e| usage(e.to_string()))?);
-    }
-    let url = args.database.url();
-    let (recorded, run_id) = match &url {
-        Some(url) => (
-            super::database::recorded(url, &args.run, "replayed")?,
-            args.run.clone(),
-        ),
-        None => {
-            let (path, run_id) = super::journal::find(args.journal.state_dir.clone(), &args.run)?;
-            let v = super::journal::recorded(&path, &run_id, None, false, "replayed")?;
-            (v, run_id)
-        }
-    };
-    toolhost_journal::refuse_session(&run_id, &recorded.records, "replay")
-        .map_err(|e| usage(e.to_string()))?;
-    no_such_step(&faults, &recorded.records, &run_id)?;
-    let start = &recorded.records[0].data;
-    let task_file = super::resume::task_file(start, args.task.as_deref(), &run_id)?;
-    let mut loaded = load_recorded(
+    let faults = replay::faults(&args.fail, &args.timeout)?;
+    let database = args.database.url();
+    let Replay {
+        recorded,
+        run_id,
+        task_file,
+        loaded,
+        planner,
+        faults,
+    } = replay::prepare(
         &rt,
-        &task_file,
-        args.view.tools_dir.as_deref(),
-        &Default::default(),
+        Request {
+            database: database.as_deref(),
+            state_dir: args.journal.state_dir.clone(),
+            run: &args.run,
+            task: args.task.as_deref(),
+            tools_dir: args.view.tools_dir.as_deref(),
+            faults,
+        },
     )?;
-    let now = super::journal::digest(&task_file)?;
-    let then = start["task"]["sha256"].as_str().unwrap_or_default();
-    super::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;
-    loaded.task.config.faults = Faults::new("replay", faults.clone());
-    let mut planner = replay::recorded(&recorded.records)
-        .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
-    // Extractions are served from the journal too: the replay calls no model.
-    if loaded.task.extractor.is_some() {
-        let served = replay::extractions(&recorded.records)
-            .map_err(|e| usage(format!("cannot replay run {run_id}: {e}")))?;
-        loaded.extractor = Some(std::sync::Arc::new(served));
-    }
-    let redactor = super::journal::redactor(&args.journal, &loaded.policy)?;
-    let telemetry = telemetry(&args.view)?;
-    let (journal, claim) = match &url {
-        Some(url) => {
-            let (start, redactor) =
-                super::journal::run_start(&args.journal, &task_file, &loaded, Some(&run_id))?;
-            let (j, c) = super::database::open(url, &start, redactor)?;
-            (j, Some(c))
-        }
-        None => (
-            super::journal::open(&args.journal, &task_file, &loaded, Some(&run_id))?,
-            None,
-        ),
-    };
+    let journal = args.journal.options();
+    let redactor = toolhost_app::journal::redactor(&journal, &loaded.policy)?;
+    let telemetry = args.view.telemetry()?;
+    let opened = session::open(
+        database.as_deref(),
+        &journal,
+        &task_file,
+        &loaded,
+        Some(&run_id),
+    )?;
     if !args.view.json {
         let _ = writeln!(
             out,
             "replay of {run_id} as run {}  journal {}",
-            journal.id(),
-            journal.path().display()
+            opened.journal.id(),
+            opened.journal.path().display()
         );
         for f in &faults {
             let _ = say!(out, "fault: {f}");
         }
     }
-    let r = drive(
-        rt,
-        loaded,
-        &journal,
-        &mut planner,
-        Start::Fresh,
-        &args.view,
-        telemetry,
-        Cancel::new(),
-        Outputs {
-            out: &mut *out,
-            err: &mut *err,
-        },
-    );
-    // The replay is over: nobody writes it any more.
-    if let Some(c) = claim {
-        c.release(r.as_ref().ok(), err);
+    let session = Session::new(rt, loaded, Box::new(planner)).telemetry(telemetry);
+    let ended = args.view.watch(session, opened, out, err)?;
+    for warning in replay::missed_faults(&faults, &ended.report) {
+        let _ = say!(err, "warning: {warning}");
     }
-    let r = r?;
-    // A fault on a step the recording ran that the replay never reached (an earlier fault
-    // took it elsewhere): say so rather than report a clean replay as if it had been
-    // injected.
-    let ran: Vec<(String, u64)> = r
-        .steps
-        .iter()
-        .map(|s| (s.id.to_string(), u64::from(s.revision)))
-        .collect();
-    for f in &faults {
-        if let Some((revision, steps)) = missed(f, &ran) {
-            let _ = say!(
-                err,
-                "warning: fault {f} was not injected: no step `{}` ran{revision} in the replay (steps: {steps})",
-                step_of(f),
-            );
-        }
-    }
-    let divergences = replay::compare(&recorded.records, &r, &redactor);
+    let divergences =
+        toolhost_journal::replay::compare(&recorded.records, &ended.report, &redactor);
     let mut extra = serde_json::Map::new();
     extra.insert(
         "replay".into(),
         json!({"of": run_id, "faults": faults.iter().map(ToString::to_string).collect::<Vec<_>>(), "divergences": divergences}),
     );
-    let code = report(&r, &journal, args.view.json, extra, out)?;
+    let code = report(&ended, args.view.json, extra, out)?;
     if !args.view.json {
-        if divergences.is_empty() {
-            let _ = writeln!(out, "\nreplay: no divergence from run {run_id}");
-        } else {
-            let _ = writeln!(
-                out,
-                "\nreplay: {} divergence(s) from run {run_id}:",
-                divergences.len()
-            );
-            for d in &divergences {
-                let _ = say!(out, "  {}  {}", d.at, d.what);
-                let _ = say!(out, "      recorded: {}", d.recorded);
-                let _ = say!(out, "      replayed: {}", d.replayed);
-            }
-        }
+        print_divergences(&divergences, &run_id, out);
     }
     Ok(if divergences.is_empty() {
         code
@@ -186,64 +114,20 @@ pub(crate) fn run(
     })
 }
 
-/// Refuses a fault naming a step (in a revision) that the recorded run never started: a
-/// typo would otherwise replay cleanly as if the fault had been injected.
-fn no_such_step(faults: &[Fault], records: &[Record], run_id: &str) -> Result<(), Failure> {
-    let started: Vec<(String, u64)> = records
-        .iter()
-        .filter(|r| r.kind == Kind::StepStarted)
-        .map(|r| {
-            let d = &r.data;
-            (
-                d["id"].as_str().unwrap_or_default().to_string(),
-                d["revision"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    for f in faults {
-        if let Some((revision, steps)) = missed(f, &started) {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!(
-                    "fault {f}: run {run_id} never started a step `{}`{revision} (steps: {steps})",
-                    step_of(f),
-                ),
-            ));
-        }
+/// The divergences of the replay from run `run_id`, for a person.
+fn print_divergences(divergences: &[Divergence], run_id: &str, out: &mut dyn Write) {
+    if divergences.is_empty() {
+        let _ = writeln!(out, "\nreplay: no divergence from run {run_id}");
+        return;
     }
-    Ok(())
-}
-
-/// Whether fault `f` names none of the steps in `ran` (`(id, revision)` pairs, in order);
-/// if so, the message parts: " in revision N" (or nothing) and the steps that did run.
-fn missed(f: &Fault, ran: &[(String, u64)]) -> Option<(String, String)> {
-    // Replay's faults all name a step.
-    let Target::Step { step, revision } = &f.target else {
-        return None;
-    };
-    let hit = ran.iter().any(|(id, rev)| {
-        id == step.as_str() && revision.is_none_or(|want| u64::from(want) == *rev)
-    });
-    if hit {
-        return None;
-    }
-    let mut steps: Vec<String> = ran.iter().map(|(id, rev)| format!("{id}@{rev}")).collect();
-    steps.dedup();
-    let revision = revision
-        .map(|rev| format!(" in revision {rev}"))
-        .unwrap_or_default();
-    let steps = if steps.is_empty() {
-        "none".to_string()
-    } else {
-        steps.join(", ")
-    };
-    Some((revision, steps))
-}
-
-/// The step a replay fault names.
-fn step_of(f: &Fault) -> &str {
-    match &f.target {
-        Target::Step { step, .. } => step.as_str(),
-        Target::Tool { tool, .. } => tool.as_str(),
+    let _ = writeln!(
+        out,
+        "\nreplay: {} divergence(s) from run {run_id}:",
+        divergences.len()
+    );
+    for d in divergences {
+        let _ = say!(out, "  {}  {}", d.at, d.what);
+        let _ = say!(out, "      recorded: {}", d.recorded);
+        let _ = say!(out, "      replayed: {}", d.replayed);
     }
 }

@@ -47,9 +47,9 @@ fn write_page(out_path: &str, html: &str) -> Result<(), Failure> {
 
 pub(crate) fn run(args: Args, state: Option<std::path::PathBuf>, out: &mut dyn Write) -> CmdResult {
     let rep = match args.database.url() {
-        Some(url) => super::database::report(&url, &args.run)?,
+        Some(url) => toolhost_app::database::report(&url, &args.run)?,
         None => {
-            let state = super::journal::state_dir(state)?;
+            let state = toolhost_app::journal::state_dir(state)?;
             let path = journal::resolve(&state, &args.run)
                 .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
             report::load(&path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?

@@ -1,23 +1,21 @@
 //! `toolhost run TASK`: run a task file's goal with its planner, policy, tools and budgets.
-//! The loading and driving here are shared with `toolhost resume` and `toolhost replay`.
+//! How a run is watched ([`View`]: progress lines, terminal approval, trace export) and
+//! how its end is printed are shared with `toolhost resume` and `toolhost replay`.
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::approve::TerminalApprover;
-use super::loaded::{Loaded, load};
 use super::progress::{Progress, summary};
 use super::{CmdResult, Failure, exit};
-use crate::task::Task;
-use crate::telemetry::{OtlpConfig, Telemetry};
-use toolhost_engine::approval::{Approver, Unattended};
+use toolhost_app::session::{self, Ended, Opened, Session, Verdict};
+use toolhost_app::telemetry::{OtlpConfig, Telemetry};
+use toolhost_app::{load, planner};
+use toolhost_engine::Cancel;
 use toolhost_engine::validate::Catalog;
-use toolhost_engine::{Cancel, Checkpoint, Mode, PlanMemory, Planner, StopReason, Unfinished};
-use toolhost_engine::{Engine, Quiet, RunReport};
-use toolhost_journal::{Journal, Tee};
+use toolhost_journal::Journal;
 use toolhost_runtime::Runtime;
 
 /// Run a task: plan, validate, execute with sandboxed tools, replan on failure.
@@ -69,18 +67,6 @@ pub(crate) struct View {
 }
 
 impl View {
-    /// How a run nobody watches is driven (`eval`, `serve`, workers): no terminal
-    /// approval, no progress lines, no trace export.
-    pub(crate) fn unattended() -> View {
-        View {
-            tools_dir: None,
-            approve: false,
-            json: true,
-            otlp_endpoint: None,
-            otlp: None,
-        }
-    }
-
     /// Resolves what the flags leave to the environment; call before loading anything, so
     /// a bad flag is reported first.
     pub(crate) fn check(&mut self) -> Result<(), Failure> {
@@ -88,194 +74,55 @@ impl View {
             .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
         Ok(())
     }
-}
 
-/// How a run begins.
-pub(crate) enum Start {
-    Fresh,
-    Resume(Box<Checkpoint>, Unfinished),
-}
-
-/// Where a run prints: progress and the report to `out`, warnings to `err`.
-pub(crate) struct Outputs<'o> {
-    pub out: &'o mut dyn Write,
-    pub err: &'o mut dyn Write,
-}
-
-/// Starts the trace export `view` asks for; call before the journal is opened, so a
-/// failure leaves no journal behind.
-pub(crate) fn telemetry(view: &View) -> Result<Option<Telemetry>, Failure> {
-    view.otlp
-        .as_ref()
-        .map(Telemetry::start)
-        .transpose()
-        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
-}
-
-/// Runs `loaded` with `planner` from `start` to a stop, journaling to `journal`, printing
-/// progress lines unless `view.json`, and exporting its trace to `telemetry`; `cancel`
-/// (or Ctrl-C) ends it `cancelled`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn drive(
-    rt: impl Into<Arc<Runtime>>,
-    loaded: Loaded,
-    journal: &Journal,
-    planner: &mut dyn Planner,
-    start: Start,
-    view: &View,
-    telemetry: Option<Telemetry>,
-    cancel: Cancel,
-    io: Outputs<'_>,
-) -> Result<RunReport, Failure> {
-    drive_with(
-        rt,
-        loaded,
-        journal,
-        planner,
-        start,
-        view,
-        telemetry,
-        io,
-        Control {
-            approver: None,
-            cancel: Some(cancel),
-            ctrl_c: true,
-            dispatch: None,
-        },
-    )
-}
-
-/// Who decides and who stops a run that [`drive_with`] drives. The default is
-/// `toolhost run`'s: the terminal with `--approve` (else the policy's `approval`), and
-/// Ctrl-C cancels.
-#[derive(Default)]
-pub(crate) struct Control<'c> {
-    /// Decides plans and steps instead of the terminal or the policy.
-    pub approver: Option<&'c mut dyn Approver>,
-    /// Cancels the run; without it (or with `ctrl_c`), Ctrl-C does.
-    pub cancel: Option<Cancel>,
-    /// Ctrl-C cancels the run as well as `cancel` (`toolhost run`, `resume`, workers);
-    /// `toolhost serve` handles its signals itself.
-    pub ctrl_c: bool,
-    /// Where the calls of tools routed to an executor pool go (a worker on PostgreSQL);
-    /// without it, a task with such a tool is refused.
-    pub dispatch: Option<Arc<dyn toolhost_engine::Dispatch>>,
-}
-
-/// [`drive`] with the approver and cancellation of `control` (`toolhost serve`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn drive_with(
-    rt: impl Into<Arc<Runtime>>,
-    loaded: Loaded,
-    journal: &Journal,
-    planner: &mut dyn Planner,
-    start: Start,
-    view: &View,
-    telemetry: Option<Telemetry>,
-    io: Outputs<'_>,
-    control: Control<'_>,
-) -> Result<RunReport, Failure> {
-    let Outputs { out, err } = io;
-    if control.dispatch.is_none() {
-        loaded.runs_here()?;
+    /// Starts the trace export the flags ask for; call before the journal is opened, so a
+    /// failure leaves no journal behind.
+    pub(crate) fn telemetry(&self) -> Result<Option<Telemetry>, Failure> {
+        self.otlp
+            .as_ref()
+            .map(Telemetry::start)
+            .transpose()
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
     }
-    let Loaded {
-        task,
-        policy,
-        tools,
-        extractor,
-    } = loaded;
-    // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
-    let interrupt = control.ctrl_c || control.cancel.is_none();
-    let cancel = control.cancel.unwrap_or_default();
-    let mut terminal;
-    let mut unattended = Unattended(policy.approval);
-    let approver: &mut dyn Approver = if let Some(a) = control.approver {
-        a
-    } else if view.approve {
-        terminal = TerminalApprover {
-            input: std::io::BufReader::new(super::stdin::Interruptible {
-                cancel: cancel.clone(),
-            }),
-            output: std::io::stderr(),
-            editor: None,
-        };
-        &mut terminal
-    } else {
-        &mut unattended
-    };
-    let mut approvals = journal.approvals(approver);
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(t) = &telemetry {
-        t.install_on(&mut builder);
-    }
-    let tokio = builder
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
-    let mut quiet = Quiet;
-    let mut progress;
-    let observer: &mut dyn toolhost_engine::Observer = if view.json {
-        &mut quiet
-    } else {
-        progress = Progress::new(out);
-        &mut progress
-    };
-    let mut journal_observer = journal.clone();
-    let mut tee = Tee(&mut journal_observer, observer);
-    let mut engine = Engine::builder(rt.into(), Arc::new(Catalog { tools }))
-        .config(task.config.clone())
-        .approver(&mut approvals)
-        .observer(&mut tee);
-    if let Some(d) = control.dispatch {
-        engine = engine.dispatch(d);
-    }
-    if let Some(e) = extractor {
-        engine = engine.extractor(e);
-    }
-    let mut engine = engine.build();
-    if interrupt {
-        let on_interrupt = cancel.clone();
-        tokio.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_interrupt.cancel();
-            }
-        });
-    }
-    let run = || match start {
-        Start::Fresh => tokio.block_on(engine.run_until(&task.goal, planner, &cancel)),
-        Start::Resume(checkpoint, unfinished) => {
-            tokio.block_on(engine.resume(*checkpoint, planner, &unfinished, &cancel))
+
+    /// Drives `session` to its stop and releases `opened`: progress lines on `out` unless
+    /// `--json`, the terminal decides with `--approve` (else the policy), and Ctrl-C
+    /// cancels the run.
+    pub(crate) fn watch(
+        &self,
+        session: Session<'_>,
+        opened: Opened,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<Ended, Failure> {
+        let cancel = Cancel::new();
+        let mut session = session.cancel(cancel.clone()).ctrl_c();
+        if self.approve {
+            session = session.approver(TerminalApprover {
+                input: std::io::BufReader::new(super::stdin::Interruptible { cancel }),
+                output: std::io::stderr(),
+                editor: None,
+            });
         }
-    };
-    let report = match &telemetry {
-        Some(t) => tracing::dispatcher::with_default(t.dispatch(), run),
-        None => run(),
-    };
-    // The run's spans are closed: send them before anything else can end the process.
-    if let Some(Err(e)) = telemetry.map(Telemetry::shutdown) {
-        let _ = say!(err, "warning: {e}");
+        if !self.json {
+            session = session.observer(Progress::new(out));
+        }
+        Ok(session.run(opened, err)?)
     }
-    Ok(report)
 }
 
 /// Prints the end of a run (`extra` keys join the JSON report) and turns its stop and the
 /// journal's state into the exit code.
 pub(crate) fn report(
-    report: &RunReport,
-    journal: &Journal,
+    ended: &Ended,
     json: bool,
     extra: serde_json::Map<String, Value>,
     out: &mut dyn Write,
 ) -> CmdResult {
+    let Ended { report, journal } = ended;
     if json {
         let mut doc = serde_json::to_value(report).expect("JSON");
-        doc["journal"] = serde_json::json!({
-            "run": journal.id(),
-            "path": journal.path(),
-            "records": journal.records(),
-            "head": journal.head(),
-        });
+        doc["journal"] = journal_doc(journal);
         for (k, v) in extra {
             doc[k] = v;
         }
@@ -291,15 +138,18 @@ pub(crate) fn report(
         );
         let _ = write!(out, "\n{}", summary(report));
     }
-    if let Some(e) = journal.error() {
-        return Err(Failure::new(
-            exit::JOURNAL,
-            format!("{e}: the run's journal ends there"),
-        ));
-    }
-    Ok(match report.stop {
-        StopReason::Completed | StopReason::PlannerStopped => exit::OK,
-        _ => exit::STOPPED,
+    Ok(match ended.verdict()? {
+        Verdict::Completed => exit::OK,
+        Verdict::Stopped => exit::STOPPED,
+    })
+}
+
+fn journal_doc(journal: &Journal) -> Value {
+    serde_json::json!({
+        "run": journal.id(),
+        "path": journal.path(),
+        "records": journal.records(),
+        "head": journal.head(),
     })
 }
 
@@ -311,11 +161,12 @@ pub(crate) fn run(
 ) -> CmdResult {
     args.budget.apply(&mut rt)?;
     args.view.check()?;
-    let mut loaded = load(
+    let options = args.planner.options();
+    let mut loaded = load::load(
         &rt,
         &args.task,
         args.view.tools_dir.as_deref(),
-        &args.mode.apply(args.planner.overrides()),
+        &args.planner.overrides(&args.mode),
     )?;
     loaded.runs_here()?;
     // The whole configuration (planner, API key, cassette, URLs, trace export) is checked
@@ -323,88 +174,33 @@ pub(crate) fn run(
     let catalog = Catalog {
         tools: loaded.tools.clone(),
     };
-    let memory = plan_memory(&args, &loaded.task, &catalog, err)?;
-    let recalled = memory.as_ref().and_then(|m| match m.recall() {
-        Ok(plan) => plan,
-        Err(e) => {
-            let _ = say!(err, "warning: {e}");
-            None
-        }
-    });
-    let mut planner = super::planner::build(&loaded.task, &args.planner, recalled)?;
-    loaded.extractor = super::planner::extractor(&loaded.task)?;
-    super::planner::record_extractions(&mut loaded, &args.planner)?;
-    let telemetry = telemetry(&args.view)?;
-    let (journal, claim) = match args.database.url() {
-        Some(url) => {
-            let (start, redactor) =
-                super::journal::run_start(&args.journal, &args.task, &loaded, None)?;
-            let (j, c) = super::database::open(&url, &start, redactor)?;
-            (j, Some(c))
-        }
-        None => (
-            super::journal::open(&args.journal, &args.task, &loaded, None)?,
-            None,
-        ),
-    };
+    let state_dir = args.journal.state_dir.clone();
+    let memory = planner::plan_memory(&options, &loaded.task, &catalog, state_dir, err)?;
+    let recalled = planner::recall(memory.as_ref(), err);
+    let planner = planner::build(&loaded.task, &options, recalled)?;
+    loaded.extractor = planner::extractor(&loaded.task)?;
+    planner::record_extractions(&mut loaded, &options)?;
+    let telemetry = args.view.telemetry()?;
+    let database = args.database.url();
+    let journal = args.journal.options();
+    let opened = session::open(database.as_deref(), &journal, &args.task, &loaded, None)?;
     if !args.view.json {
         let _ = writeln!(
             out,
             "run {}  journal {}",
-            journal.id(),
-            journal.path().display()
+            opened.journal.id(),
+            opened.journal.path().display()
         );
     }
     let max_plan_steps = loaded.task.config.max_plan_steps;
-    let r = drive(
-        rt,
-        loaded,
-        &journal,
-        planner.as_mut(),
-        Start::Fresh,
-        &args.view,
-        telemetry,
-        Cancel::new(),
-        Outputs {
-            out: &mut *out,
-            err: &mut *err,
-        },
+    let session = Session::new(rt, loaded, planner).telemetry(telemetry);
+    let ended = args.view.watch(session, opened, out, err)?;
+    planner::remember(
+        memory.as_ref(),
+        &ended.report,
+        &catalog,
+        max_plan_steps,
+        err,
     );
-    // The run is over (or could not go on): nobody writes it any more.
-    if let Some(c) = claim {
-        c.release(r.as_ref().ok(), err);
-    }
-    let r = r?;
-    if let Some(m) = &memory {
-        match m.remember(&r, &catalog, max_plan_steps) {
-            Ok(true) => tracing::debug!(path = %m.path().display(), "plan stored in plan memory"),
-            Ok(false) => {}
-            Err(e) => {
-                let _ = say!(err, "warning: {e}");
-            }
-        }
-    }
-    report(&r, &journal, args.view.json, serde_json::Map::new(), out)
-}
-
-/// The run's plan memory, when it is on and the run plans before executing.
-fn plan_memory(
-    args: &Args,
-    task: &Task,
-    catalog: &Catalog,
-    err: &mut dyn Write,
-) -> Result<Option<PlanMemory>, Failure> {
-    if !args.planner.plan_memory(task.memory) {
-        return Ok(None);
-    }
-    if task.config.mode != Mode::PlanThenExecute {
-        let _ = writeln!(
-            err,
-            "note: plan memory serves plan-then-execute runs only; this {} run neither reads nor stores it",
-            task.config.mode
-        );
-        return Ok(None);
-    }
-    let state = super::journal::state_dir(args.journal.state_dir.clone())?;
-    Ok(Some(PlanMemory::new(&state, &task.goal, catalog)))
+    report(&ended, args.view.json, serde_json::Map::new(), out)
 }

@@ -3,11 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::database::{self, DatabaseArg};
+use super::database::DatabaseArg;
 use super::planner::{ModeArg, PlannerArgs};
 use super::{CmdResult, Failure, exit};
-use crate::task::Task;
-use crate::worker::Spec;
+use toolhost_app::database;
+use toolhost_app::task::Task;
+use toolhost_worker::spec::{Spec, SpecMode, SpecPlanner};
 
 /// Queue a run of a task in a PostgreSQL database; a `toolhost worker` of that database
 /// starts it. Prints the run's id.
@@ -42,20 +43,22 @@ pub(crate) fn run(args: Args, out: &mut dyn Write) -> CmdResult {
         ));
     };
     let task = std::path::absolute(&args.task).unwrap_or_else(|_| args.task.clone());
-    let tools_dir = super::loaded::tools_dir(args.tools_dir.as_deref());
-    let planner = args.planner.resolved();
-    let overrides = args.mode.apply(planner.overrides());
+    let tools_dir = toolhost_app::load::tools_dir(args.tools_dir.as_deref());
+    let planner = args.planner.options().resolved();
+    let overrides = planner.overrides().with_mode(args.mode.mode);
     Task::load_with(&task, tools_dir.as_deref(), &overrides).map_err(|e| usage(e.to_string()))?;
     toolhost_journal::Redactor::new(std::iter::empty(), &args.redact)
         .map_err(|e| usage(e.to_string()))?;
     let text = std::fs::read_to_string(&task)
         .map_err(|e| usage(format!("cannot read `{}`: {e}", task.display())))?;
     let spec = Spec {
-        task_sha256: super::journal::digest(&task)?.sha256,
+        task_sha256: toolhost_app::journal::digest(&task)?.sha256,
         task,
         task_text: text,
-        planner,
-        mode: args.mode,
+        planner: SpecPlanner::from(&planner),
+        mode: SpecMode {
+            mode: args.mode.mode,
+        },
         redact: args.redact,
         approve: false,
         submitter: None,

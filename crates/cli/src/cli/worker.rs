@@ -1,15 +1,16 @@
-//! `toolhost worker --database URL`: a replica of the run queue (see [`crate::worker`]).
+//! `toolhost worker --database URL`: a replica of the run queue (see `toolhost_worker`).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::database::{self, DatabaseArg};
+use super::database::DatabaseArg;
 use super::{CmdResult, Failure, exit};
-use crate::worker::{Pools, Worker, WorkerConfig};
+use toolhost_app::database;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::{Policy, PoolName};
+use toolhost_worker::{Pools, Stopper, Worker, WorkerConfig};
 
 /// Work the run queue of a PostgreSQL database: claim queued runs and run them, and take
 /// over the runs of workers that died or lost their lease (carried on as `toolhost resume`
@@ -117,16 +118,14 @@ pub(crate) fn run(
     };
     let pools = pools(&args)?;
     let db = database::connect(&url)?;
-    let config = WorkerConfig {
-        runs: pools.is_none() || args.runs,
-        pools,
-        tools_dir: super::loaded::tools_dir(args.tools_dir.as_deref()),
-        concurrency: usize::from(args.concurrency),
-        lease: Duration::from_millis(args.lease_ms),
-        poll: Duration::from_millis(args.poll_ms),
-        grace: Duration::from_millis(args.grace_ms),
-        ..WorkerConfig::default()
-    };
+    let mut config = WorkerConfig::default();
+    config.runs = pools.is_none() || args.runs;
+    config.pools = pools;
+    config.tools_dir = toolhost_app::load::tools_dir(args.tools_dir.as_deref());
+    config.concurrency = usize::from(args.concurrency);
+    config.lease = Duration::from_millis(args.lease_ms);
+    config.poll = Duration::from_millis(args.poll_ms);
+    config.grace = Duration::from_millis(args.grace_ms);
     let owner = config.owner.clone();
     let worker = Worker::new(db, Arc::new(rt), config);
     on_signal(worker.stopper())?;
@@ -159,7 +158,7 @@ fn what(args: &Args) -> String {
 }
 
 /// Stops `stopper`'s worker on SIGTERM or Ctrl-C, from a thread of its own.
-fn on_signal(stopper: crate::worker::Stopper) -> Result<(), Failure> {
+fn on_signal(stopper: Stopper) -> Result<(), Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -194,8 +194,8 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
 /// The session journal, its first record naming the policy and every served component by
 /// digest.
 pub(super) fn journal(args: &Args, loaded: &Loaded, transport: &str) -> Result<Journal, Failure> {
-    let state = crate::cli::journal::state_dir(args.state_dir.clone())?;
-    let digest = crate::cli::journal::digest;
+    let state = toolhost_app::journal::state_dir(args.state_dir.clone())?;
+    let digest = |p: &Path| toolhost_app::journal::digest(p).map_err(Failure::from);
     let tools: BTreeMap<String, FileDigest> = loaded
         .files
         .iter()

@@ -1,11 +1,12 @@
 //! Loading a task file with its policy and tools: the first thing `toolhost run`,
-//! `resume` and `replay` do, and what the run's journal records digests of.
+//! `resume` and `replay` do (and a worker, a server, an eval suite), and what the run's
+//! journal records digests of.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Failure, exit, load_tool};
+use crate::error::{AppError, usage};
 use crate::task::{PlannerOverrides, Task};
 use toolhost_engine::validate::Entry;
 use toolhost_engine::{Extractor, ToolName};
@@ -13,9 +14,9 @@ use toolhost_runtime::policy::Policy;
 use toolhost_runtime::{Runtime, Tool};
 
 /// A task with its policy and loaded tools, and the extractor of its run (none until a
-/// command builds it with the planner: [`planner::extractor`](super::planner::extractor),
+/// command builds it with the planner: [`planner::extractor`](crate::planner::extractor),
 /// or a replay's recorded one).
-pub(crate) struct Loaded {
+pub struct Loaded {
     pub task: Task,
     pub policy: Policy,
     pub tools: BTreeMap<ToolName, Entry>,
@@ -27,7 +28,7 @@ impl Loaded {
     /// this process would carry out alone (the embedded backend: `toolhost run`, `resume`,
     /// `serve` without a database): the pool's grants live on the pool's workers, and
     /// running the tool here, without them, is not what the policy says.
-    pub(crate) fn runs_here(&self) -> Result<(), Failure> {
+    pub fn runs_here(&self) -> Result<(), AppError> {
         let pooled = self
             .tools
             .iter()
@@ -35,29 +36,29 @@ impl Loaded {
         let Some((tool, pool)) = pooled else {
             return Ok(());
         };
-        Err(Failure::new(
-            exit::USAGE,
-            format!(
-                "tool `{tool}` runs on executor pool `{pool}` (`pool = \"{pool}\"` in {}), which only the PostgreSQL backend reaches: submit the task with `toolhost submit --database URL` (or to `toolhost serve --database URL`) for `toolhost worker`s, with a `toolhost worker --pool {pool}` holding the tool's grants",
-                self.policy.source
-            ),
-        ))
+        Err(usage(format!(
+            "tool `{tool}` runs on executor pool `{pool}` (`pool = \"{pool}\"` in {}), which only the PostgreSQL backend reaches: submit the task with `toolhost submit --database URL` (or to `toolhost serve --database URL`) for `toolhost worker`s, with a `toolhost worker --pool {pool}` holding the tool's grants",
+            self.policy.source
+        )))
     }
 }
 
 /// Loads the task at `path`, its policy and its tools (each of which the policy must name).
 /// Tools are found in `tools_dir`, else `TOOLHOST_TOOLS_DIR`.
-pub(crate) fn load(
+pub fn load(
     rt: &Runtime,
     path: &Path,
     tools_dir: Option<&Path>,
     overrides: &PlannerOverrides,
-) -> Result<Loaded, Failure> {
-    let usage = |m: String| Failure::new(exit::USAGE, m);
+) -> Result<Loaded, AppError> {
     let tools_dir = self::tools_dir(tools_dir);
-    let task =
-        Task::load_with(path, tools_dir.as_deref(), overrides).map_err(|e| usage(e.to_string()))?;
+    let task = Task::load_with(path, tools_dir.as_deref(), overrides)?;
     load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
+}
+
+/// The component at `path`, compiled (or from the cache); a failure is [`AppError::Load`].
+pub fn load_tool(rt: &Runtime, path: &Path) -> Result<Tool, AppError> {
+    rt.load(path).map_err(|e| AppError::Load(e.to_string()))
 }
 
 /// Loads the task file a run's journal names, for `resume` and `replay`: an ordinary task
@@ -65,25 +66,23 @@ pub(crate) fn load(
 /// (`[expect]`, `[[faults]]`, `[[setup.copy]]`, `id`, `tags`). A resumed or replayed run is
 /// not an evaluation: it injects only the faults its command gives, and nothing is set up
 /// or checked.
-pub(crate) fn load_recorded(
+pub fn load_recorded(
     rt: &Runtime,
     path: &Path,
     tools_dir: Option<&Path>,
     overrides: &PlannerOverrides,
-) -> Result<Loaded, Failure> {
+) -> Result<Loaded, AppError> {
     if !toolhost_eval::is_golden(path) {
         return load(rt, path, tools_dir, overrides);
     }
-    let usage = |m: String| Failure::new(exit::USAGE, m);
     let golden = toolhost_eval::suite::load_task(path).map_err(|e| usage(e.to_string()))?;
     let tools_dir = self::tools_dir(tools_dir);
-    let task = Task::from_table(golden.table, path, tools_dir.as_deref(), overrides)
-        .map_err(|e| usage(e.to_string()))?;
+    let task = Task::from_table(golden.table, path, tools_dir.as_deref(), overrides)?;
     load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
 }
 
 /// The tools directory: `given`, else `TOOLHOST_TOOLS_DIR`.
-pub(crate) fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
+pub fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
     given
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from))
@@ -91,24 +90,20 @@ pub(crate) fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
 
 /// Loads a task's policy and its tools (each of which the policy must name), each tool
 /// by `tool` (which may hand out one already loaded).
-pub(crate) fn load_task(
+pub fn load_task(
     mut task: Task,
-    tool: &mut dyn FnMut(&Path) -> Result<Arc<Tool>, Failure>,
-) -> Result<Loaded, Failure> {
-    let usage = |m: String| Failure::new(exit::USAGE, m);
+    tool: &mut dyn FnMut(&Path) -> Result<Arc<Tool>, AppError>,
+) -> Result<Loaded, AppError> {
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
     // The operator's word on how many refusals a run may collect, whatever the task says.
     task.config.max_refusals = policy.max_refusals;
     let mut tools = BTreeMap::new();
     for (name, path) in &task.tools {
         let section = policy.tools.get(name).ok_or_else(|| {
-            Failure::new(
-                exit::DENIED,
-                format!(
-                    "[denied] policy `{}` has no section for tool `{name}`: add `[tools.{name}]` to allow it",
-                    task.policy.display()
-                ),
-            )
+            AppError::Denied(format!(
+                "[denied] policy `{}` has no section for tool `{name}`: add `[tools.{name}]` to allow it",
+                task.policy.display()
+            ))
         })?;
         tools.insert(
             name.as_str().into(),

@@ -1,6 +1,19 @@
-//! A worker of the run queue in PostgreSQL: a replica that claims queued runs and runs
-//! them, and takes over the runs of replicas that died or were fenced off. `toolhost
-//! worker` is this loop; an embedding server starts a [`Worker`] the same way.
+//! toolhost-worker: a worker of the run queue in PostgreSQL — a replica that claims queued
+//! runs and runs them, and takes over the runs of replicas that died or were fenced off —
+//! and the PostgreSQL backend of `toolhost serve` ([`serve::PgBackend`]), whose replicas
+//! each embed a [`Worker`]. `toolhost worker` is this loop. Runs are loaded, planned and
+//! driven by `toolhost_app`, as `toolhost run` drives them.
+//!
+//! # Layout
+//!
+//! - this file: [`Worker`], its [`WorkerConfig`], [`Stopper`] and [`WorkerStats`].
+//! - [`spec`]: what a submitted run is started from ([`Spec`], stored as JSON in its row).
+//! - `slot`: one run slot — claims a run, starts it from its spec or takes it over from
+//!   its journal, records how it ended.
+//! - `approver`: a run parked in the database for a person's decision (`DbApprover`).
+//! - [`pool`]: executor pools — the owner's dispatch of pooled calls and the pool
+//!   workers' call slots.
+//! - [`serve`]: `toolhost serve --database`'s backend — the API over the run queue.
 //!
 //! Each of the worker's `concurrency` slots loops: claim the next claimable run
 //! ([`Database::claim_next`], `FOR UPDATE SKIP LOCKED`) under a lease it renews, else wait
@@ -29,49 +42,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use self::slot::Slot;
-use crate::cli::planner::{ModeArg, PlannerArgs};
 use toolhost_runtime::Runtime;
 use toolhost_store_pg::{Database, Lease, Status};
 
 mod approver;
 pub mod pool;
+pub mod serve;
 mod slot;
+pub mod spec;
 
 pub use self::pool::Pools;
-
-/// What a submitted run is started from (the `spec` of its row): the task file, by path
-/// and digest (a worker refuses a file that changed since), and the flags it was submitted
-/// with.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    /// Absolute.
-    pub(crate) task: PathBuf,
-    pub(crate) task_sha256: String,
-    /// The task file's text when submitted, for people and API clients to read.
-    pub(crate) task_text: String,
-    #[serde(default)]
-    pub(crate) planner: PlannerArgs,
-    #[serde(default)]
-    pub(crate) mode: ModeArg,
-    /// `--redact` patterns.
-    #[serde(default)]
-    pub(crate) redact: Vec<String>,
-    /// Park the run for a person's decision on each validated plan and each step that
-    /// needs approval, answered through `toolhost serve`'s API (a run submitted there with
-    /// `approve`).
-    #[serde(default)]
-    pub(crate) approve: bool,
-    /// Who submitted it through the API (a token's name).
-    #[serde(default)]
-    pub(crate) submitter: Option<String>,
-    /// Replaces the task's `budgets.max_steps`.
-    #[serde(default)]
-    pub(crate) max_steps: Option<u32>,
-}
+pub use self::spec::Spec;
 
 /// How a [`Worker`] works. `Default`:
 /// - tools found in `TOOLHOST_TOOLS_DIR` (none given),
@@ -104,7 +88,7 @@ impl Default for WorkerConfig {
             concurrency: 1,
             runs: true,
             pools: None,
-            lease: crate::cli::database::LEASE,
+            lease: toolhost_app::database::LEASE,
             poll: Duration::from_secs(2),
             grace: Duration::from_secs(30),
             owner: format!(

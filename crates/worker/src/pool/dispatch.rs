@@ -17,21 +17,21 @@ use tokio::sync::watch;
 use toolhost_engine::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 use toolhost_store_pg::{CallState, Database, NewCall};
 
-use super::super::Shared;
 use super::wire::{WireCall, WireLimits, WireOutcome};
+use crate::Shared;
 
 /// How often a waiting owner looks at its call without a notification.
 const POLL: Duration = Duration::from_millis(200);
 
 /// Wakes the owners waiting for pool calls: one `LISTEN` connection per process, its
 /// notifications counted in a watch channel that every waiting call subscribes to.
-pub(in crate::worker) struct Outcomes {
+pub(crate) struct Outcomes {
     tx: watch::Sender<u64>,
 }
 
 impl Outcomes {
     /// Starts listening; without a listening connection the waits only poll.
-    pub(in crate::worker) fn start(db: &Database) -> Arc<Outcomes> {
+    pub(crate) fn start(db: &Database) -> Arc<Outcomes> {
         let (tx, _) = watch::channel(0);
         let outcomes = Arc::new(Outcomes { tx });
         match db.listen_call_changes() {
@@ -61,7 +61,7 @@ impl Outcomes {
 }
 
 /// The [`Dispatch`] of one run held by this process.
-pub(in crate::worker) struct PgDispatch {
+pub(crate) struct PgDispatch {
     pub db: Database,
     pub run: String,
     /// Time a worker of the pool has to take a call, beyond the call's own timeout: the

@@ -7,12 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::approver::DbApprover;
 use super::pool::PgDispatch;
 use super::{Shared, Spec, WorkerConfig};
-use crate::cli::database::status_of;
-use crate::cli::loaded::load;
-use crate::cli::planner::PlannerArgs;
-use crate::cli::resume::{BudgetArgs, Prepared, Setup, mark_resumed, needs_decision, prepare};
-use crate::cli::run::{Control, Outputs, Start, View, drive_with};
-use crate::cli::{Failure, exit};
+use toolhost_app::database::status_of;
+use toolhost_app::journal::JournalOptions;
+use toolhost_app::load::{Loaded, load};
+use toolhost_app::resume::{
+    BudgetOverrides, Prepared, Resumed, Setup, mark_resumed, needs_decision, prepare,
+};
+use toolhost_app::session::Session;
+use toolhost_app::{AppError, PlannerOptions, planner};
 use toolhost_engine::{Cancel, RunReport, Unfinished};
 use toolhost_journal::{Journal, Kind};
 use toolhost_runtime::Runtime;
@@ -79,7 +81,7 @@ impl Slot {
         let ended = match self.execute(&lease, cancel) {
             _ if lost.load(Ordering::SeqCst) => Ended::Lost,
             Ok(ended) => ended,
-            Err(f) => Ended::Stopped(Status::Failed, f.message().to_string()),
+            Err(e) => Ended::Stopped(Status::Failed, e.to_string()),
         };
         drop(renewer);
         let still_ours = {
@@ -111,8 +113,8 @@ impl Slot {
     }
 
     /// Starts or takes over `lease`'s run, as its journal says.
-    fn execute(&self, lease: &Lease, cancel: Cancel) -> Result<Ended, Failure> {
-        let pg = |e: toolhost_store_pg::PgError| Failure::new(exit::JOURNAL, e.to_string());
+    fn execute(&self, lease: &Lease, cancel: Cancel) -> Result<Ended, AppError> {
+        let pg = |e: toolhost_store_pg::PgError| AppError::Journal(e.to_string());
         let info = self.db.run_info(&lease.run).map_err(pg)?;
         let journal = self.db.verify(&lease.run, None).map_err(pg)?;
         let spec = info
@@ -121,32 +123,26 @@ impl Slot {
             .map(serde_json::from_str::<Spec>)
             .transpose()
             .map_err(|e| {
-                Failure::new(
-                    exit::USAGE,
-                    format!("run {} has a spec this worker cannot read: {e}", lease.run),
-                )
+                AppError::Usage(format!(
+                    "run {} has a spec this worker cannot read: {e}",
+                    lease.run
+                ))
             })?;
         if journal.records.is_empty() {
             let Some(spec) = spec else {
-                return Err(Failure::new(
-                    exit::USAGE,
-                    format!(
-                        "run {} has neither a journal nor a spec to start from",
-                        lease.run
-                    ),
-                ));
+                return Err(AppError::Usage(format!(
+                    "run {} has neither a journal nor a spec to start from",
+                    lease.run
+                )));
             };
             self.shared.counters.started.fetch_add(1, Ordering::Relaxed);
             return self.start(lease, &spec, cancel);
         }
         if let Some(p) = &journal.problem {
-            return Err(Failure::new(
-                exit::JOURNAL,
-                format!(
-                    "the journal of run {} is broken, so it cannot be carried on: {p}",
-                    lease.run
-                ),
-            ));
+            return Err(AppError::Journal(format!(
+                "the journal of run {} is broken, so it cannot be carried on: {p}",
+                lease.run
+            )));
         }
         // A run whose end was journaled but not recorded in its row (its worker died
         // between the two) is only recorded.
@@ -165,44 +161,38 @@ impl Slot {
     }
 
     /// Starts run `lease` from `spec`.
-    fn start(&self, lease: &Lease, spec: &Spec, cancel: Cancel) -> Result<Ended, Failure> {
-        let overrides = spec.mode.apply(spec.planner.overrides());
+    fn start(&self, lease: &Lease, spec: &Spec, cancel: Cancel) -> Result<Ended, AppError> {
         let mut loaded = load(
             &self.rt,
             &spec.task,
             self.config.tools_dir.as_deref(),
-            &overrides,
+            &spec.overrides(),
         )?;
         if let Some(n) = spec.max_steps {
             loaded.task.config.budgets.max_steps = n;
         }
-        let now = crate::cli::journal::digest(&spec.task)?;
-        crate::cli::resume::same(
+        let now = toolhost_app::journal::digest(&spec.task)?;
+        toolhost_app::resume::same(
             "task file",
             &now.path,
             &now.sha256,
             &spec.task_sha256,
             &lease.run,
         )?;
-        let mut planner = crate::cli::planner::build(&loaded.task, &spec.planner, None)?;
-        loaded.extractor = crate::cli::planner::extractor(&loaded.task)?;
-        let opts = crate::cli::journal::RunOptions {
+        let planner = planner::build(&loaded.task, &spec.planner(), None)?;
+        loaded.extractor = planner::extractor(&loaded.task)?;
+        let options = JournalOptions {
             redact: spec.redact.clone(),
             state_dir: None,
         };
-        let (start, redactor) = crate::cli::journal::run_start(&opts, &spec.task, &loaded, None)?;
+        let (start, redactor) =
+            toolhost_app::journal::run_start(&options, &spec.task, &loaded, None)?;
         let store = PgStore::new(&self.db, lease.clone());
         let journal = Journal::create_in(Box::new(store), &lease.run, &start, redactor)
-            .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
-        let report = self.drive(
-            lease,
-            spec.approve,
-            loaded,
-            &journal,
-            planner.as_mut(),
-            Start::Fresh,
-            cancel,
-        )?;
+            .map_err(|e| AppError::Journal(e.to_string()))?;
+        let api = self.approver(lease, spec.approve, &loaded, &cancel);
+        let session = Session::new(self.rt.clone(), loaded, planner).approver(api);
+        let report = self.drive(lease, session, &journal, cancel)?;
         Ok(ended(&report, false))
     }
 
@@ -215,22 +205,21 @@ impl Slot {
         first: toolhost_journal::Verified,
         unfinished: Unfinished,
         cancel: Cancel,
-    ) -> Result<Ended, Failure> {
-        let (planner_args, redact) = match spec {
+    ) -> Result<Ended, AppError> {
+        let (options, overrides, redact) = match spec {
             Some(s) => (
-                s.planner.clone(),
-                crate::cli::journal::RunOptions {
+                s.planner(),
+                s.planner().overrides(),
+                JournalOptions {
                     redact: s.redact.clone(),
                     state_dir: None,
                 },
             ),
-            None => (
-                PlannerArgs::default(),
-                crate::cli::journal::RunOptions {
-                    redact: Vec::new(),
-                    state_dir: None,
-                },
-            ),
+            None => {
+                let options = PlannerOptions::default();
+                let overrides = options.overrides();
+                (options, overrides, JournalOptions::default())
+            }
         };
         let Prepared {
             loaded,
@@ -243,51 +232,41 @@ impl Slot {
             &Setup {
                 task: None,
                 tools_dir: self.config.tools_dir.as_deref(),
-                overrides: &planner_args.overrides(),
+                overrides: &overrides,
                 redact: &redact,
-                budgets: &BudgetArgs::default(),
+                budgets: &BudgetOverrides::default(),
             },
         )?;
         let waiting = needs_decision(&resumable, &unfinished);
-        let mut planner = crate::cli::planner::build(&loaded.task, &planner_args, None)?;
+        let planner = planner::build(&loaded.task, &options, None)?;
         let store = PgStore::new(&self.db, lease.clone());
         let (journal, reopened) = Journal::reopen_in(Box::new(store), first, redactor)
-            .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))?;
-        mark_resumed(
-            &journal,
-            &reopened,
-            &resumable,
-            &loaded.task.config.budgets,
-            &unfinished,
-        )?;
-        let report = self.drive(
-            lease,
-            spec.is_some_and(|s| s.approve),
-            loaded,
-            &journal,
-            planner.as_mut(),
-            Start::Resume(Box::new(resumable.checkpoint), unfinished),
-            cancel,
-        )?;
+            .map_err(|e| AppError::Journal(e.to_string()))?;
+        let resumed = Resumed {
+            resumable: &resumable,
+            unfinished: &unfinished,
+            budgets: &loaded.task.config.budgets,
+        };
+        mark_resumed(&journal, &reopened, &resumed)?;
+        let approve = spec.is_some_and(|s| s.approve);
+        let api = self.approver(lease, approve, &loaded, &cancel);
+        let session = Session::new(self.rt.clone(), loaded, planner)
+            .resume(resumable.checkpoint, unfinished)
+            .approver(api);
+        let report = self.drive(lease, session, &journal, cancel)?;
         Ok(ended(&report, waiting))
     }
 
-    /// Drives the run to its stop; with `approve`, a person decides plans and steps
-    /// through the API ([`DbApprover`]), else the policy's `approval`.
-    #[allow(clippy::too_many_arguments)]
-    fn drive(
+    /// The approver of run `lease`: questions always wait for the API; with `approve`,
+    /// plans and steps too, else the policy's `approval` decides them.
+    fn approver(
         &self,
         lease: &Lease,
         approve: bool,
-        loaded: crate::cli::loaded::Loaded,
-        journal: &Journal,
-        planner: &mut dyn toolhost_engine::Planner,
-        start: Start,
-        cancel: Cancel,
-    ) -> Result<RunReport, Failure> {
-        let view = View::unattended();
-        let (mut out, mut err) = (std::io::sink(), std::io::sink());
-        let mut api = DbApprover {
+        loaded: &Loaded,
+        cancel: &Cancel,
+    ) -> DbApprover {
+        DbApprover {
             db: self.db.clone(),
             lease: lease.clone(),
             cancel: cancel.clone(),
@@ -296,32 +275,29 @@ impl Slot {
             } else {
                 Some(loaded.policy.approval)
             },
-        };
-        let report = drive_with(
-            self.rt.clone(),
-            loaded,
-            journal,
-            planner,
-            start,
-            &view,
-            None,
-            Outputs {
-                out: &mut out,
-                err: &mut err,
-            },
-            Control {
-                // Questions always wait for the API; plans and steps with `approve`.
-                approver: Some(&mut api),
-                cancel: Some(cancel),
-                ctrl_c: true,
-                dispatch: Some(Arc::new(PgDispatch {
-                    db: self.db.clone(),
-                    run: lease.run.clone(),
-                    slack: self.config.lease,
-                    shared: self.shared.clone(),
-                })),
-            },
-        )?;
+        }
+    }
+
+    /// Drives `session` (its approver set) to its stop, sending its pooled calls to the
+    /// pools through the database.
+    fn drive(
+        &self,
+        lease: &Lease,
+        session: Session<'_>,
+        journal: &Journal,
+        cancel: Cancel,
+    ) -> Result<RunReport, AppError> {
+        let dispatch = Arc::new(PgDispatch {
+            db: self.db.clone(),
+            run: lease.run.clone(),
+            slack: self.config.lease,
+            shared: self.shared.clone(),
+        });
+        let report = session
+            .cancel(cancel)
+            .ctrl_c()
+            .dispatch(dispatch)
+            .drive(journal, &mut std::io::sink())?;
         if let Some(hook) = self.shared.on_report.get() {
             hook(&report);
         }

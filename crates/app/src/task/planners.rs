@@ -1,12 +1,12 @@
 //! The `[planner]` table: which planner a task runs (the script, a model, a cassette, or
-//! an ensemble of two models), and command-line flags that replace its values.
+//! an ensemble of two models); the flags that replace its values are `overrides`'.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use toolhost_engine::plan::Plan;
-use toolhost_engine::planner::{Mode, Turn, Usage};
+use toolhost_engine::planner::{Turn, Usage};
 use toolhost_engine::scripted::ScriptedReplan;
 use toolhost_llm::{Api, LlmConfig, ProviderKind, Structured};
 
@@ -66,44 +66,6 @@ pub enum PlannerSpec {
     Adversary(PathBuf),
 }
 
-/// Planner settings given outside the task file (command-line flags); each replaces the
-/// task's value. Choosing a model `kind` here drops the task's inline script.
-///
-/// For an ensemble, `base_url` and `api_key_env` replace both models' values, and
-/// `fast`/`strong` one model's; `model` is refused (an ensemble has two).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PlannerOverrides {
-    /// Replaces the task's `mode` (`--mode`), so one suite runs in every mode.
-    pub mode: Option<Mode>,
-    pub kind: Option<PlannerKind>,
-    pub model: Option<String>,
-    /// `--base-url`: an error for a planner that takes none.
-    pub base_url: Option<String>,
-    /// `TOOLHOST_BASE_URL`: like `base_url` where the planner takes one (a model, or an
-    /// ensemble's two), ignored where it does not (a script, a cassette). A flag wins.
-    pub env_base_url: Option<String>,
-    pub api_key_env: Option<String>,
-    /// Taken as given (relative to the working directory, not the task file).
-    pub cassette: Option<PathBuf>,
-    /// `--fast-model`, `--fast-base-url`: an ensemble's fast model only.
-    pub fast: MemberOverrides,
-    /// `--strong-model`, `--strong-base-url`: an ensemble's strong model only.
-    pub strong: MemberOverrides,
-}
-
-/// Flags for one model of an ensemble.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MemberOverrides {
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-}
-
-impl MemberOverrides {
-    fn is_empty(&self) -> bool {
-        self.model.is_none() && self.base_url.is_none()
-    }
-}
-
 /// The `[planner]` table.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,130 +111,55 @@ pub struct PlannerConfig {
     pub escalate_after_invalid: Option<u32>,
 }
 
-impl PlannerOverrides {
-    /// Applies the overrides to `p`; a flag the resulting planner cannot use is an error
-    /// that names the flag.
-    pub(super) fn apply(&self, p: &mut PlannerConfig) -> Result<(), String> {
-        self.apply_kind(p);
-        let set = |field: &mut Option<String>, v: &Option<String>| {
-            if v.is_some() {
-                field.clone_from(v);
-            }
-        };
-        let base_url = self
-            .base_url
-            .as_ref()
-            .or(self.env_base_url.as_ref())
-            .cloned();
-        let uses_url = matches!(
-            p.kind,
-            PlannerKind::OpenAi | PlannerKind::Anthropic | PlannerKind::OpenAiCompatible
-        );
-        if p.kind == PlannerKind::Ensemble {
-            if self.model.is_some() {
-                return Err("--model names one model and an ensemble has two: use --fast-model and --strong-model".into());
-            }
-            for (sub, member) in [(&mut p.fast, &self.fast), (&mut p.strong, &self.strong)] {
-                // A missing member table is reported by `resolve`, which names it.
-                if let Some(sub) = sub.as_deref_mut() {
-                    set(&mut sub.base_url, &base_url);
-                    set(&mut sub.api_key_env, &self.api_key_env);
-                    set(&mut sub.model, &member.model);
-                    set(&mut sub.base_url, &member.base_url);
-                }
-            }
-            return Ok(());
-        }
-        let member_flag = [("fast", &self.fast), ("strong", &self.strong)]
-            .into_iter()
-            .find(|(_, m)| !m.is_empty())
-            .map(|(which, m)| {
-                let what = if m.model.is_some() {
-                    "model"
-                } else {
-                    "base-url"
-                };
-                format!("--{which}-{what}")
-            });
-        if let Some(flag) = member_flag {
-            return Err(format!(
-                "{flag} sets one model of an ensemble, and this task's planner is {}: use --model / --base-url",
-                kind_name(p.kind)
-            ));
-        }
-        if uses_url {
-            set(&mut p.base_url, &base_url);
-        } else if self.base_url.is_some() {
-            return Err(format!(
-                "--base-url is for model planners, and this task's planner is {}: add --planner openai, anthropic or openai-compatible",
-                kind_name(p.kind)
-            ));
-        }
-        set(&mut p.model, &self.model);
-        set(&mut p.api_key_env, &self.api_key_env);
-        if let Some(c) = &self.cassette {
-            p.cassette = Some(c.display().to_string());
-        }
-        Ok(())
-    }
-
-    fn apply_kind(&self, p: &mut PlannerConfig) {
-        if let Some(kind) = self.kind
-            && kind != p.kind
-        {
-            // A different kind keeps only the task's settings that it uses.
-            let old = std::mem::take(p);
-            let model = |k: PlannerKind| {
-                matches!(
-                    k,
-                    PlannerKind::OpenAi | PlannerKind::Anthropic | PlannerKind::OpenAiCompatible
-                )
-            };
-            *p = match kind {
-                PlannerKind::Scripted => PlannerConfig {
-                    script: old.script,
-                    plan: old.plan,
-                    replans: old.replans,
-                    repairs: old.repairs,
-                    turns: old.turns,
-                    usage_per_call: old.usage_per_call,
-                    ..PlannerConfig::default()
-                },
-                PlannerKind::Replay => PlannerConfig {
-                    cassette: old.cassette,
-                    ..PlannerConfig::default()
-                },
-                PlannerKind::Adversarial => PlannerConfig {
-                    adversary: old.adversary,
-                    ..PlannerConfig::default()
-                },
-                PlannerKind::Ensemble => PlannerConfig::default(),
-                _ if model(old.kind) => PlannerConfig {
-                    script: None,
-                    plan: None,
-                    replans: Vec::new(),
-                    repairs: Vec::new(),
-                    turns: Vec::new(),
-                    usage_per_call: Usage::default(),
-                    cassette: None,
-                    // OpenAI's choice of API and a provider's own way of answering do not
-                    // carry over to another provider.
-                    api: old.api.filter(|_| kind == PlannerKind::OpenAi),
-                    structured_output: old
-                        .structured_output
-                        .filter(|s| matches!(s, Structured::Auto | Structured::JsonSchema)),
-                    ..old
-                },
-                _ => PlannerConfig::default(),
-            };
-            p.kind = kind;
-        }
-    }
-}
-
 /// Which planner `p` describes; a setting that the kind does not use is an error, so a
 /// typo'd kind cannot silently run the script.
 pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
+    match p.kind {
+        PlannerKind::Ensemble => return ensemble(p, base),
+        PlannerKind::Adversarial => return adversarial(p, base),
+        _ => {}
+    }
+    only_its_own_kind(p)?;
+    let scripted = p.script.is_some()
+        || p.plan.is_some()
+        || !p.turns.is_empty()
+        || !p.replans.is_empty()
+        || !p.repairs.is_empty()
+        || p.usage_per_call != Usage::default();
+    let provider = match p.kind {
+        PlannerKind::Scripted => return scripted_planner(p),
+        PlannerKind::Replay => return replay(p, scripted, base),
+        PlannerKind::Ensemble | PlannerKind::Adversarial => unreachable!("resolved above"),
+        PlannerKind::OpenAi => ProviderKind::OpenAi,
+        PlannerKind::Anthropic => ProviderKind::Anthropic,
+        PlannerKind::OpenAiCompatible => ProviderKind::OpenAiCompatible,
+    };
+    model(p, provider, scripted).map(PlannerSpec::Llm)
+}
+
+/// `kind = "adversarial"`: the adversary's script, and nothing else.
+fn adversarial(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, String> {
+    let rest = PlannerConfig {
+        kind: PlannerKind::Adversarial,
+        adversary: None,
+        ..p.clone()
+    };
+    let others = rest
+        != PlannerConfig {
+            kind: PlannerKind::Adversarial,
+            ..PlannerConfig::default()
+        };
+    super::adversarial::script(others, p.adversary.as_deref(), base).map(PlannerSpec::Adversary)
+}
+
+/// Refuses the settings only the adversarial planner or an ensemble uses.
+fn only_its_own_kind(p: &PlannerConfig) -> Result<(), String> {
+    if p.adversary.is_some() {
+        return Err(format!(
+            "[planner] sets `adversary`, which only `kind = \"adversarial\"` uses (this planner is {})",
+            kind_name(p.kind)
+        ));
+    }
     let ensemble_field = [
         ("fast", p.fast.is_some()),
         ("strong", p.strong.is_some()),
@@ -281,40 +168,16 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
     .into_iter()
     .find(|(_, set)| *set)
     .map(|(n, _)| n);
-    if p.kind == PlannerKind::Ensemble {
-        return ensemble(p, base);
-    }
-    if p.kind == PlannerKind::Adversarial {
-        let rest = PlannerConfig {
-            kind: PlannerKind::Adversarial,
-            adversary: None,
-            ..p.clone()
-        };
-        let others = rest
-            != PlannerConfig {
-                kind: PlannerKind::Adversarial,
-                ..PlannerConfig::default()
-            };
-        return super::adversarial::script(others, p.adversary.as_deref(), base)
-            .map(PlannerSpec::Adversary);
-    }
-    if p.adversary.is_some() {
-        return Err(format!(
-            "[planner] sets `adversary`, which only `kind = \"adversarial\"` uses (this planner is {})",
-            kind_name(p.kind)
-        ));
-    }
-    if let Some(f) = ensemble_field {
-        return Err(format!(
+    match ensemble_field {
+        Some(f) => Err(format!(
             "[planner] sets `{f}`, which only `kind = \"ensemble\"` uses"
-        ));
+        )),
+        None => Ok(()),
     }
-    let scripted = p.script.is_some()
-        || p.plan.is_some()
-        || !p.turns.is_empty()
-        || !p.replans.is_empty()
-        || !p.repairs.is_empty()
-        || p.usage_per_call != Usage::default();
+}
+
+/// The first setting of a model planner that `p` sets, if any.
+fn model_field(p: &PlannerConfig) -> Option<&'static str> {
     let model_fields = [
         ("model", p.model.is_some()),
         ("base_url", p.base_url.is_some()),
@@ -329,37 +192,38 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
         ("context_chars", p.context_chars.is_some()),
         ("structured_output", p.structured_output.is_some()),
     ];
-    let model_field = model_fields.iter().find(|(_, set)| *set).map(|(n, _)| *n);
-    let provider = match p.kind {
-        PlannerKind::Scripted => {
-            if let Some(f) = model_field.or(p.cassette.as_ref().map(|_| "cassette")) {
-                return Err(format!(
-                    "[planner] sets `{f}`, which a scripted planner does not use: set `kind` (openai, anthropic, openai-compatible, replay, ensemble)"
-                ));
-            }
-            return Ok(PlannerSpec::Scripted);
-        }
-        PlannerKind::Replay => {
-            if let Some(f) = model_field {
-                return Err(format!(
-                    "[planner] sets `{f}`, which `kind = \"replay\"` does not use"
-                ));
-            }
-            if scripted {
-                return Err(
-                    "[planner] gives a script, which `kind = \"replay\"` does not use".into(),
-                );
-            }
-            let c = p.cassette.as_ref().ok_or(
-                "`kind = \"replay\"` needs `cassette` (a file written by `toolhost run --record`)",
-            )?;
-            return Ok(PlannerSpec::Replay(base.join(c)));
-        }
-        PlannerKind::Ensemble | PlannerKind::Adversarial => unreachable!("resolved above"),
-        PlannerKind::OpenAi => ProviderKind::OpenAi,
-        PlannerKind::Anthropic => ProviderKind::Anthropic,
-        PlannerKind::OpenAiCompatible => ProviderKind::OpenAiCompatible,
-    };
+    model_fields.iter().find(|(_, set)| *set).map(|(n, _)| *n)
+}
+
+/// `kind = "scripted"` (the default): no model's settings, no cassette.
+fn scripted_planner(p: &PlannerConfig) -> Result<PlannerSpec, String> {
+    if let Some(f) = model_field(p).or(p.cassette.as_ref().map(|_| "cassette")) {
+        return Err(format!(
+            "[planner] sets `{f}`, which a scripted planner does not use: set `kind` (openai, anthropic, openai-compatible, replay, ensemble)"
+        ));
+    }
+    Ok(PlannerSpec::Scripted)
+}
+
+/// `kind = "replay"`: a cassette, and neither a model's settings nor a script.
+fn replay(p: &PlannerConfig, scripted: bool, base: &Path) -> Result<PlannerSpec, String> {
+    if let Some(f) = model_field(p) {
+        return Err(format!(
+            "[planner] sets `{f}`, which `kind = \"replay\"` does not use"
+        ));
+    }
+    if scripted {
+        return Err("[planner] gives a script, which `kind = \"replay\"` does not use".into());
+    }
+    let c = p.cassette.as_ref().ok_or(
+        "`kind = \"replay\"` needs `cassette` (a file written by `toolhost run --record`)",
+    )?;
+    Ok(PlannerSpec::Replay(base.join(c)))
+}
+
+/// A model of `provider`: its name and base URL (required), and its settings, each
+/// checked.
+fn model(p: &PlannerConfig, provider: ProviderKind, scripted: bool) -> Result<LlmConfig, String> {
     let kind = provider.as_str();
     if scripted {
         return Err(format!(
@@ -390,6 +254,15 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
     if p.api_key_env.is_some() {
         c.api_key_env.clone_from(&p.api_key_env);
     }
+    model_settings(p, &mut c)?;
+    Ok(c)
+}
+
+/// The settings of model `c` that `p` sets: temperature, API, timeouts, retries, limits
+/// and the way it answers (one `c`'s provider has).
+fn model_settings(p: &PlannerConfig, c: &mut LlmConfig) -> Result<(), String> {
+    let provider = c.kind;
+    let kind = provider.as_str();
     if let Some(t) = p.temperature {
         if !(0.0..=2.0).contains(&t) {
             return Err(format!("temperature {t} is not between 0 and 2"));
@@ -429,7 +302,7 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
     if c.timeout_ms == 0 || c.max_output_tokens == 0 {
         return Err("timeout_ms and max_output_tokens must be at least 1".into());
     }
-    Ok(PlannerSpec::Llm(c))
+    Ok(())
 }
 
 /// `kind = "ensemble"`: two model tables, and nothing else at the top.
@@ -499,7 +372,7 @@ pub(super) fn model_table(
     }
 }
 
-fn kind_name(k: PlannerKind) -> &'static str {
+pub(super) fn kind_name(k: PlannerKind) -> &'static str {
     match k {
         PlannerKind::Scripted => "scripted",
         PlannerKind::OpenAi => "openai",

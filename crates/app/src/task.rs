@@ -73,13 +73,13 @@ use toolhost_runtime::policy::PolicyError;
 
 mod adversarial;
 mod extractor;
+mod overrides;
 mod planners;
 
 pub use self::extractor::ExtractorSpec;
+pub use self::overrides::{MemberOverrides, PlannerOverrides};
 use self::planners::resolve;
-pub use self::planners::{
-    MemberOverrides, PlannerConfig, PlannerKind, PlannerOverrides, PlannerSpec,
-};
+pub use self::planners::{PlannerConfig, PlannerKind, PlannerSpec};
 
 /// `tools`: names to find in the tools directory, or name → component path.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -237,30 +237,13 @@ impl Task {
         tools_dir: Option<&Path>,
         overrides: &PlannerOverrides,
     ) -> Result<Task, TaskError> {
-        let shown = path.display().to_string();
         let base = path.parent().unwrap_or(Path::new("."));
-        let invalid = |reason: String| TaskError::Invalid {
-            task: shown.clone(),
-            reason,
-        };
         // Every independent check runs, so that a task reports all its problems at once.
         let mut problems: Vec<String> = Vec::new();
-        let tools = match &raw.tools {
-            ToolList::Paths(map) => map.iter().map(|(n, p)| (n.clone(), base.join(p))).collect(),
-            ToolList::Names(names) => match tools_dir {
-                Some(dir) => names
-                    .iter()
-                    .map(|n| (n.clone(), dir.join(format!("{n}.wasm"))))
-                    .collect(),
-                None => {
-                    problems.push(format!(
-                        "`tools` names {} but no tools directory was given: pass --tools-dir DIR (or set TOOLHOST_TOOLS_DIR), or map names to paths",
-                        names.join(", ")
-                    ));
-                    BTreeMap::new()
-                }
-            },
-        };
+        let tools = tools(&raw.tools, base, tools_dir).unwrap_or_else(|e| {
+            problems.push(e);
+            BTreeMap::new()
+        });
         let planner = match overrides
             .apply(&mut raw.planner)
             .and_then(|()| resolve(&raw.planner, base))
@@ -277,40 +260,7 @@ impl Task {
                 None
             })
         });
-        let p = &raw.planner;
-        let inline = p.plan.is_some()
-            || !p.turns.is_empty()
-            || !p.replans.is_empty()
-            || !p.repairs.is_empty();
-        let script = match (&p.script, inline) {
-            (Some(_), true) => {
-                Err("[planner] gives both `script` and an inline script; keep one".to_string())
-            }
-            (Some(file), false) => {
-                let file = base.join(file);
-                std::fs::read_to_string(&file)
-                    .map_err(|e| format!("cannot read planner script `{}`: {e}", file.display()))
-                    .and_then(|text| {
-                        serde_json::from_str::<Script>(&text).map_err(|e| {
-                            format!("planner script `{}` is not valid: {e}", file.display())
-                        })
-                    })
-                    .map(|mut script| {
-                        if script.usage_per_call == Usage::default() {
-                            script.usage_per_call = p.usage_per_call.clone();
-                        }
-                        script
-                    })
-            }
-            (None, _) => Ok(Script {
-                plan: p.plan.clone(),
-                replans: p.replans.clone(),
-                repairs: p.repairs.clone(),
-                turns: p.turns.clone(),
-                usage_per_call: p.usage_per_call.clone(),
-            }),
-        };
-        let script = script.unwrap_or_else(|e| {
+        let script = script(&raw.planner, base).unwrap_or_else(|e| {
             problems.push(e);
             Script::default()
         });
@@ -322,45 +272,14 @@ impl Task {
         {
             problems.push(e);
         }
-        let defaults = RunConfig::default();
-        let threshold = raw
-            .confidence_threshold
-            .unwrap_or(defaults.confidence_threshold);
-        if !(0.0..=1.0).contains(&threshold) {
-            problems.push(format!(
-                "confidence_threshold {threshold} is not between 0 and 1"
-            ));
-        }
-        let max_parallel = raw.max_parallel.unwrap_or(defaults.max_parallel);
-        if max_parallel == 0 {
-            problems.push("max_parallel 0 would run nothing: give at least 1".into());
-        }
+        let config = run_config(&raw, &mut problems);
         let planner = match (planner, problems.len()) {
             (Some(planner), 0) => planner,
-            (_, 1) => return Err(invalid(problems.remove(0))),
-            _ => {
-                return Err(invalid(format!(
-                    "{} problems:\n  - {}",
-                    problems.len(),
-                    problems.join("\n  - ")
-                )));
-            }
+            _ => return Err(invalid(path, problems)),
         };
         Ok(Task {
             goal: raw.goal,
-            config: RunConfig {
-                mode: raw.mode,
-                budgets: raw.budgets,
-                prices: raw.prices,
-                max_parallel,
-                confidence_threshold: threshold,
-                max_plan_steps: raw.max_plan_steps.unwrap_or(defaults.max_plan_steps),
-                evaluator: raw.evaluator,
-                faults: defaults.faults,
-                quarantine: raw.quarantine,
-                // The policy's (`load_task`), not the task file's.
-                max_refusals: None,
-            },
+            config,
             script,
             planner,
             extractor: extractor.flatten(),
@@ -368,5 +287,104 @@ impl Task {
             tools,
             memory: raw.memory.enabled,
         })
+    }
+}
+
+/// Name → component path of the task's `tools` (relative to `base`, or found as NAME.wasm
+/// in `tools_dir`).
+fn tools(
+    list: &ToolList,
+    base: &Path,
+    tools_dir: Option<&Path>,
+) -> Result<BTreeMap<String, PathBuf>, String> {
+    match list {
+        ToolList::Paths(map) => Ok(map.iter().map(|(n, p)| (n.clone(), base.join(p))).collect()),
+        ToolList::Names(names) => match tools_dir {
+            Some(dir) => Ok(names
+                .iter()
+                .map(|n| (n.clone(), dir.join(format!("{n}.wasm"))))
+                .collect()),
+            None => Err(format!(
+                "`tools` names {} but no tools directory was given: pass --tools-dir DIR (or set TOOLHOST_TOOLS_DIR), or map names to paths",
+                names.join(", ")
+            )),
+        },
+    }
+}
+
+/// The planner script of `[planner]` table `p`: its `script` file (relative to `base`), or
+/// the script given inline (empty when neither is).
+fn script(p: &PlannerConfig, base: &Path) -> Result<Script, String> {
+    let inline =
+        p.plan.is_some() || !p.turns.is_empty() || !p.replans.is_empty() || !p.repairs.is_empty();
+    match (&p.script, inline) {
+        (Some(_), true) => {
+            Err("[planner] gives both `script` and an inline script; keep one".to_string())
+        }
+        (Some(file), false) => {
+            let file = base.join(file);
+            std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read planner script `{}`: {e}", file.display()))
+                .and_then(|text| {
+                    serde_json::from_str::<Script>(&text).map_err(|e| {
+                        format!("planner script `{}` is not valid: {e}", file.display())
+                    })
+                })
+                .map(|mut script| {
+                    if script.usage_per_call == Usage::default() {
+                        script.usage_per_call = p.usage_per_call.clone();
+                    }
+                    script
+                })
+        }
+        (None, _) => Ok(Script {
+            plan: p.plan.clone(),
+            replans: p.replans.clone(),
+            repairs: p.repairs.clone(),
+            turns: p.turns.clone(),
+            usage_per_call: p.usage_per_call.clone(),
+        }),
+    }
+}
+
+/// The run settings of task file `raw`; a value that would run nothing is a problem.
+fn run_config(raw: &TaskFile, problems: &mut Vec<String>) -> RunConfig {
+    let defaults = RunConfig::default();
+    let threshold = raw
+        .confidence_threshold
+        .unwrap_or(defaults.confidence_threshold);
+    if !(0.0..=1.0).contains(&threshold) {
+        problems.push(format!(
+            "confidence_threshold {threshold} is not between 0 and 1"
+        ));
+    }
+    let max_parallel = raw.max_parallel.unwrap_or(defaults.max_parallel);
+    if max_parallel == 0 {
+        problems.push("max_parallel 0 would run nothing: give at least 1".into());
+    }
+    RunConfig {
+        mode: raw.mode,
+        budgets: raw.budgets.clone(),
+        prices: raw.prices.clone(),
+        max_parallel,
+        confidence_threshold: threshold,
+        max_plan_steps: raw.max_plan_steps.unwrap_or(defaults.max_plan_steps),
+        evaluator: raw.evaluator.clone(),
+        faults: defaults.faults,
+        quarantine: raw.quarantine,
+        // The policy's (`load_task`), not the task file's.
+        max_refusals: None,
+    }
+}
+
+/// The task at `path` is invalid for `problems` (one, or a list).
+fn invalid(path: &Path, mut problems: Vec<String>) -> TaskError {
+    let reason = match problems.len() {
+        1 => problems.remove(0),
+        n => format!("{n} problems:\n  - {}", problems.join("\n  - ")),
+    };
+    TaskError::Invalid {
+        task: path.display().to_string(),
+        reason,
     }
 }

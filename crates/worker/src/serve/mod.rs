@@ -1,11 +1,11 @@
-//! `toolhost serve --database URL`: the API over the run queue of a PostgreSQL database,
+//! `toolhost serve --database URL`'s backend: the API over the run queue of a PostgreSQL database,
 //! so that any number of stateless replicas share it. A submitted run goes into the queue
 //! (its [`Spec`]); every replica also works the queue ([`Worker`], as `toolhost worker`),
 //! so a run may execute on any replica and is read, followed, decided and cancelled
 //! through any other: runs are listed from the `runs` table, their views built from their
 //! journal rows, events followed from the journal as it grows (woken by the
 //! `toolhost_changes` notification, else polling), approvals parked and answered in the
-//! run's row (the worker's [`DbApprover`](crate::worker)), cancellations asked for in it.
+//! run's row (the worker's `DbApprover`), cancellations asked for in it.
 //!
 //! A run taken over from a replica that died while a step that is not idempotent ran
 //! stops `waiting_for_decision`; the API shows it waiting for approval, its pending
@@ -19,29 +19,30 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_journal::{Kind, Record};
 use toolhost_serve::registry::SubmitRequest;
 use toolhost_serve::{
-    Backend, Decision, DecisionKind, Outcome, Overrides, Pending, RecordStream, Registry,
-    RegistryError, RunState, RunView, Taken,
+    Backend, Decision, DecisionKind, Overrides, Pending, RecordStream, Registry, RegistryError,
+    RunState, RunView, Taken,
 };
 use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
 
 mod follow;
+mod view;
 
 use self::follow::Follow;
-use super::{CliLauncher, invalid, planner_overrides};
-use crate::cli::planner::{ModeArg, PlannerArgs};
-use crate::cli::{loaded, planner};
-use crate::worker::{Spec, Stopper, Worker};
+use self::view::{parse_lines, state_of, unfinished_ids};
+use crate::spec::{SpecMode, SpecPlanner};
+use crate::{Spec, Stopper, Worker};
+use toolhost_app::launch::{TaskLauncher, invalid, planner_overrides};
+use toolhost_app::{PlannerOptions, load, planner};
 
 /// How long an SSE follower waits for a notification before it looks anyway.
 const FOLLOW_POLL: Duration = Duration::from_millis(500);
 
 /// The PostgreSQL backend of one replica.
-pub(crate) struct PgBackend {
+pub struct PgBackend {
     db: Database,
-    launcher: Arc<CliLauncher>,
+    launcher: Arc<TaskLauncher>,
     worker: Arc<Worker>,
     stopper: Stopper,
     ready: AtomicBool,
@@ -70,7 +71,9 @@ fn pg(e: PgError) -> RegistryError {
 }
 
 impl PgBackend {
-    pub(crate) fn new(db: Database, launcher: Arc<CliLauncher>, worker: Worker) -> PgBackend {
+    /// The backend of a replica serving the runs of `db`, each loaded by `launcher` and
+    /// run by `worker` (or another replica's).
+    pub fn new(db: Database, launcher: Arc<TaskLauncher>, worker: Worker) -> PgBackend {
         PgBackend {
             db,
             launcher,
@@ -110,15 +113,14 @@ impl PgBackend {
         let (planner_args, mode) = chosen(&request.overrides)?;
         let path = self.launcher.task_file(&request.task)?;
         let l = &self.launcher;
-        let mut loaded =
-            loaded::load(&l.rt, &path, l.tools_dir.as_deref(), &checked).map_err(invalid)?;
+        let mut loaded = load::load(l.rt(), &path, l.tools_dir(), &checked).map_err(invalid)?;
         if let Some(n) = request.overrides.max_steps {
             loaded.task.config.budgets.max_steps = n;
         }
         planner::build(&loaded.task, &planner_args, None).map_err(invalid)?;
         planner::extractor(&loaded.task).map_err(invalid)?;
         let task = std::path::absolute(&path).unwrap_or(path);
-        let digest = crate::cli::journal::digest(&task).map_err(invalid)?;
+        let digest = toolhost_app::journal::digest(&task).map_err(invalid)?;
         let task_text = std::fs::read_to_string(&task).map_err(|e| {
             RegistryError::Internal(format!("cannot read `{}`: {e}", task.display()))
         })?;
@@ -126,73 +128,13 @@ impl PgBackend {
             task,
             task_sha256: digest.sha256,
             task_text,
-            planner: planner_args,
+            planner: SpecPlanner::from(&planner_args),
             mode,
             redact: Vec::new(),
             approve: request.approve,
             submitter,
             max_steps: request.overrides.max_steps,
         })
-    }
-
-    /// Run `info` as the API shows it.
-    fn view(&self, info: &RunInfo) -> Result<RunView, RegistryError> {
-        let records = if info.records > 0 {
-            let bytes = self.db.journal(&info.run).map_err(pg)?;
-            parse_lines(bytes.split(|b| *b == b'\n'))
-        } else {
-            Vec::new()
-        };
-        let spec = info
-            .spec
-            .as_deref()
-            .and_then(|s| serde_json::from_str::<Spec>(s).ok());
-        let goal = records
-            .first()
-            .and_then(|r| r.data["goal"].as_str().map(str::to_string))
-            .or_else(|| {
-                let text = &spec.as_ref()?.task_text;
-                let t: toml::Table = toml::from_str(text).ok()?;
-                t.get("goal")?.as_str().map(str::to_string)
-            })
-            .unwrap_or_default();
-        let outcome = Outcome::of_records(&records);
-        let stop = outcome.stop.or_else(|| {
-            let reason = info.stop_reason.as_deref()?;
-            Some(json!({ "reason": reason }))
-        });
-        let pending = match info.status {
-            Status::WaitingForApproval => info
-                .pending
-                .as_deref()
-                .and_then(|p| serde_json::from_str::<Pending>(p).ok()),
-            Status::WaitingForDecision => Some(unfinished_pending(&records)),
-            _ => None,
-        };
-        // A parked question is waiting for input, not for approval.
-        let state = match (state_of(info.status), &pending) {
-            (RunState::WaitingForApproval, Some(p)) if p.subject == "question" => {
-                RunState::WaitingForInput
-            }
-            (state, _) => state,
-        };
-        Ok(RunView {
-            id: info.run.clone(),
-            url: format!("/v1/runs/{}", info.run),
-            state,
-            goal,
-            submitter: spec.and_then(|s| s.submitter),
-            stop,
-            answer: outcome.answer,
-            steps: outcome.steps,
-            usage: outcome.usage,
-            pending,
-        })
-    }
-
-    fn view_of(&self, id: &str) -> Result<RunView, RegistryError> {
-        let info = self.db.run_info(id).map_err(pg)?;
-        self.view(&info)
     }
 
     /// The decision on the unfinished steps of run `info` (`waiting_for_decision`).
@@ -228,8 +170,8 @@ impl PgBackend {
     }
 }
 
-/// The planner flags and mode of `o`, as a submitted spec holds them.
-fn chosen(o: &Overrides) -> Result<(PlannerArgs, ModeArg), RegistryError> {
+/// The planner options and mode of `o`, as a submitted spec holds them.
+fn chosen(o: &Overrides) -> Result<(PlannerOptions, SpecMode), RegistryError> {
     let bad = RegistryError::BadRequest;
     let mode = o.mode.as_deref().map(str::parse).transpose().map_err(bad)?;
     let kind = o
@@ -239,58 +181,9 @@ fn chosen(o: &Overrides) -> Result<(PlannerArgs, ModeArg), RegistryError> {
         .transpose()
         .map_err(bad)?;
     Ok((
-        PlannerArgs::chosen(kind, o.model.clone()).resolved(),
-        ModeArg::of(mode),
+        PlannerOptions::chosen(kind, o.model.clone()).resolved(),
+        SpecMode { mode },
     ))
-}
-
-fn state_of(status: Status) -> RunState {
-    match status {
-        Status::Queued => RunState::Queued,
-        Status::Running => RunState::Running,
-        Status::WaitingForApproval | Status::WaitingForDecision => RunState::WaitingForApproval,
-        Status::Completed => RunState::Completed,
-        Status::Cancelled => RunState::Cancelled,
-        _ => RunState::Failed,
-    }
-}
-
-/// The records of journal lines (a line that is no record ends them).
-fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>) -> Vec<Record> {
-    lines
-        .filter(|l| !l.is_empty())
-        .map_while(|l| serde_json::from_slice::<Record>(l).ok())
-        .collect()
-}
-
-/// The steps that were cut off when the run was last taken over (its last `resumed`
-/// record's `unfinished`).
-fn unfinished_ids(records: &[Record]) -> Vec<String> {
-    records
-        .iter()
-        .rev()
-        .find(|r| r.kind == Kind::Resumed)
-        .and_then(|r| r.data["unfinished"].as_array())
-        .map(|ids| {
-            ids.iter()
-                .filter_map(|i| i.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn unfinished_pending(records: &[Record]) -> Pending {
-    Pending {
-        subject: "unfinished_steps".into(),
-        revision: None,
-        plan: None,
-        step: Some(json!({ "ids": unfinished_ids(records) })),
-        why: Some(
-            "the run was taken over from a replica that stopped while these steps ran; they are not idempotent and may have had effects: approve to run them again, reject to record them failed".into(),
-        ),
-        question: None,
-        schema: None,
-    }
 }
 
 impl Registry for PgBackend {
@@ -459,7 +352,7 @@ impl Backend for PgBackend {
     }
 
     fn calls(&self) -> Option<toolhost_runtime::CallLoad> {
-        self.launcher.rt.call_load()
+        self.launcher.rt().call_load()
     }
 
     /// Stops claiming; the runs in flight get the worker's grace period, then their

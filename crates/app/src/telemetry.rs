@@ -29,11 +29,11 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
 /// The most [`Telemetry::shutdown`] waits for the last batch to be sent.
-pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why traces cannot be set up or were not all exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TelemetryError {
+pub enum TelemetryError {
     #[error("{origin} `{value}` is not a usable OTLP endpoint: {reason}")]
     BadEndpoint {
         /// `--otlp-endpoint` or the environment variable it came from.
@@ -49,7 +49,7 @@ pub(crate) enum TelemetryError {
 
 /// Where spans go: the full URL of the collector's traces endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct OtlpConfig {
+pub struct OtlpConfig {
     pub endpoint: Url,
 }
 
@@ -156,7 +156,7 @@ impl SpanExporter for Remembering {
 
 /// A running exporter and the `tracing` dispatcher that feeds it. Dropping it shuts it
 /// down (as [`Telemetry::shutdown`], without the report).
-pub(crate) struct Telemetry {
+pub struct Telemetry {
     provider: SdkTracerProvider,
     dispatch: Dispatch,
     endpoint: String,
@@ -211,8 +211,8 @@ impl Telemetry {
                 m.is_span() && m.target() == toolhost_runtime::trace::TARGET
             }));
         let log = tracing_subscriber::fmt::layer()
-            .with_writer(crate::stderr_log::StderrWriter)
-            .with_ansi(crate::stderr_log::stderr_is_terminal())
+            .with_writer(crate::log::StderrWriter)
+            .with_ansi(crate::log::stderr_is_terminal())
             .with_filter(log_filter());
         let dispatch = Dispatch::new(tracing_subscriber::registry().with(otel).with(log));
         Ok(Telemetry {
@@ -225,14 +225,14 @@ impl Telemetry {
     }
 
     /// The dispatcher that exports the run's spans (and logs like the binary's default).
-    pub(crate) fn dispatch(&self) -> &Dispatch {
+    pub fn dispatch(&self) -> &Dispatch {
         &self.dispatch
     }
 
     /// Makes [`Telemetry::dispatch`] the default dispatcher of the threads `builder`'s
     /// runtime starts (the thread that calls `block_on` needs
     /// [`tracing::dispatcher::with_default`] as well).
-    pub(crate) fn install_on(&self, builder: &mut tokio::runtime::Builder) {
+    pub fn install_on(&self, builder: &mut tokio::runtime::Builder) {
         thread_local! {
             static DEFAULT: RefCell<Option<DefaultGuard>> = const { RefCell::new(None) };
         }
@@ -281,7 +281,7 @@ impl Drop for Telemetry {
 }
 
 /// The filter of the stderr log: `TOOLHOST_LOG` (e.g. `debug`), `warn` by default.
-pub(crate) fn log_filter() -> tracing_subscriber::EnvFilter {
+pub fn log_filter() -> tracing_subscriber::EnvFilter {
     tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
 }

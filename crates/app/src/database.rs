@@ -1,0 +1,225 @@
+//! The database choice: run journals in PostgreSQL (`--database URL`, else
+//! `TOOLHOST_DATABASE_URL`) instead of the state directory. `journal verify`, `journal
+//! show` and `report` read a run's records from there; `run` journals into it under a
+//! lease it renews while the run goes on and releases at the end (see
+//! `toolhost_store_pg`); `resume` claims a run's lease before reading its journal.
+
+use std::time::Duration;
+
+use crate::error::{AppError, usage};
+use toolhost_engine::{RunReport, StopReason};
+use toolhost_journal::{Journal, Redactor, RunStart, Verified, report};
+use toolhost_store_pg::{Database, Lease, PgError, PgStore, Renewer, RunInfo, Status};
+
+/// How long a run's lease lasts without renewal; renewed every third of it.
+pub const LEASE: Duration = Duration::from_secs(30);
+
+/// The database a command journals in: `given` (`--database`), else
+/// `TOOLHOST_DATABASE_URL` (unless empty); `None`: the state directory.
+pub fn url(given: Option<String>) -> Option<String> {
+    given.or_else(|| {
+        std::env::var("TOOLHOST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+    })
+}
+
+/// A database error by kind: a bad URL or an unknown run is a usage error, a run another
+/// process holds is locked, anything else (unreachable, a failed query, a refused write)
+/// a journal one.
+pub fn failure(e: PgError) -> AppError {
+    match e {
+        PgError::BadUrl { .. } | PgError::NoSuchRun { .. } => usage(e.to_string()),
+        PgError::NotClaimable { .. } => AppError::Locked(e.to_string()),
+        _ => AppError::Journal(e.to_string()),
+    }
+}
+
+pub fn connect(url: &str) -> Result<Database, AppError> {
+    Database::connect(url).map_err(failure)
+}
+
+/// Run `run`'s journal from the database at `url`, verified (with `head`, its last
+/// record must hash to it).
+pub fn verified(url: &str, run: &str, head: Option<&str>) -> Result<Verified, AppError> {
+    connect(url)?.verify(run, head).map_err(failure)
+}
+
+/// Run `run`'s journal from the database at `url` for `toolhost replay` (`doing`:
+/// "replayed"): it must verify whole and hold a record.
+pub fn recorded(url: &str, run: &str, doing: &str) -> Result<Verified, AppError> {
+    let db = connect(url)?;
+    let v = db.verify(run, None).map_err(failure)?;
+    let place = db.location(run);
+    match &v.problem {
+        Some(p) => Err(AppError::Journal(format!(
+            "the journal of {place} is broken, so run {run} cannot be {doing}: {p}"
+        ))),
+        None if v.records.is_empty() => Err(AppError::Journal(format!(
+            "{place} holds no record, so run {run} cannot be {doing}"
+        ))),
+        None => Ok(v),
+    }
+}
+
+/// Deletes (unless `dry_run`) the stopped runs of the database at `url` last written more
+/// than `age` ago; returns their ids.
+pub fn prune(url: &str, age: Duration, dry_run: bool) -> Result<Vec<String>, AppError> {
+    connect(url)?.prune(age, dry_run).map_err(failure)
+}
+
+/// Run `run`'s report from the database at `url`.
+pub fn report(url: &str, run: &str) -> Result<report::Report, AppError> {
+    let db = connect(url)?;
+    let bytes = db.journal(run).map_err(failure)?;
+    Ok(report::load_bytes(run, db.location(run).into(), &bytes))
+}
+
+/// A run journaled in the database: its lease, kept renewed until [`Claim::release`].
+pub struct Claim {
+    db: Database,
+    lease: Lease,
+    renewer: Renewer,
+}
+
+impl Claim {
+    /// Stops renewing and gives the lease up, leaving the run `stopped` with the status
+    /// its `report` says (carried on, if at all, by a person's decision; a run that could
+    /// not go on at all is `failed`); a lease already lost is a warning.
+    pub fn release(self, report: Option<&RunReport>, err: &mut dyn std::io::Write) {
+        drop(self.renewer);
+        let (status, reason) = match report {
+            Some(r) => status_of(r, false),
+            None => (Status::Failed, "the run could not go on".to_string()),
+        };
+        if let Err(e) = self.db.finish(&self.lease, status, &reason) {
+            crate::warn(err, &e);
+        }
+    }
+}
+
+/// The queue status of a run that stopped as `report` says, and its stop reason;
+/// `waiting` when it stopped for a decision on a step that is not idempotent.
+pub fn status_of(report: &RunReport, waiting: bool) -> (Status, String) {
+    let status = match &report.stop {
+        StopReason::Completed | StopReason::PlannerStopped => Status::Completed,
+        StopReason::Cancelled => Status::Cancelled,
+        StopReason::Escalated { .. } if waiting => Status::WaitingForDecision,
+        _ => Status::Failed,
+    };
+    (status, report.stop.to_string())
+}
+
+fn owner(command: &str) -> String {
+    format!(
+        "toolhost {command}, pid {} on {}",
+        std::process::id(),
+        toolhost_journal::lock::hostname()
+    )
+}
+
+/// A run of the database carried on by `toolhost resume`: the lease claimed for it, kept
+/// renewed, and how the run stood before (restored when nothing is carried on).
+pub struct Resuming {
+    db: Database,
+    lease: Lease,
+    renewer: Renewer,
+    before: Box<RunInfo>,
+}
+
+impl Resuming {
+    /// The journal's store, appending under this claim's lease.
+    pub fn store(&self) -> PgStore {
+        PgStore::new(&self.db, self.lease.clone())
+    }
+
+    pub fn location(&self) -> String {
+        self.db.location(&self.lease.run)
+    }
+
+    /// Ends the claim with the status `report` says (`waiting`: see [`status_of`]).
+    pub fn finish(self, report: &RunReport, waiting: bool, err: &mut dyn std::io::Write) {
+        drop(self.renewer);
+        let (status, reason) = status_of(report, waiting);
+        if let Err(e) = self.db.finish(&self.lease, status, &reason) {
+            crate::warn(err, &e);
+        }
+    }
+
+    /// Ends the claim with nothing carried on: the run is left as it stood (a run that
+    /// was to be carried on by whoever claims it next stays so).
+    pub fn give_back(self, err: &mut dyn std::io::Write) {
+        drop(self.renewer);
+        let r = match self.before.status {
+            Status::Queued | Status::Running => self.db.hand_back(&self.lease),
+            status => self.db.finish(
+                &self.lease,
+                status,
+                self.before.stop_reason.as_deref().unwrap_or(""),
+            ),
+        };
+        if let Err(e) = r {
+            crate::warn(err, &e);
+        }
+    }
+}
+
+/// Claims run `run` of the database at `url` for `toolhost resume` and reads its journal
+/// back, verified (with `head`, its last record must hash to it). A broken chain, or a
+/// run that another process holds, is refused, and nothing is changed.
+pub fn resume(url: &str, run: &str, head: Option<&str>) -> Result<(Resuming, Verified), AppError> {
+    let db = connect(url)?;
+    let before = db.run_info(run).map_err(failure)?;
+    let lease = db
+        .claim_to_resume(run, &owner("resume"), LEASE)
+        .map_err(failure)?;
+    let renewer = db.keep(&lease);
+    let claim = Resuming {
+        db,
+        lease,
+        renewer,
+        before: Box::new(before),
+    };
+    let checked = claim
+        .db
+        .verify(run, head)
+        .map_err(failure)
+        .and_then(|v| match &v.problem {
+            Some(p) => Err(AppError::Journal(format!(
+                "the journal of run {run} in {} is broken, so it cannot be carried on: {p}",
+                claim.location()
+            ))),
+            None if v.records.is_empty() => Err(usage(format!(
+                "run {run} in {} has no journal yet (it is queued): a worker starts it",
+                claim.location()
+            ))),
+            None => Ok(v),
+        });
+    match checked {
+        Ok(v) => Ok((claim, v)),
+        Err(f) => {
+            claim.give_back(&mut std::io::sink());
+            Err(f)
+        }
+    }
+}
+
+/// Creates the journal of a new `toolhost run` in the database at `url`: the run is
+/// created under a lease held by this process, and its `run_started` written.
+pub fn open(url: &str, start: &RunStart, redactor: Redactor) -> Result<(Journal, Claim), AppError> {
+    let db = connect(url)?;
+    let id = toolhost_journal::new_run_id();
+    let lease = db.create_run(&id, &owner("run"), LEASE).map_err(failure)?;
+    let renewer = db.keep(&lease);
+    let store = PgStore::new(&db, lease.clone());
+    let journal = match Journal::create_in(Box::new(store), &id, start, redactor) {
+        Ok(j) => j,
+        Err(e) => {
+            // Nothing to carry on: no one is to claim the run.
+            drop(renewer);
+            let _ = db.finish(&lease, Status::Failed, &e.to_string());
+            return Err(AppError::Journal(e.to_string()));
+        }
+    };
+    Ok((journal, Claim { db, lease, renewer }))
+}
