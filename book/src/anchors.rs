@@ -5,7 +5,7 @@
 
 use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 
-use crate::page::options;
+use crate::options;
 
 /// The anchor of one heading's text (before de-duplication).
 pub fn slug(text: &str) -> String {

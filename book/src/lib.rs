@@ -23,8 +23,16 @@ pub mod summary;
 
 use std::path::{Path, PathBuf};
 
+use pulldown_cmark::Options;
+
 pub use links::Problem;
 pub use summary::Chapter;
+
+/// The Markdown the book is written in: CommonMark with GitHub's tables, strikethrough and
+/// task lists.
+pub fn options() -> Options {
+    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
+}
 
 /// What stops the book from being read or written.
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use pulldown_cmark::{Event, Parser, Tag};
 
 use crate::anchors::headings;
-use crate::page::options;
+use crate::options;
 use crate::summary::Chapter;
 
 /// One broken thing, in the file that has it.

@@ -4,17 +4,11 @@
 //! go to the files themselves (relative to the output directory, so the book works opened
 //! from disk beside the checkout it was built from).
 
-use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, html};
+use pulldown_cmark::{CowStr, Event, Parser, Tag, html};
 
-use crate::Book;
 use crate::anchors::headings;
 use crate::links::{Target, resolve};
-
-/// The Markdown the book is written in: CommonMark with GitHub's tables, strikethrough and
-/// task lists.
-pub fn options() -> Options {
-    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
-}
+use crate::{Book, options};
 
 /// Chapter `i` of `book` as a whole page; `to_root` leads from the page to the repository.
 pub fn render(book: &Book, i: usize, to_root: &str) -> String {

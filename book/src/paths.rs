@@ -10,7 +10,7 @@ use std::path::Path;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
 use crate::links::Problem;
-use crate::page::options;
+use crate::options;
 use crate::summary::Chapter;
 
 /// The directories whose paths are checked: what a fresh checkout has (not `target/`).

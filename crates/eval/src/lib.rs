@@ -4,8 +4,8 @@
 //! tolerance bands. The format is in `docs/eval-suites.md`; `toolhost eval` is the command.
 //!
 //! This crate reads suites and judges runs; it does not load task files or drive runs —
-//! that is the command line's [`Runner`], so `toolhost eval` runs a task exactly as
-//! `toolhost run` does.
+//! that is a [`Runner`] (`toolhost-app`'s `SuiteRunner`), so `toolhost eval` runs a task
+//! exactly as `toolhost run` does.
 //!
 //! # Layout
 //!

@@ -1,6 +1,7 @@
 //! What the embedded backend needs from whoever knows how to run a task: the
-//! [`Launcher`]. The `toolhost` CLI implements it with the code path of `toolhost run`
-//! (loading, the planner, the journal, the engine), so a served run is the same run.
+//! [`Launcher`]. `toolhost-app` implements it (its `TaskLauncher`) with the code path of
+//! `toolhost run` (loading, the planner, the journal, the engine), so a served run is the
+//! same run.
 
 use std::path::PathBuf;
 

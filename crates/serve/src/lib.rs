@@ -2,7 +2,7 @@
 //!
 //! A client submits a task (by name from the server's task directory, or inline) and gets
 //! a run id; the run is queued, executed in this process by the same code path as
-//! `toolhost run` (supplied by the CLI as a [`Launcher`]), and journaled to the state
+//! `toolhost run` (supplied by `toolhost-app` as a [`Launcher`]), and journaled to the state
 //! directory, where `toolhost journal`, `report` and `resume` work on it. Clients follow
 //! the journal over Server-Sent Events, decide approvals, cancel, and fetch the report.
 //!
