@@ -197,12 +197,21 @@ fn a_replica_cut_off_from_the_database_is_fenced_and_its_runs_carried_on() {
             cut.id()
         ))
     };
+    // What it holds once cut off: a run it finished between the look and the cut is no
+    // longer active, and no takeover of it will come (read after the cut, when nothing
+    // from the namespace reaches the database any more).
+    let active_when_cut = || {
+        t.sql(&format!(
+            "SELECT id FROM runs WHERE lease_owner LIKE 'toolhost worker, pid {} on %' \
+             AND state = 'active'",
+            cut.id()
+        ))
+    };
     let start = Instant::now();
     let held_when_cut = loop {
-        let h = held();
-        if !h.is_empty() {
+        if !held().is_empty() {
             ns.link(false);
-            break h;
+            break active_when_cut();
         }
         assert!(
             start.elapsed() < limit,
