@@ -9,6 +9,11 @@ use std::time::{Duration, SystemTime};
 use super::{JournalError, runs_dir};
 
 /// A span of time written `Nd` (days), `Nh` (hours) or `Nm` (minutes); shown as written.
+///
+/// Parsed here, not by a duration crate: the grammar is one whole number and one of three
+/// units, what `prune` promises, and an error names which part is wrong. `humantime` (not
+/// otherwise in the tree) and `jiff`'s friendly format would accept more (`1h 30m`,
+/// `2 weeks`, fractions) that a retention command has no use for, and give their own text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Age {
     pub n: u64,
