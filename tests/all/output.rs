@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use toolhost_tests::bounded::{tail, wait_bounded};
 use toolhost_tests::server::{Server, closed_origin};
 use toolhost_tests::tools_dir;
 
@@ -30,58 +31,20 @@ fn run_bounded(args: &[&str], env: &[(&str, &str)], dir: &Path, limit: Duration)
         .arg(crate_cache())
         .arg("--state-dir")
         .arg(dir.join("state"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .args(args);
     for (name, _) in std::env::vars() {
         if name.starts_with("OTEL_") || name == "TOOLHOST_LOG" {
             cmd.env_remove(name);
         }
     }
     cmd.envs(env.iter().copied());
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("start toolhost");
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = pipe.read_to_end(&mut text);
-            String::from_utf8_lossy(&text).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let code = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status.code();
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
-            panic!(
-                "toolhost {args:?} with {env:?} still ran after {limit:?}: it hung\n\
-                 stdout:\n{stdout}\nstderr (last 4000 bytes):\n{}",
-                tail(&stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let took = start.elapsed();
+    let end = wait_bounded(&mut cmd, limit);
     Ended {
-        code,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-        took,
+        code: end.code,
+        stdout: end.stdout(),
+        stderr: end.stderr(),
+        took: end.took,
     }
-}
-
-fn tail(s: &str) -> &str {
-    let mut at = s.len().saturating_sub(4000);
-    while !s.is_char_boundary(at) {
-        at += 1;
-    }
-    &s[at..]
 }
 
 /// One compile cache for this module's runs, so that each component compiles once.

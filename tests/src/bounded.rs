@@ -29,13 +29,21 @@ impl Ended {
 /// Runs `bin ARGS…` with stdin closed, reading both pipes as it goes; kills it and panics
 /// with "took longer than …" when it outlives `limit`.
 pub fn run_bounded<S: AsRef<OsStr>>(bin: &str, args: &[S], limit: Duration) -> Ended {
-    let shown: Vec<String> = args
-        .iter()
-        .map(|a| a.as_ref().to_string_lossy().into_owned())
+    let mut cmd = Command::new(bin);
+    cmd.args(args).env_remove("TOOLHOST_LOG");
+    wait_bounded(&mut cmd, limit)
+}
+
+/// Runs `cmd` as given (its arguments and environment) with stdin closed, reading both
+/// pipes as it goes; kills it and panics with "took longer than …", its output's tail
+/// beside, when it outlives `limit`.
+pub fn wait_bounded(cmd: &mut Command, limit: Duration) -> Ended {
+    let shown: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let mut child = Command::new(bin)
-        .args(args)
-        .env_remove("TOOLHOST_LOG")
+    let start = Instant::now();
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -50,7 +58,6 @@ pub fn run_bounded<S: AsRef<OsStr>>(bin: &str, args: &[S], limit: Duration) -> E
     };
     let out = drain(Box::new(child.stdout.take().expect("stdout")));
     let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let start = Instant::now();
     let code = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status.code();
@@ -58,9 +65,13 @@ pub fn run_bounded<S: AsRef<OsStr>>(bin: &str, args: &[S], limit: Duration) -> E
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
+            let stdout = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+            let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
             panic!(
-                "toolhost {shown:?} took longer than {} s (killed)",
-                limit.as_secs_f64()
+                "toolhost {shown:?} took longer than {} s (killed): it hung\n\
+                 stdout:\n{stdout}\nstderr (last 4000 bytes):\n{}",
+                limit.as_secs_f64(),
+                tail(&stderr)
             );
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -71,4 +82,13 @@ pub fn run_bounded<S: AsRef<OsStr>>(bin: &str, args: &[S], limit: Duration) -> E
         stderr: err.join().expect("stderr reader"),
         took: start.elapsed(),
     }
+}
+
+/// The last 4000 bytes of `s` (at a character boundary).
+pub fn tail(s: &str) -> &str {
+    let mut at = s.len().saturating_sub(4000);
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    &s[at..]
 }
