@@ -11,7 +11,7 @@
 //!   following a symbolic link, without blocking (a FIFO planted as an entry would otherwise
 //!   hang the opener forever), and only if what it opened is a regular file that the user
 //!   owns and nobody else may write.
-//! - [`create_dirs`] / [`write_file`]: everything the host writes there is 0700 / 0600,
+//! - [`create_dirs`] / [`write_file`] / [`replace_file`]: everything the host writes there is 0700 / 0600,
 //!   whatever the umask.
 
 use std::fs::{File, Metadata};
@@ -155,6 +155,13 @@ pub fn create_dirs(dir: &Path) -> std::io::Result<()> {
 /// Writes `bytes` to `path` as a new 0600 file renamed over it (its directory created 0700
 /// if missing): a reader sees the old file or the new one, never half of one.
 pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file(path, bytes, true)
+}
+
+/// [`write_file`], synced to disk before the rename only when `durable`: a file whose loss
+/// in a crash costs nothing but time (a cache's seal or hint) skips the `fsync`. Either
+/// way a reader sees the old file or the new one, never half of one.
+pub fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -163,7 +170,9 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     // tempfile creates its files 0600 (`O_EXCL`, never through a link).
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
