@@ -11,16 +11,32 @@ use super::{Kind, Record, time};
 /// At most this many characters of a value are shown on a timeline line.
 const SHOWN: usize = 120;
 
+/// Why a run stopped is what a person opens its journal for: its details are shown whole
+/// up to this many characters (a tool's error can be megabytes; `--json` has every byte).
+const STOP_SHOWN: usize = 4000;
+
 fn short(v: &Value) -> String {
+    cut_to(v, SHOWN)
+}
+
+/// `v` as text, cut to at most `limit` characters.
+fn cut_to(v: &Value, limit: usize) -> String {
     let s = match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    if s.chars().count() > SHOWN {
-        let cut: String = s.chars().take(SHOWN - 1).collect();
+    let count = s.chars().count();
+    if count <= limit {
+        return s;
+    }
+    let cut: String = s.chars().take(limit - 1).collect();
+    if limit == SHOWN {
         format!("{cut}…")
     } else {
-        s
+        format!(
+            "{cut}… ({} more characters: `journal show --json` has them)",
+            count - limit + 1
+        )
     }
 }
 
@@ -239,7 +255,7 @@ fn stopped(d: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "answer"))
-        .map(|(_, v)| short(v))
+        .map(|(_, v)| cut_to(v, STOP_SHOWN))
         .collect();
     let detail = if detail.is_empty() {
         String::new()
@@ -313,4 +329,22 @@ pub fn json(v: &Verified) -> Value {
         "head": v.head,
         "records": v.records,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_reason_is_shown_whole() {
+        let why = format!("planner failed: {}", "the provider said no. ".repeat(20));
+        let line = stopped(&json!({"reason": "escalated", "error": why})).remove(0);
+        assert_eq!(line, format!("stop      escalated: {why}"));
+        let huge = "x".repeat(STOP_SHOWN + 10);
+        let line = stopped(&json!({"reason": "escalated", "error": huge})).remove(0);
+        assert!(
+            line.ends_with("… (11 more characters: `journal show --json` has them)"),
+            "{line}"
+        );
+    }
 }
