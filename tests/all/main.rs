@@ -35,6 +35,7 @@ mod printing;
 mod provenance;
 mod report;
 mod run;
+mod runs;
 mod sandbox;
 mod schema;
 mod serve;

@@ -24,6 +24,7 @@ use toolhost_runtime::policy::ToolPolicy;
 use toolhost_runtime::tool::Operation;
 
 mod references;
+mod shape;
 
 /// The class of a plan problem, stable for machines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -43,6 +43,8 @@
 //! - `chain`: the chain's hash (hex SHA-256 of a line; blobs are named by it too).
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
+//! - [`listing`]: the runs a state directory holds, newest first, from each journal's first
+//!   and last records (`toolhost runs`).
 //! - `report` (feature `report`, on by default): the self-contained HTML report
 //!   (`toolhost report`).
 //! - [`prune()`]: retention by age.
@@ -62,6 +64,7 @@ pub mod approvals;
 mod blob;
 mod chain;
 mod crash;
+pub mod listing;
 pub mod lock;
 mod observe;
 pub mod prune;

@@ -124,7 +124,7 @@ impl RunLock {
     }
 
     /// Whether a process holds the lock of the journal at `journal` now (creates nothing).
-    pub(crate) fn is_held(journal: &Path) -> bool {
+    pub fn is_held(journal: &Path) -> bool {
         match File::open(lock_path(journal)) {
             Ok(f) => matches!(f.try_lock(), Err(TryLockError::WouldBlock)),
             Err(_) => false,

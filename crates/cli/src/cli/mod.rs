@@ -36,6 +36,7 @@ mod replay;
 mod report;
 mod resume;
 mod run;
+mod runs;
 mod serve;
 mod stdin;
 mod submit;
@@ -148,6 +149,9 @@ enum Command {
     Worker(worker::Args),
     /// Cancel a run of a PostgreSQL database (queued, running, or waiting for a person).
     Cancel(cancel::Args),
+    /// List the runs of the state directory, newest first: state, start, duration, goal
+    /// and why each stopped.
+    Runs(runs::Args),
     /// Verify, show and prune run journals.
     #[command(subcommand)]
     Journal(journal::JournalCommand),
@@ -227,6 +231,7 @@ fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn W
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
         Command::Journal(cmd) => journal::run(cmd, state_dir, out),
+        Command::Runs(args) => runs::run(args, state_dir, out),
         Command::Report(args) => report::run(args, state_dir, out),
         Command::New(cmd) => new::run(cmd, out),
         Command::Submit(args) => submit::run(args, out),

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Plan, Step, StepId};
-use crate::validate::{Problem, ProblemKind};
+use super::{Problem, ProblemKind};
+use crate::plan::{Plan, Step, StepId};
 
 impl Plan {
     /// The plan in `value`, or every shape problem found in it: one for the top-level

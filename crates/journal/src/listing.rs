@@ -1,0 +1,115 @@
+//! The runs a state directory holds, newest first (`toolhost runs`): each journal's start
+//! (its first record), and its stop if its last record is one, read without reading the
+//! whole file (an event log can be a gigabyte) and without checking its chain (`journal
+//! verify` does that). Only regular files are read; links and FIFOs are skipped.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Kind, Record, lock::RunLock, run_id, time};
+
+/// How much of a journal's end is read to find its last record.
+const TAIL: u64 = 256 << 10;
+
+/// One run, as its journal's first and last records tell it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub id: String,
+    pub path: PathBuf,
+    pub goal: String,
+    /// RFC 3339, UTC.
+    pub started: String,
+    /// The stop record's data (`reason` and its details, the answer and spending taken
+    /// out); `None` while the run has not stopped.
+    pub stop: Option<Value>,
+    /// From the start to the stop, or to the last record of a run that has not stopped.
+    pub duration_ms: Option<u64>,
+    /// Whether a process holds the run's journal now (it is running or waiting).
+    pub live: bool,
+}
+
+/// The runs whose journals are in `runs_dir` (`STATE_DIR/runs`), newest first; journals
+/// that cannot be read as one are left out.
+pub fn list(runs_dir: &Path) -> std::io::Result<Vec<RunSummary>> {
+    let mut runs = Vec::new();
+    let entries = match std::fs::read_dir(runs_dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(runs),
+        Err(e) => return Err(e),
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "jsonl")
+            || !e.file_type().is_ok_and(|t| t.is_file())
+        {
+            continue;
+        }
+        if let Some(run) = summary(&path) {
+            runs.push(run);
+        }
+    }
+    runs.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.id.cmp(&a.id)));
+    Ok(runs)
+}
+
+fn summary(path: &Path) -> Option<RunSummary> {
+    let mut file = toolhost_runtime::owned::open_regular(path).ok()?;
+    let first: Record = serde_json::from_str(&first_line(&mut file)?).ok()?;
+    if first.kind != Kind::RunStarted {
+        return None;
+    }
+    let last = last_record(&mut file);
+    let (stop, ended) = match &last {
+        Some(r) if r.kind == Kind::Stopped => {
+            let mut data = r.data.clone();
+            if let Some(m) = data.as_object_mut() {
+                m.remove("answer");
+                m.remove("spent");
+            }
+            (Some(data), Some(r.ts.as_str()))
+        }
+        Some(r) => (None, Some(r.ts.as_str())),
+        None => (None, None),
+    };
+    let duration_ms = ended.and_then(|end| {
+        let d = time::parse(end)?
+            .duration_since(time::parse(&first.ts)?)
+            .ok()?;
+        u64::try_from(d.as_millis()).ok()
+    });
+    Some(RunSummary {
+        id: run_id(path),
+        path: path.to_path_buf(),
+        goal: first.data["goal"].as_str().unwrap_or("").to_string(),
+        started: first.ts.clone(),
+        stop,
+        duration_ms,
+        live: stop_is_none_and_held(&last, path),
+    })
+}
+
+fn stop_is_none_and_held(last: &Option<Record>, path: &Path) -> bool {
+    !last.as_ref().is_some_and(|r| r.kind == Kind::Stopped) && RunLock::is_held(path)
+}
+
+/// The first line of `file` (a run-started record is a few KiB at most).
+fn first_line(file: &mut std::fs::File) -> Option<String> {
+    let mut head = Vec::new();
+    file.by_ref().take(TAIL).read_to_end(&mut head).ok()?;
+    let end = head.iter().position(|b| *b == b'\n')?;
+    String::from_utf8(head[..end].to_vec()).ok()
+}
+
+/// The last whole record of `file`, read from its end.
+fn last_record(file: &mut std::fs::File) -> Option<Record> {
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    tail.split(|b| *b == b'\n')
+        .rev()
+        .filter(|l| !l.is_empty())
+        .find_map(|l| serde_json::from_slice(l).ok())
+}
