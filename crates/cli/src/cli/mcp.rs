@@ -36,6 +36,10 @@ pub(crate) struct Args {
     /// `TOOLHOST_TOOLS_DIR`; without either, the sections' `component` files).
     #[arg(long, value_name = "DIR")]
     tools_dir: Option<PathBuf>,
+    /// With a tools directory: serve the sections that have a component there and only
+    /// name the others on stderr (without it, a section with no component is an error).
+    #[arg(long)]
+    allow_missing: bool,
     /// Serve streamable HTTP on ADDR (e.g. `127.0.0.1:8700`; port 0 picks one) at `/mcp`
     /// instead of stdio. A non-loopback address needs a bearer token.
     #[arg(long, value_name = "ADDR")]

@@ -23,6 +23,7 @@ pub(super) struct Source {
     tools: Vec<PathBuf>,
     dir: Option<PathBuf>,
     names: toolhost_mcp::ToolNames,
+    allow_missing: bool,
 }
 
 /// The policy, the components served with their sections, and their catalog.
@@ -44,6 +45,7 @@ impl Source {
             tools: args.tools.clone(),
             dir,
             names: args.tool_names.into(),
+            allow_missing: args.allow_missing,
         }
     }
 
@@ -74,6 +76,7 @@ impl Source {
                     ),
                 }
             }
+            self.missing(policy, dir, &found)?;
             return Ok(found);
         }
         policy
@@ -92,6 +95,46 @@ impl Source {
                 )),
             })
             .collect()
+    }
+
+    /// Refuses a policy section that no file in `dir` serves (a typo in a name, a component
+    /// not deployed), naming each; with `--allow-missing`, says so on stderr and serves the
+    /// rest.
+    fn missing(
+        &self,
+        policy: &Policy,
+        dir: &Path,
+        found: &[(PathBuf, &ToolPolicy)],
+    ) -> Result<(), Failure> {
+        let missing: Vec<String> = policy
+            .tools
+            .values()
+            .filter(|s| !found.iter().any(|(_, f)| f.name == s.name))
+            .map(|s| match &s.component {
+                Some(c) => format!("`{}` (component {})", s.name, c.display()),
+                None => format!("`{}` ({}.wasm)", s.name, s.name),
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let list = missing.join(", ");
+        if self.allow_missing {
+            eprintln!(
+                "toolhost mcp: not serving policy sections with no component in {}: {list}",
+                dir.display()
+            );
+            return Ok(());
+        }
+        Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "policy `{}` has sections with no component in --tools-dir {}: {list}; deploy \
+                 them, remove the sections, or pass --allow-missing to serve the rest",
+                self.policy.display(),
+                dir.display()
+            ),
+        ))
     }
 
     /// Loads the policy and the components and builds the catalog.
