@@ -15,8 +15,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use toolhost_runtime::{Gate, Runtime};
 
-use crate::logging::SessionLevel;
-use crate::shared::Shared;
+use crate::shared::{Session, Shared};
 use crate::sink::CallSink;
 use crate::{Catalog, ServerConfig, call, errors};
 
@@ -26,9 +25,9 @@ use crate::{Catalog, ServerConfig, call, errors};
 #[derive(Clone)]
 pub struct Server {
     pub(crate) shared: Arc<Shared>,
-    /// The level this session's client asked for (`logging/setLevel`); a clone shares it,
-    /// [`Server::session`] starts a new one.
-    level: SessionLevel,
+    /// This session's own state (the log level its client set, its sink); a clone shares
+    /// it, [`Server::session`] starts a new one.
+    session: Arc<Session>,
 }
 
 impl Server {
@@ -50,16 +49,16 @@ impl Server {
                 generation: tokio::sync::watch::Sender::new(0),
                 config,
             }),
-            level: SessionLevel::default(),
+            session: Arc::default(),
         }
     }
 
     /// The server for one more session: everything shared but the session's own state (the
-    /// log level its client sets).
+    /// log level its client sets, its own sink when the server's sink gives sessions one).
     pub fn session(&self) -> Server {
         Server {
             shared: self.shared.clone(),
-            level: SessionLevel::default(),
+            session: Arc::default(),
         }
     }
 
@@ -123,9 +122,12 @@ impl ServerHandler for Server {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let Some(info) = context.peer.peer_info() {
             let client = format!("{} {}", info.client_info.name, info.client_info.version);
-            self.shared
-                .sink
-                .client(&client, info.protocol_version.as_str());
+            match self.session.sink(&self.shared, false) {
+                Ok(sink) => sink.client(&client, info.protocol_version.as_str()),
+                Err(why) => {
+                    call::broke(&self.shared, why);
+                }
+            }
         }
         self.shared
             .peers
@@ -172,7 +174,7 @@ impl ServerHandler for Server {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.level.set(request.level);
+        self.session.level.set(request.level);
         Ok(())
     }
 
@@ -205,7 +207,7 @@ impl ServerHandler for Server {
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
         call::call(
             &self.shared,
-            &self.level,
+            &self.session,
             &request.name,
             entry,
             args,

@@ -24,7 +24,8 @@
 //! - `logging`: a call's log records forwarded to the client at the level it set.
 //! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
 //!   misuse.
-//! - `shared`: what all sessions share, and [`ServerConfig`].
+//! - `shared`: what all sessions share, and [`ServerConfig`]; what each session has of
+//!   its own (its log level, its sink: [`CallSink::session`]).
 //! - [`sink`]: [`CallSink`], where each call is recorded (the CLI journals it).
 //! - `handler`: [`Server`], the `ServerHandler`: `list_tools`, `call_tool`, `get_tool`.
 //! - `call`: one call: progress ticks, cancellation; the calls in flight and the queue of

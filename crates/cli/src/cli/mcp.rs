@@ -197,9 +197,13 @@ fn session_journal(
         return Ok(None);
     }
     let transport = if args.http.is_some() { "http" } else { "stdio" };
-    let j = load::journal(args, loaded, transport)?;
+    let opener = load::JournalOpener::new(args, loaded, transport)?;
+    let j = opener.open()?;
     let _ = writeln!(err, "toolhost mcp: journal {}", j.path().display());
-    Ok(Some(Arc::new(journal::JournalSink::new(j))))
+    // Over HTTP each session that begins with `initialize` gets a journal of its own; this
+    // one keeps the stateless (2026-07-28) requests.
+    let per_session = args.http.is_some().then_some(opener);
+    Ok(Some(Arc::new(journal::JournalSink::new(j, per_session))))
 }
 
 /// Serves `server`'s `tools` tools over streamable HTTP as `config` says, until `stop`.

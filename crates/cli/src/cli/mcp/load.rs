@@ -236,28 +236,50 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
     Ok(files)
 }
 
-/// The session journal, its first record naming the policy and every served component by
-/// digest.
-pub(super) fn journal(args: &Args, loaded: &Loaded, transport: &str) -> Result<Journal, Failure> {
-    let state = toolhost_app::journal::state_dir(args.state_dir.clone())?;
-    let digest = |p: &Path| toolhost_app::journal::digest(p).map_err(Failure::from);
-    let tools: BTreeMap<String, FileDigest> = loaded
-        .files
-        .iter()
-        .map(|(name, path)| Ok((name.clone(), digest(path)?)))
-        .collect::<Result<_, Failure>>()?;
-    let secrets = loaded
-        .policy
-        .tools
-        .values()
-        .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone()));
-    let redactor =
-        Redactor::new(secrets, &[]).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    let start = SessionStart {
-        transport: transport.to_string(),
-        policy: digest(&args.policy)?,
-        tools,
-    };
-    Journal::create_session(&state, &start, redactor)
-        .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+/// What opens a session journal, its first record naming the policy and every served
+/// component by digest: once per process on stdio, and once per session on HTTP.
+#[derive(Clone)]
+pub(super) struct JournalOpener {
+    state: PathBuf,
+    start: SessionStart,
+    secrets: Vec<String>,
+}
+
+impl JournalOpener {
+    pub(super) fn new(
+        args: &Args,
+        loaded: &Loaded,
+        transport: &str,
+    ) -> Result<JournalOpener, Failure> {
+        let state = toolhost_app::journal::state_dir(args.state_dir.clone())?;
+        let digest = |p: &Path| toolhost_app::journal::digest(p).map_err(Failure::from);
+        let tools: BTreeMap<String, FileDigest> = loaded
+            .files
+            .iter()
+            .map(|(name, path)| Ok((name.clone(), digest(path)?)))
+            .collect::<Result<_, Failure>>()?;
+        let secrets = loaded
+            .policy
+            .tools
+            .values()
+            .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone()))
+            .collect();
+        let start = SessionStart {
+            transport: transport.to_string(),
+            policy: digest(&args.policy)?,
+            tools,
+        };
+        Ok(JournalOpener {
+            state,
+            start,
+            secrets,
+        })
+    }
+
+    pub(super) fn open(&self) -> Result<Journal, Failure> {
+        let redactor = Redactor::new(self.secrets.iter().cloned(), &[])
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        Journal::create_session(&self.state, &self.start, redactor)
+            .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+    }
 }
