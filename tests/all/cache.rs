@@ -310,16 +310,18 @@ fn another_user_s_file_in_the_cache_is_not_loaded() {
 
 #[test]
 fn a_fifo_planted_in_the_cache_blocks_no_load() {
-    for planted in ["summary", "artifact", "hint"] {
+    for planted in ["summary", "artifact", "hint", "seal"] {
         let dir = tempfile::tempdir().unwrap();
         runtime(dir.path()).load(path("calc").as_ref()).unwrap();
         let entry = entries(dir.path()).pop().unwrap();
         let target = match planted {
             "summary" => entry.with_extension("sum"),
+            "seal" => entry.with_extension("seal"),
             "artifact" => entry,
             _ => hints(dir.path()).pop().unwrap(),
         };
-        std::fs::remove_file(&target).unwrap();
+        // A young entry has no seal yet: the FIFO takes the place a seal would have.
+        let _ = std::fs::remove_file(&target);
         let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);

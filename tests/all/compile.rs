@@ -1,8 +1,9 @@
 //! Compiling a component is bounded (issue 35, finding 6), through the real binary: a
 //! component that passes a size or count limit is refused before it is compiled, quickly,
 //! with an error naming the limit and the value; the compilation itself runs in a worker
-//! process that is killed past its deadline or its memory cap; and the project's own
-//! Python and JavaScript components, the largest there are, still load.
+//! process that is killed past its deadline or its memory cap; every command that loads a
+//! tool (`tool inspect`, `tool call`, `run`, `mcp`, `serve`) goes through both; and the
+//! project's own Python and JavaScript components, the largest there are, still load.
 
 use std::path::Path;
 use std::time::Duration;
@@ -119,18 +120,32 @@ fn a_huge_component_is_refused_before_it_is_read() {
 /// A component inside every size and count limit that takes Cranelift seconds of CPU and
 /// hundreds of MiB (20,000 exported functions, each with its trampolines): what only the
 /// worker's deadline and memory cap can stop.
-fn costly(dir: &Path) -> String {
+fn costly_component() -> Vec<u8> {
     let functions: String = (0..20_000)
         .map(|f| format!("(func (export \"f{f}\"))"))
         .collect();
-    write(dir, "costly.wasm", &component(&functions))
+    component(&functions)
+}
+
+fn costly(dir: &Path) -> String {
+    write(dir, "costly.wasm", &costly_component())
 }
 
 #[test]
 fn a_compile_past_its_deadline_is_killed_in_the_worker() {
     let dir = tempfile::tempdir().unwrap();
     let path = costly(dir.path());
-    let end = toolhost(&["--compile-timeout-ms", "1000", "tool", "inspect", &path]);
+    killed_at_its_deadline(&["tool", "inspect", &path]);
+}
+
+/// `toolhost --compile-timeout-ms 1000 ARGS…` ended at that deadline, naming it.
+fn killed_at_its_deadline(args: &[&str]) {
+    let all: Vec<&str> = ["--compile-timeout-ms", "1000"]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    let end = toolhost(&all);
     refused(&end, "timeout", "1000 ms");
     assert!(
         end.took < Duration::from_secs(10),
@@ -172,4 +187,99 @@ fn the_projects_own_largest_components_still_load() {
         );
         assert_eq!(end.code, Some(0), "{path} loads: {}", end.stderr());
     }
+}
+
+/// A tools directory holding `locals.wasm` (a component over the locals limit, which took
+/// 79 s to compile on 24fe0dc), a policy with a section for it and one for `calc`, and a
+/// task calling it once.
+struct Doors {
+    dir: tempfile::TempDir,
+}
+
+impl Doors {
+    const TASK: &str = "goal = \"Call the component\"\ntools = [\"locals\"]\npolicy = \"policy.toml\"\n\n[planner.plan]\ngoal = \"g\"\nsteps = [{ id = \"s1\", tool = \"locals\", operation = \"f0\", args = { p0 = 1 } }]\n";
+
+    fn new() -> Doors {
+        Doors::with(&live_locals(1, 40_000))
+    }
+
+    /// The same, with `component` as `locals.wasm`.
+    fn with(component: &[u8]) -> Doors {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        write(&dir.path().join("tools"), "locals.wasm", component);
+        write(
+            dir.path(),
+            "policy.toml",
+            b"version = 1\napproval = \"auto\"\n[tools.locals]\n[tools.calc]\n",
+        );
+        write(dir.path(), "task.toml", Self::TASK.as_bytes());
+        Doors { dir }
+    }
+
+    fn p(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+#[test]
+fn run_refuses_a_task_s_component_before_compiling_it() {
+    let d = Doors::new();
+    let end = toolhost(&[
+        "run",
+        &d.p("task.toml"),
+        "--tools-dir",
+        &d.p("tools"),
+        "--approve",
+    ]);
+    refused(&end, "max_locals", "40000 locals");
+}
+
+/// `run` and `mcp` compile in the same worker as `tool inspect`, under the same deadline.
+#[test]
+fn run_and_mcp_kill_a_compile_past_its_deadline() {
+    let d = Doors::with(&costly_component());
+    let (task, tools, policy) = (d.p("task.toml"), d.p("tools"), d.p("policy.toml"));
+    for args in [
+        vec!["run", &task, "--tools-dir", &tools, "--approve"],
+        vec!["mcp", "--policy", &policy, "--tools-dir", &tools],
+    ] {
+        killed_at_its_deadline(&args);
+    }
+}
+
+#[test]
+fn mcp_refuses_a_served_component_before_compiling_it() {
+    let d = Doors::new();
+    let policy = d.p("policy.toml");
+    // Over stdio, named one by one, and from a tools directory.
+    for args in [
+        vec!["mcp", "--policy", &policy, "--tools-dir", &d.p("tools")],
+        vec!["mcp", "--policy", &policy, &d.p("tools/locals.wasm")],
+    ] {
+        let end = toolhost(&args);
+        refused(&end, "max_locals", "40000 locals");
+    }
+}
+
+/// `serve` loads every component of its tools directory before it takes a request: one over
+/// a limit stops its start-up, naming the limit, rather than compiling for a minute.
+#[test]
+fn serve_refuses_a_component_of_its_tools_directory_before_compiling_it() {
+    let d = Doors::new();
+    std::fs::create_dir(d.dir.path().join("tasks")).unwrap();
+    let end = toolhost(&[
+        "--state-dir",
+        &d.p("state"),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tasks-dir",
+        &d.p("tasks"),
+        "--tools-dir",
+        &d.p("tools"),
+        "--policy",
+        &d.p("policy.toml"),
+    ]);
+    refused(&end, "max_locals", "40000 locals");
 }

@@ -31,6 +31,7 @@ mod pg;
 mod plan;
 mod policy;
 mod pool;
+mod printing;
 mod provenance;
 mod report;
 mod run;

@@ -307,6 +307,28 @@ fn cli_validates_a_plan_file() {
     assert_eq!(doc["problems"][1]["kind"], "not_allowed");
     assert_eq!(doc["problems"][2]["kind"], "bad_arguments");
     assert_eq!(doc["problems"][1]["step"], "s2");
+
+    // Malformed steps (issue 42, item 10): each is a problem, not only the first.
+    let malformed = dir.path().join("malformed.json");
+    std::fs::write(
+        &malformed,
+        json!({"goal": "g", "steps": [
+            {"id": "step 1", "tool": "calc", "operation": "eval", "args": {}},
+            {"id": "s2", "tool": "calc", "operation": "eval", "args": {}, "depends_on": ["step 1"]},
+            {"id": "3rd", "tool": "calc", "operation": "eval", "args": {}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = run(&malformed, false);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.contains("3 problems:"), "{}", out.stdout);
+    for want in ["steps[0]: ", "step `s2`: steps[1]: ", "steps[2]: "] {
+        assert!(out.stdout.contains(want), "{want}\n{}", out.stdout);
+    }
+    let doc: Value = serde_json::from_str(&run(&malformed, true).stdout).unwrap();
+    assert_eq!(doc["problems"].as_array().map(Vec::len), Some(3), "{doc}");
+    assert_eq!(doc["problems"][0]["kind"], "malformed");
 }
 
 #[test]

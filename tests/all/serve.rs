@@ -12,6 +12,7 @@ use toolhost_tests::{cli, path, root};
 
 pub(crate) mod hosts;
 mod inline;
+mod state_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");
 const TIMEOUT: Duration = Duration::from_secs(60);

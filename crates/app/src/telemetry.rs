@@ -282,13 +282,38 @@ impl Drop for Telemetry {
 
 /// The filter of the stderr log: `TOOLHOST_LOG` (e.g. `debug`), `warn` by default.
 pub fn log_filter() -> tracing_subscriber::EnvFilter {
-    tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+    let directives = std::env::var("TOOLHOST_LOG").map_or_else(|_| "warn".into(), |v| scoped(&v));
+    tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+}
+
+/// `TOOLHOST_LOG` as filter directives: a bare level (`debug`) is toolhost's own
+/// (`toolhost…` targets), everything else staying at `warn`: wasmtime's and Cranelift's
+/// internals at `debug` drown what the host says. Directives naming targets (`=`) or
+/// several (`,`) are taken as written.
+fn scoped(value: &str) -> String {
+    let value = value.trim();
+    if value.is_empty() {
+        return "warn".into();
+    }
+    if value.contains(['=', ',']) {
+        return value.into();
+    }
+    format!("warn,toolhost={value}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_log_level_is_toolhost_s_own() {
+        assert_eq!(scoped("debug"), "warn,toolhost=debug");
+        assert_eq!(scoped(" trace "), "warn,toolhost=trace");
+        assert_eq!(scoped(""), "warn");
+        assert_eq!(scoped("wasmtime=debug"), "wasmtime=debug");
+        assert_eq!(scoped("info,cranelift=trace"), "info,cranelift=trace");
+    }
 
     fn resolve(flag: Option<&str>, vars: &[(&str, &str)]) -> Result<Option<String>, String> {
         OtlpConfig::resolve(flag, |name| {

@@ -30,6 +30,9 @@ mod references;
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ProblemKind {
+    /// The plan's JSON does not have the plan's shape (a missing or unknown field, a
+    /// malformed step id, a value of the wrong type).
+    Malformed,
     TooManySteps,
     DuplicateId,
     UnknownTool,

@@ -53,8 +53,10 @@ impl fmt::Display for Located {
 }
 
 impl PolicyError {
-    /// An error at byte range `span` of `source`.
+    /// An error at byte range `span` of `source`; an unknown key or value gets the nearest
+    /// valid one suggested ([`crate::did_you_mean`]).
     pub fn at(file: &str, source: &str, span: Range<usize>, message: String) -> PolicyError {
+        let message = crate::did_you_mean(&message);
         let start = span.start.min(source.len());
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[start..]

@@ -55,6 +55,8 @@
 //!   [`ApprovalMode`].
 //! - `error`: [`PolicyError`] and [`Located`], a problem located by line and column with
 //!   the source line underlined; the problems found so far, kept to report all at once.
+//! - `suggest`: [`did_you_mean`], the nearest valid name added to an unknown key's message
+//!   (every located error passes through it).
 //! - [`flow`]: the data-flow rules: [`Flow`], [`Trust`], `[flows] untrusted_may_reach`.
 //! - [`grants`]: [`Capabilities`]: files, env, network origins and sockets a call may
 //!   reach, and [`file_grant`] / [`env_grant`], which check a grant against this host.
@@ -72,6 +74,7 @@ mod names;
 mod policy;
 mod raw;
 mod settable;
+mod suggest;
 #[cfg(test)]
 mod tests;
 mod tool;
@@ -83,4 +86,5 @@ pub use self::limits::Limits;
 pub use self::names::{OperationName, PoolName, ToolName};
 pub use self::policy::{Policy, VERSION};
 pub use self::raw::{ApprovalMode, EnvValue};
+pub use self::suggest::did_you_mean;
 pub use self::tool::ToolPolicy;

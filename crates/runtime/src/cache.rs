@@ -20,7 +20,10 @@
 //!   cannot make an entry the host accepts, and an entry moved under another name (one
 //!   component's code for another's) fails too. Keyed BLAKE3 replaced the CRC-32 of format
 //!   3 at about 5 GB/s per core, a few milliseconds on a 40 MB artifact (BENCHMARKS.md);
-//!   SHA-256 there once took a third of the load.
+//!   SHA-256 there once took a third of the load. The key is `key`'s.
+//!
+//! - an artifact checked in full once is sealed (`seal`): later loads of the very same,
+//!   unchanged file check its identity instead of hashing it again.
 //!
 //! An entry that fails a check is reported (a warning naming the entry and the reason, and
 //! the tool's [`Compiled::Rebuilt`](crate::tool::Compiled::Rebuilt)) and compiled again.
@@ -46,6 +49,11 @@ use wasmtime::component::Component;
 
 use crate::owned;
 
+mod key;
+mod seal;
+
+pub use seal::SETTLED;
+
 /// Summary format 4: `MAGIC`, artifact length (u64 LE), keyed BLAKE3 of the entry's name and
 /// the artifact (32 bytes). Summaries of formats 1 to 3 (CRC-32) read as foreign: their
 /// entries are rebuilt once.
@@ -69,10 +77,14 @@ pub(crate) struct Identity(String);
 impl Identity {
     /// The identity of the opened file `file` (`None` where the platform has no inodes).
     pub fn of(file: &std::fs::File) -> Option<Identity> {
+        Identity::of_meta(&file.metadata().ok()?)
+    }
+
+    /// The identity of the file with metadata `m`.
+    fn of_meta(m: &std::fs::Metadata) -> Option<Identity> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            let m = file.metadata().ok()?;
             Some(Identity(format!(
                 "{:x}-{:x}-{:x}-{}.{:09}-{}.{:09}",
                 m.dev(),
@@ -86,10 +98,19 @@ impl Identity {
         }
         #[cfg(not(unix))]
         {
-            let _ = file;
+            let _ = m;
             None
         }
     }
+}
+
+/// How an artifact passed its check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checked {
+    /// Its MAC was computed over its bytes.
+    Hashed,
+    /// It is the same unchanged file as one hashed earlier (`seal`).
+    Sealed,
 }
 
 /// Why a cache entry was not used.
@@ -114,6 +135,9 @@ pub(crate) struct Cache {
     dir: PathBuf,
     engine_hash: String,
     key: [u8; KEY_LEN],
+    seal_key: [u8; KEY_LEN],
+    /// How old an artifact must be before it is sealed (`seal::SETTLED`; shorter in tests).
+    settled: std::time::Duration,
 }
 
 impl std::fmt::Debug for Cache {
@@ -135,7 +159,7 @@ impl Cache {
     /// write; its MAC key is read, or made at first use.
     pub fn open(dir: PathBuf, engine: &Engine) -> Result<Cache, CacheError> {
         owned::private_dir(&dir, "compiled cache directory")?;
-        let key = key(&dir.join(KEY_FILE))?;
+        let key = key::key(&dir.join(KEY_FILE))?;
         // DefaultHasher::new() uses fixed keys, so the hash is stable for a given build.
         let mut h = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
@@ -143,7 +167,9 @@ impl Cache {
         Ok(Cache {
             dir,
             engine_hash: format!("{:016x}", h.finish()),
+            seal_key: seal::key(&key),
             key,
+            settled: seal::SETTLED,
         })
     }
 
@@ -163,6 +189,11 @@ impl Cache {
     /// Path of the artifact's summary (length and MAC).
     fn summary_path(&self, digest: &str) -> PathBuf {
         self.entry_path(digest).with_extension("sum")
+    }
+
+    /// Path of the artifact's seal.
+    fn seal_path(&self, digest: &str) -> PathBuf {
+        self.entry_path(digest).with_extension("seal")
     }
 
     fn hint_path(&self, identity: &Identity) -> PathBuf {
@@ -198,7 +229,7 @@ impl Cache {
     /// hint only costs the next load its head start.
     pub fn remember(&self, identity: &Identity, digest: &str) {
         let path = self.hint_path(identity);
-        if let Err(e) = owned::write_file(&path, digest.as_bytes()) {
+        if let Err(e) = owned::replace_file(&path, digest.as_bytes(), false) {
             tracing::debug!(path = %path.display(), error = %e, "cannot write a digest hint");
         }
     }
@@ -212,7 +243,7 @@ impl Cache {
         };
         let (len, mac) = parse_summary(&summary).map_err(Miss::Corrupt)?;
         let path = self.entry_path(digest);
-        let file = self
+        let (file, _) = self
             .verify(&path, digest, len, &mac)
             .map_err(Miss::Corrupt)?;
         let mapped = reopen_path(&file).unwrap_or(path);
@@ -249,34 +280,52 @@ impl Cache {
         Ok(())
     }
 
-    /// Opens the artifact at `path` and checks it against its summary, reading it through
-    /// a mapping; the checked file, for wasmtime to map.
+    /// Opens the artifact at `path` and checks it against its summary: its seal where it has
+    /// one for this very file, else its MAC, read through a mapping (and then seals it, once
+    /// it has settled). The checked file, for wasmtime to map.
     fn verify(
         &self,
         path: &Path,
         digest: &str,
         len: u64,
         mac: &[u8; MAC_LEN],
-    ) -> Result<std::fs::File, String> {
+    ) -> Result<(std::fs::File, Checked), String> {
         let file =
             owned::open_regular(path).map_err(|e| format!("cannot open the artifact: {e}"))?;
-        let actual = file
+        let meta = file
             .metadata()
-            .map_err(|e| format!("cannot inspect the artifact: {e}"))?
-            .len();
-        if actual != len {
-            return Err(format!("truncated: {actual} of {len} bytes"));
+            .map_err(|e| format!("cannot inspect the artifact: {e}"))?;
+        if meta.len() != len {
+            return Err(format!("truncated: {} of {len} bytes", meta.len()));
         }
+        let name = self.entry_name(digest);
+        let identity = Identity::of_meta(&meta);
+        let sealed = identity.as_ref().map(|identity| seal::Sealed {
+            name: &name,
+            len,
+            mac,
+            identity,
+        });
+        if let Some(s) = &sealed
+            && s.holds(&self.seal_key, &self.seal_path(digest))
+        {
+            return Ok((file, Checked::Sealed));
+        }
+        // Whether it may be sealed is decided now, before its bytes are read: a write after
+        // this moment moves its change time (see `seal`).
+        let settled = seal::settled(&meta, self.settled);
         // SAFETY: the mapping is read-only and dropped before returning; cache files are only
         // replaced by rename, never truncated or rewritten in place, so its pages stay valid.
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| format!("cannot map the artifact: {e}"))?;
         // `blake3::Hash`'s equality is constant-time.
-        if self.mac(digest, &map) == blake3::Hash::from_bytes(*mac) {
-            Ok(file)
-        } else {
-            Err("its MAC does not match: it was not written by this cache (damaged, or written by someone without the cache's key)".into())
+        if self.mac(digest, &map) != blake3::Hash::from_bytes(*mac) {
+            return Err("its MAC does not match: it was not written by this cache (damaged, or written by someone without the cache's key)".into());
         }
+        if let Some(s) = sealed.filter(|_| settled) {
+            s.write(&self.seal_key, &self.seal_path(digest));
+        }
+        Ok((file, Checked::Hashed))
     }
 }
 
@@ -304,79 +353,6 @@ fn read_small(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
         .take(max as u64 + 1)
         .read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-/// The cache's MAC key at `path`, made (32 random bytes, 0600) if there is none. It must be
-/// this user's regular file, readable by nobody else.
-fn key(path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
-    let refused = |reason: String| CacheError::Key {
-        path: path.display().to_string(),
-        reason,
-    };
-    match owned::open_regular(path) {
-        Ok(file) => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let mode = file
-                    .metadata()
-                    .map_err(|e| refused(e.to_string()))?
-                    .permissions()
-                    .mode();
-                if mode & 0o077 != 0 {
-                    return Err(refused(format!(
-                        "others may read it (mode {:04o}); make it 0600",
-                        mode & 0o7777
-                    )));
-                }
-            }
-            let mut bytes = Vec::with_capacity(KEY_LEN + 1);
-            file.take(KEY_LEN as u64 + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| refused(e.to_string()))?;
-            bytes.try_into().map_err(|b: Vec<u8>| {
-                refused(format!(
-                    "it holds {} bytes, not {KEY_LEN}; remove it to start a new cache",
-                    b.len()
-                ))
-            })
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut key = [0; KEY_LEN];
-            getrandom::fill(&mut key).map_err(|e| refused(format!("no randomness: {e}")))?;
-            // Created exclusively and never replaced, so every process sharing the cache
-            // uses one key: one that loses the race to create it reads the winner's.
-            match new_key_file(path, &key) {
-                Ok(()) => Ok(key),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => key_again(path),
-                Err(e) => Err(refused(format!("cannot create it: {e}"))),
-            }
-        }
-        Err(e) => Err(refused(e.to_string())),
-    }
-}
-
-/// The key another process created first.
-fn key_again(path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
-    // Its writer may not have written it yet.
-    for _ in 0..50 {
-        if std::fs::metadata(path).is_ok_and(|m| m.len() == KEY_LEN as u64) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    key(path)
-}
-
-fn new_key_file(path: &Path, key: &[u8; KEY_LEN]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o.open(path)?;
-    f.write_all(key)?;
-    f.sync_all()
 }
 
 /// The artifact length and MAC a well-formed summary records.
@@ -433,27 +409,69 @@ mod tests {
         }
     }
 
+    /// An entry written `age` ago, as far as sealing goes: the cache waits that long.
+    fn cache_settling_after(dir: &Path, age: std::time::Duration) -> Cache {
+        let mut cache = Cache::open(dir.join("c"), &Engine::default()).unwrap();
+        cache.settled = age;
+        cache
+    }
+
     #[test]
-    fn the_key_is_made_once_and_kept_private() {
+    fn a_settled_artifact_is_sealed_and_a_changed_one_hashed_again() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::default();
-        let a = Cache::open(dir.path().to_path_buf(), &engine).unwrap();
-        let b = Cache::open(dir.path().to_path_buf(), &engine).unwrap();
-        assert_eq!(a.key, b.key);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let key = dir.path().join(KEY_FILE);
-            assert_eq!(
-                std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
-            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
-            let e = Cache::open(dir.path().to_path_buf(), &engine).unwrap_err();
-            assert!(
-                e.to_string().contains("others may read it (mode 0644)"),
-                "{e}"
-            );
-        }
+        let settle = std::time::Duration::from_millis(60);
+        let cache = cache_settling_after(dir.path(), settle);
+        let digest = "d".repeat(64);
+        let path = cache.entry_path(&digest);
+        let bytes = vec![7u8; 1 << 20];
+        owned::write_file(&path, &bytes).unwrap();
+        let mac = *cache.mac(&digest, &bytes).as_bytes();
+        let len = bytes.len() as u64;
+        let check = || cache.verify(&path, &digest, len, &mac).map(|(_, c)| c);
+
+        // Young: hashed at every load, and not sealed.
+        assert_eq!(check(), Ok(Checked::Hashed));
+        assert_eq!(check(), Ok(Checked::Hashed));
+        assert!(!cache.seal_path(&digest).exists());
+        // Settled: hashed once more, sealed; then the seal is enough.
+        std::thread::sleep(settle + std::time::Duration::from_millis(20));
+        assert_eq!(check(), Ok(Checked::Hashed));
+        assert_eq!(check(), Ok(Checked::Sealed));
+        let seal = std::fs::read(cache.seal_path(&digest)).unwrap();
+
+        // The same file and seal under another key, or under another entry's name, vouch
+        // for nothing: the other cache hashes (and refuses) what this one had sealed.
+        let other = cache_settling_after(&dir.path().join("o"), settle);
+        owned::write_file(&other.seal_path(&digest), &seal).unwrap();
+        assert!(other.verify(&path, &digest, len, &mac).is_err());
+        let identity = Identity::of(&std::fs::File::open(&path).unwrap()).unwrap();
+        let seal_path = cache.seal_path(&digest);
+        let holds = |name: &str| {
+            seal::Sealed {
+                name,
+                len,
+                mac: &mac,
+                identity: &identity,
+            }
+            .holds(&cache.seal_key, &seal_path)
+        };
+        assert!(holds(&cache.entry_name(&digest)));
+        assert!(!holds(&cache.entry_name(&"e".repeat(64))));
+        // A forged seal (its layout right, its MAC not) is hashed past, then made anew.
+        let mut forged = seal.clone();
+        forged[MAGIC.len() + 3] ^= 1;
+        owned::write_file(&seal_path, &forged).unwrap();
+        assert_eq!(check(), Ok(Checked::Hashed));
+        assert_eq!(check(), Ok(Checked::Sealed));
+
+        // Patched in place, same length: its change time moved, so it is hashed and refused.
+        let mut patched = bytes.clone();
+        patched[len as usize / 2] ^= 1;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &patched))
+            .unwrap();
+        assert!(check().unwrap_err().starts_with("its MAC does not match"));
     }
 }

@@ -4,14 +4,15 @@
 //!
 //! - [`private_dir`]: a directory the host keeps state in must be a directory (not a
 //!   symbolic link), owned by the user toolhost runs as, and writable by nobody else; a
-//!   missing one is created 0700. Anything else is refused, naming the reason. A shared
+//!   missing one is created 0700, one others may read (0755) is made 0700 with a warning.
+//!   Anything else is refused, naming the reason. A shared
 //!   parent (`/tmp`, a Kubernetes `emptyDir`) is fine: the host's own directory inside it
 //!   is what is checked, and someone who made it first owns it, so it is refused.
 //! - [`open_regular`]: the only way the host opens a file it will trust there: without
 //!   following a symbolic link, without blocking (a FIFO planted as an entry would otherwise
 //!   hang the opener forever), and only if what it opened is a regular file that the user
 //!   owns and nobody else may write.
-//! - [`create_dirs`] / [`write_file`]: everything the host writes there is 0700 / 0600,
+//! - [`create_dirs`] / [`write_file`] / [`replace_file`]: everything the host writes there is 0700 / 0600,
 //!   whatever the umask.
 
 use std::fs::{File, Metadata};
@@ -52,7 +53,34 @@ pub fn private_dir(dir: &Path, what: &'static str) -> Result<(), Refused> {
     if !meta.is_dir() {
         return Err(refused("it is not a directory".into()));
     }
-    owned_by_user(&meta).map_err(refused)
+    owned_by_user(&meta).map_err(refused)?;
+    tighten(dir, &meta);
+    Ok(())
+}
+
+/// Makes a directory of this user's that others may read or list (0755, as earlier
+/// versions and many umasks made them) 0700: what the host keeps there (journals, inline
+/// tasks, compiled code) is nobody else's to read. Best effort: the directory is already
+/// safe to trust, so a failure is only logged.
+fn tighten(dir: &Path, meta: &Metadata) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 == 0 {
+            return;
+        }
+        let tight = mode & !0o077;
+        match std::fs::set_permissions(dir, std::fs::Permissions::from_mode(tight)) {
+            Ok(()) => tracing::warn!(
+                dir = %dir.display(),
+                "made it private (mode {mode:04o} -> {tight:04o}): what toolhost keeps there is nobody else's to read"
+            ),
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot make it private"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (dir, meta);
 }
 
 /// Whoever owns `meta`'s file and who else may write it: the user alone, or why not.
@@ -155,6 +183,13 @@ pub fn create_dirs(dir: &Path) -> std::io::Result<()> {
 /// Writes `bytes` to `path` as a new 0600 file renamed over it (its directory created 0700
 /// if missing): a reader sees the old file or the new one, never half of one.
 pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file(path, bytes, true)
+}
+
+/// [`write_file`], synced to disk before the rename only when `durable`: a file whose loss
+/// in a crash costs nothing but time (a cache's seal or hint) skips the `fsync`. Either
+/// way a reader sees the old file or the new one, never half of one.
+pub fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -163,7 +198,9 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     // tempfile creates its files 0600 (`O_EXCL`, never through a link).
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -174,7 +211,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn a_missing_directory_is_made_0700_and_a_shared_one_refused() {
+    fn a_missing_or_readable_directory_is_made_0700_and_a_shared_one_refused() {
         let parent = tempfile::tempdir().unwrap();
         let dir = parent.path().join("a/b");
         private_dir(&dir, "state directory").unwrap();
@@ -182,6 +219,11 @@ mod tests {
             let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o700, "{}", d.display());
         }
+        // One others may read, as earlier versions made them, is made 0700.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&dir, "state directory").unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let e = private_dir(&dir, "state directory")
             .unwrap_err()

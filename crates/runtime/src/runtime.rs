@@ -184,8 +184,9 @@ impl Runtime {
         // A file over `max_bytes` is refused before it is read into memory.
         let len = file.metadata().map_err(read_err)?.len();
         compile::scan::size(len, &self.compile).map_err(|e| self.limit_error(path, e))?;
-        let mut bytes = Vec::new();
-        // Read no more than the limit allows, should the file grow meanwhile.
+        // Sized for the file as it is now (one allocation, no copies as it grows); read no
+        // more than the limit allows, should the file grow meanwhile.
+        let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n.saturating_add(1)));
         file.take(self.compile.max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(read_err)?;

@@ -132,6 +132,9 @@ fn the_books_client_configuration_works_as_written() {
         .arg(format!("/opt/toolhost/tools={}", tools.display()))
         .env("PATH", path_var)
         .env("HOME", &home)
+        // The journal goes where the book's configuration puts it: under HOME.
+        .env_remove("TOOLHOST_STATE_DIR")
+        .env_remove("XDG_STATE_HOME")
         .env_remove("TOOLHOST_LOG")
         .output()
         .expect("run python");

@@ -30,8 +30,16 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     } else {
         write_text(&tool, out)
     };
-    written.map_err(|e| Failure::new(exit::LOAD, format!("cannot write output: {e}")))?;
-    Ok(exit::OK)
+    match written {
+        // A reader that has read enough (`| grep -q`, `| head`) closed the pipe: the
+        // inspection itself succeeded.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(exit::OK),
+        Err(e) => Err(Failure::new(
+            exit::LOAD,
+            format!("cannot write output: {e}"),
+        )),
+        Ok(()) => Ok(exit::OK),
+    }
 }
 
 /// The machine-readable description of a tool.

@@ -38,12 +38,17 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let text = std::fs::read_to_string(&args.plan)
         .map_err(|e| usage(format!("cannot read plan `{}`: {e}", args.plan.display())))?;
-    let plan: Plan = serde_json::from_str(&text).map_err(|e| {
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         usage(format!(
             "`{}` is not a plan: {e} (see `toolhost plan schema`)",
             args.plan.display()
         ))
     })?;
+    // Every shape problem at once (each malformed step), like the checks below.
+    let plan = match Plan::from_json_all(json) {
+        Ok(plan) => plan,
+        Err(problems) => return report(&args, &Err(problems), out),
+    };
     let policy = Policy::load(&args.policy).map_err(|e| usage(e.to_string()))?;
     let mut tools = BTreeMap::new();
     for path in &args.tools {
@@ -68,22 +73,31 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
     }
     let catalog = Catalog { tools };
     let result = validate(&plan, &catalog, args.max_steps, &BTreeMap::new());
+    report(&args, &result.map(|v| (v.order, v.plan)), out)
+}
+
+/// Prints the verdict: the order of a valid plan, or every problem; exit 0 or 2.
+fn report(
+    args: &ValidateArgs,
+    result: &Result<(Vec<toolhost_engine::StepId>, Plan), Vec<toolhost_engine::Problem>>,
+    out: &mut dyn Write,
+) -> CmdResult {
     if args.json {
         let doc = match &result {
-            Ok(v) => json!({"valid": true, "order": v.order, "problems": []}),
+            Ok((order, _)) => json!({"valid": true, "order": order, "problems": []}),
             Err(problems) => json!({"valid": false, "problems": problems}),
         };
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     } else {
         match &result {
-            Ok(v) => {
+            Ok((order, plan)) => {
                 let _ = say!(
                     out,
                     "{}: valid, {} steps, revision {}; order: {}",
                     args.plan.display(),
-                    v.plan.steps.len(),
-                    v.plan.revision,
-                    v.order
+                    plan.steps.len(),
+                    plan.revision,
+                    order
                         .iter()
                         .map(|s| s.as_str())
                         .collect::<Vec<_>>()

@@ -263,6 +263,12 @@ fn found_runs(state_dir: &Path) -> BTreeMap<String, Arc<Run>> {
         if path.extension().is_none_or(|x| x != "jsonl") {
             continue;
         }
+        // Only regular files, judged without following a link: a FIFO would block the
+        // read (and start-up) forever, a link would show whatever it points at as a run.
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            tracing::warn!(path = %path.display(), "skipped: not a regular journal file");
+            continue;
+        }
         let Ok(v) = journal::verify(&path, None) else {
             continue;
         };
@@ -379,12 +385,17 @@ impl Registry for Embedded {
 
     fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError> {
         let run = self.run(id)?;
-        std::fs::read(&run.path).map_err(|e| {
-            RegistryError::Internal(format!(
-                "cannot read the journal `{}`: {e}",
-                run.path.display()
-            ))
-        })
+        toolhost_runtime::owned::open_regular(&run.path)
+            .and_then(|mut f| {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
+            })
+            .map_err(|e| {
+                RegistryError::Internal(format!(
+                    "cannot read the journal `{}`: {e}",
+                    run.path.display()
+                ))
+            })
     }
 
     fn report(&self, id: &str) -> Result<String, RegistryError> {

@@ -28,7 +28,7 @@ struct Tail {
 impl Tail {
     /// Reads the whole lines appended since the last read.
     fn read(&mut self) {
-        let Ok(mut f) = std::fs::File::open(&self.path) else {
+        let Ok(mut f) = toolhost_runtime::owned::open_regular(&self.path) else {
             return;
         };
         let mut bytes = Vec::new();
