@@ -3,13 +3,15 @@
 # OpenAI Responses, Anthropic Messages) that the LLM example tasks run against in
 # tests/all/llm/aimock.rs, under target/aimock/ (never system-wide), pinned by
 # tests/aimock/package*.json. Idempotent: a stamp records what was installed, and a rerun
-# with the same pins and Node does nothing. Needs node (20+) and npm.
+# with the same pins and Node does nothing. Node and npm come from scripts/node.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PATH="$(./scripts/node.sh):$PATH"
+export PATH
 dir="${TOOLHOST_AIMOCK_DIR:-$PWD/target/aimock}"
 for tool in node npm; do
     if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "error: \`$tool\` is not installed; the mock model server (tests/aimock) needs Node 20+" >&2
+        echo "error: \`$tool\` is not installed; the mock model server (tests/aimock) needs Node" >&2
         exit 1
     fi
 done

@@ -10,11 +10,13 @@
 #   target/guest-langs/conformance  an npm project with the official MCP conformance suite
 #                                   (tests/mcp/conformance/package*.json)
 # Idempotent: a stamp records what was installed, and a rerun with the same pins, Python
-# and Node does nothing. Needs python3 (3.10+) with venv and pip, and node (20+; the
-# conformance suite needs it) with npm.
+# and Node does nothing. Needs python3 (3.10+) with venv and pip; Node.js (24, which the
+# conformance suite needs: 22+) and npm come from scripts/node.sh, under target/node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+PATH="$(./scripts/node.sh):$PATH"
+export PATH
 dir="${TOOLHOST_GUEST_LANGS_DIR:-$root/target/guest-langs}"
 
 need() {

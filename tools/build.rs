@@ -32,6 +32,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("hog", "HOG"),
     ("plain", "PLAIN"),
     ("kernels", "KERNELS"),
+    ("conformance", "CONFORMANCE"),
 ];
 
 const TARGET: &str = "wasm32-wasip2";

@@ -66,6 +66,7 @@ fn every_tool_has_tests() {
         "hog",
         "plain",
         "kernels",
+        "conformance",
         "http",
         "table",
         "web",

@@ -339,9 +339,10 @@ CASES: list[tuple[str, Callable[[Run], Awaitable[None]]]] = [
 class HttpServer:
     """`toolhost mcp --http 127.0.0.1:0`, its URL read from the line it prints on stderr."""
 
-    def __init__(self, a: argparse.Namespace) -> None:
+    def __init__(self, argv: list[str]) -> None:
+        """`argv`: the server's command line up to `--http`, which this adds."""
         self.proc = subprocess.Popen(
-            [a.bin, *server_args(a), "--http", "127.0.0.1:0"],
+            [*argv, "--http", "127.0.0.1:0"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -379,6 +380,17 @@ def case_failure(e: BaseException) -> CaseFailed | None:
     return None
 
 
+def failed(e: BaseException, where: str) -> int:
+    """1, after naming the case `where` that failed; an SDK error or a broken connection is
+    raised again, named, with its traceback."""
+    # A case's failure inside the client's task group arrives wrapped in a group.
+    if (found := case_failure(e)) is not None:
+        print(f"FAIL {where}: {found}", file=sys.stderr)
+        return 1
+    print(f"FAIL {where}: {type(e).__name__}: {e}", file=sys.stderr)
+    raise e
+
+
 async def main(a: argparse.Namespace) -> int:
     policy = tomllib.load(open(a.policy, "rb"))
     limits = policy["tools"]["misbehave"]["limits"]
@@ -392,7 +404,7 @@ async def main(a: argparse.Namespace) -> int:
     current = "start the server"
     try:
         if a.transport == "http":
-            http = HttpServer(a)
+            http = HttpServer([a.bin, *server_args(a)])
         target: str | StdioServerParameters = (
             http.url if http else StdioServerParameters(command=a.bin, args=server_args(a))
         )
@@ -408,13 +420,7 @@ async def main(a: argparse.Namespace) -> int:
             bad_arguments_2025_06_18(run)
             run.passed.append(current)
     except BaseException as e:
-        # A case's failure inside the client's task group arrives wrapped in a group.
-        if (failed := case_failure(e)) is not None:
-            print(f"FAIL {a.transport} {a.mode} {current}: {failed}", file=sys.stderr)
-            return 1
-        # An SDK error or a broken connection: name the case, keep the traceback.
-        print(f"FAIL {a.transport} {a.mode} {current}: {type(e).__name__}: {e}", file=sys.stderr)
-        raise
+        return failed(e, f"{a.transport} {a.mode} {current}")
     finally:
         if http:
             http.stop()

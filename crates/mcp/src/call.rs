@@ -17,19 +17,27 @@ use serde_json::{Value, json};
 use toolhost_runtime::CallOutcome;
 
 use crate::catalog::Entry;
+use crate::logging;
+use crate::shared::Session;
 use crate::shared::Shared;
-use crate::sink::{CallEnd, CallStart};
-use crate::{errors, output};
+use crate::sink::{CallEnd, CallSink, CallStart};
+use crate::{content, errors, output};
 
 /// Runs `entry` (the tool `name`) with `args` for the request `ctx`.
 pub(crate) async fn call(
     shared: &Shared,
+    session: &Session,
     name: &str,
     entry: &Entry,
     args: Value,
     ctx: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     refuse_if_broken(shared)?;
+    // A 2026-07-28 request carries its revision in `_meta`; a session's requests do not.
+    let stateless = ctx.meta.protocol_version().is_some() || ctx.peer.peer_info().is_none();
+    let sink = session
+        .sink(shared, stateless)
+        .map_err(|e| broke(shared, e))?;
     let start = CallStart {
         seq: shared.seq.fetch_add(1, Ordering::Relaxed) + 1,
         name,
@@ -38,7 +46,7 @@ pub(crate) async fn call(
         args: &args,
         effects: entry.effects,
     };
-    record_start(shared, &start)?;
+    record_start(shared, sink.as_ref(), &start)?;
     let limits = &entry.section.limits;
     // Boxed, not `tokio::pin!`ed: dropping a stack pin drops only the `Pin<&mut _>`, and
     // the future (with its store and pool slot) would live until this function returns.
@@ -54,23 +62,24 @@ pub(crate) async fn call(
     // The call's future is dropped when this returns, before the sink hears how it ended:
     // the sandbox of a cancelled call is gone by the time the cancellation is recorded.
     let Some(outcome) = race(run, &ctx, every, limits.timeout).await else {
-        shared
-            .sink
-            .finished(&start, CallEnd::Cancelled)
+        sink.finished(&start, CallEnd::Cancelled)
             .map_err(|e| broke(shared, e))?;
         return Err(cancelled());
     };
-    shared
-        .sink
-        .finished(&start, CallEnd::Finished(&outcome))
+    sink.finished(&start, CallEnd::Finished(&outcome))
         .map_err(|e| broke(shared, e))?;
+    logging::forward(&session.level, &ctx, name, &outcome.report).await;
     answer(name, entry, outcome, &ctx)
 }
 
 /// Tells the sink a call starts. An effectful call's record is synced before it runs: off
 /// the async workers when the runtime has others to carry on with.
-fn record_start(shared: &Shared, start: &CallStart<'_>) -> Result<(), ErrorData> {
-    let record = || shared.sink.started(start);
+fn record_start(
+    shared: &Shared,
+    sink: &dyn CallSink,
+    start: &CallStart<'_>,
+) -> Result<(), ErrorData> {
+    let record = || sink.started(start);
     let recorded = if start.effects
         && tokio::runtime::Handle::current().runtime_flavor()
             == tokio::runtime::RuntimeFlavor::MultiThread
@@ -137,6 +146,10 @@ fn answer(
         .unwrap_or_default(),
     );
     let result = match outcome.result {
+        Ok(value) if entry.content => Ok(match content::blocks(&value) {
+            Ok(blocks) => CallToolResult::success(blocks),
+            Err(why) => errors::bad_content(name, &why),
+        }),
         Ok(value) => Ok(CallToolResult::structured(output::structured(
             value,
             entry.wrapped,
@@ -177,7 +190,7 @@ fn refuse_if_broken(shared: &Shared) -> Result<(), ErrorData> {
     }
 }
 
-fn broke(shared: &Shared, why: String) -> ErrorData {
+pub(crate) fn broke(shared: &Shared, why: String) -> ErrorData {
     tracing::error!(reason = %why, "the call record failed: no further call is taken");
     let _ = shared.broken.set(format!("cannot record calls: {why}"));
     ErrorData::internal_error(format!("cannot record the call: {why}"), None)

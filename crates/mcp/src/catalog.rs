@@ -1,6 +1,7 @@
 //! The MCP tools a server offers: one per operation the policy allows, named
-//! `section.operation`, with the WIT-derived input schema, an output schema and
-//! annotations computed from the section's grants.
+//! `section.operation` (or the operation alone, [`ToolNames::Operation`]), with the
+//! WIT-derived input schema, an output schema (none for an operation that returns content
+//! blocks, `content`) and annotations computed from the section's grants.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use serde_json::Value;
 use toolhost_runtime::Tool;
 use toolhost_runtime::policy::ToolPolicy;
 
-use crate::{annotate, output};
+use crate::{annotate, content, output};
 
 /// The longest tool name MCP allows (SEP-986).
 const MAX_NAME: usize = 128;
@@ -32,6 +33,8 @@ pub struct Entry {
     pub(crate) wrapped: bool,
     /// Whether a call can have an effect outside its sandbox (not read-only).
     pub(crate) effects: bool,
+    /// Whether results are MCP content blocks (the `content` convention), not JSON.
+    pub(crate) content: bool,
     pub(crate) descriptor: McpTool,
 }
 
@@ -78,6 +81,28 @@ pub enum CatalogError {
     Empty,
 }
 
+/// How the MCP tools are named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolNames {
+    /// `section.operation`, as the policy and the WIT spell them (`calc.eval`).
+    #[default]
+    Qualified,
+    /// The operation alone, each `-` written `_` (`test-simple-text` is served as
+    /// `test_simple_text`): the snake_case names model APIs and most MCP servers use. Two
+    /// sections exporting the same operation are refused as a duplicate name.
+    Operation,
+}
+
+impl ToolNames {
+    fn name(self, section: &str, operation: &str) -> String {
+        match self {
+            ToolNames::Qualified => format!("{section}.{operation}"),
+            ToolNames::Operation => operation.replace('-', "_"),
+        }
+    }
+}
+
 /// Every MCP tool a server offers, by name.
 #[derive(Debug, Default)]
 pub struct Catalog {
@@ -88,6 +113,11 @@ impl Catalog {
     /// The catalog of `offered`: each operation its section allows (all when the section
     /// lists none) becomes the MCP tool `section.operation`.
     pub fn new(offered: &[Offered]) -> Result<Catalog, CatalogError> {
+        Catalog::with_names(offered, ToolNames::Qualified)
+    }
+
+    /// [`Catalog::new`], the tools named as `names` says.
+    pub fn with_names(offered: &[Offered], names: ToolNames) -> Result<Catalog, CatalogError> {
         let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
         for o in offered {
             let section = &o.section.name;
@@ -116,7 +146,7 @@ impl Catalog {
                     .is_none_or(|ops| ops.iter().any(|a| a == name))
             };
             for op in o.tool.operations.iter().filter(|op| allowed(&op.name)) {
-                let name = format!("{section}.{}", op.name);
+                let name = names.name(section, &op.name);
                 check_name(&name, section)?;
                 if let Some(first) = entries.get(&name) {
                     return Err(CatalogError::Duplicate {
@@ -125,7 +155,7 @@ impl Catalog {
                         second: section.clone(),
                     });
                 }
-                let (output_schema, wrapped) = output::schema(&op.result_schema);
+                let content = content::is_content(&op.returns);
                 let description = op.description.clone().unwrap_or_else(|| {
                     format!(
                         "Operation `{}` of the sandboxed tool `{}`.",
@@ -136,8 +166,11 @@ impl Catalog {
                 let effects = annotations.read_only_hint != Some(true);
                 let mut descriptor =
                     McpTool::new(name.clone(), description, object(&op.params_schema))
-                        .with_raw_output_schema(Arc::new(output_schema))
                         .with_annotations(annotations);
+                let (output_schema, wrapped) = output::schema(&op.result_schema);
+                if !content {
+                    descriptor = descriptor.with_raw_output_schema(Arc::new(output_schema));
+                }
                 if let Some(title) = o.tool.description.as_deref().and_then(first_line) {
                     descriptor = descriptor.with_title(title);
                 }
@@ -149,6 +182,7 @@ impl Catalog {
                         operation: op.name.clone(),
                         wrapped,
                         effects,
+                        content,
                         descriptor,
                     },
                 );

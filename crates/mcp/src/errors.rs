@@ -33,6 +33,15 @@ pub(crate) fn failed(
     ))
 }
 
+/// A content result the tool returned malformed (see `content`): an `isError` result of kind
+/// `bad_content`, never blocks a client would choke on.
+pub(crate) fn bad_content(name: &str, why: &str) -> CallToolResult {
+    CallToolResult::structured_error(json!({"error": {
+        "kind": "bad_content",
+        "message": format!("tool `{name}` returned content MCP cannot carry: {why}"),
+    }}))
+}
+
 /// `{"kind", "message"}` and what else the kind carries: the limit's name, the tool's
 /// error value, when to retry.
 pub(crate) fn error_json(e: &CallError) -> Value {

@@ -1,19 +1,21 @@
-//! [`Server`]: the `rmcp` `ServerHandler` over a [`Catalog`]. Tools only: no resources, no
-//! prompts, no tool that reads or changes grants, the policy or limits.
+//! [`Server`]: the `rmcp` `ServerHandler` over a [`Catalog`]. Tools only (with logging, and
+//! `subscriptions/listen` for tool list changes): no resources, no prompts, no tool that
+//! reads or changes grants, the policy or limits.
 
 use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool as McpTool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use toolhost_runtime::{Gate, Runtime};
 
-use crate::shared::Shared;
+use crate::shared::{Session, Shared};
 use crate::sink::CallSink;
 use crate::{Catalog, ServerConfig, call, errors};
 
@@ -23,6 +25,9 @@ use crate::{Catalog, ServerConfig, call, errors};
 #[derive(Clone)]
 pub struct Server {
     pub(crate) shared: Arc<Shared>,
+    /// This session's own state (the log level its client set, its sink); a clone shares
+    /// it, [`Server::session`] starts a new one.
+    session: Arc<Session>,
 }
 
 impl Server {
@@ -41,8 +46,19 @@ impl Server {
                 seq: AtomicU64::new(0),
                 broken: OnceLock::new(),
                 peers: Mutex::new(Vec::new()),
+                generation: tokio::sync::watch::Sender::new(0),
                 config,
             }),
+            session: Arc::default(),
+        }
+    }
+
+    /// The server for one more session: everything shared but the session's own state (the
+    /// log level its client sets, its own sink when the server's sink gives sessions one).
+    pub fn session(&self) -> Server {
+        Server {
+            shared: self.shared.clone(),
+            session: Arc::default(),
         }
     }
 
@@ -52,9 +68,11 @@ impl Server {
     }
 
     /// Swaps in `catalog` (calls running keep the one they started with) and tells every
-    /// live session that the tool list changed.
+    /// live session, and every `subscriptions/listen` stream that asked, that the tool list
+    /// changed.
     pub async fn replace_catalog(&self, catalog: Catalog) {
         *self.shared.catalog.write().expect("catalog lock") = Arc::new(catalog);
+        self.shared.generation.send_modify(|g| *g += 1);
         let peers: Vec<Peer<RoleServer>> = {
             let mut peers = self.shared.peers.lock().expect("peers lock");
             peers.retain(|p| !p.is_transport_closed());
@@ -79,11 +97,13 @@ const VERSIONS: &[ProtocolVersion] = &[
 ];
 
 impl ServerHandler for Server {
+    #[allow(deprecated)] // logging: see `logging`
     fn get_info(&self) -> InitializeResult {
         InitializeResult::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -102,15 +122,60 @@ impl ServerHandler for Server {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let Some(info) = context.peer.peer_info() {
             let client = format!("{} {}", info.client_info.name, info.client_info.version);
-            self.shared
-                .sink
-                .client(&client, info.protocol_version.as_str());
+            match self.session.sink(&self.shared, false) {
+                Ok(sink) => sink.client(&client, info.protocol_version.as_str()),
+                Err(why) => {
+                    call::broke(&self.shared, why);
+                }
+            }
         }
         self.shared
             .peers
             .lock()
             .expect("peers lock")
             .push(context.peer.clone());
+    }
+
+    /// `subscriptions/listen` (2026-07-28): tool list changes are the one kind of
+    /// notification a tools-only server has; whatever else is asked for is left out of the
+    /// acknowledgment.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.generation.subscribe();
+        changes.mark_unchanged();
+        let wants_tools = subscription.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wants_tools && let Err(e) = subscription.sink().notify_tool_list_changed().await {
+                        tracing::debug!(error = %e, "cannot tell a listener that the tool list changed");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    #[allow(deprecated)] // logging: see `logging`
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.level.set(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -140,8 +205,15 @@ impl ServerHandler for Server {
             ));
         };
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        call::call(&self.shared, &request.name, entry, args, context)
-            .await
-            .map(Into::into)
+        call::call(
+            &self.shared,
+            &self.session,
+            &request.name,
+            entry,
+            args,
+            context,
+        )
+        .await
+        .map(Into::into)
     }
 }

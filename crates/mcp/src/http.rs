@@ -275,7 +275,7 @@ pub async fn bind(
         .with_max_request_body_bytes(MAX_BODY)
         .with_cancellation_token(stop.child_token());
     let sessions = Arc::new(Sessions::new(config.sessions));
-    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), http);
+    let service = StreamableHttpService::new(move || Ok(server.session()), sessions.clone(), http);
     Ok(Listening {
         listener,
         service: Arc::new(service),

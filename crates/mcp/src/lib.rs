@@ -17,11 +17,15 @@
 //! - [`catalog`]: [`Catalog`]: names (`section.operation`), descriptions, input and output
 //!   schemas; the lookup a call resolves through.
 //! - `annotate`: tool annotations computed from the grants, so they are facts.
+//! - `content`: the content convention: an operation returning `list<content>` is served
+//!   as MCP content blocks (text, image, audio, embedded resources).
 //! - `output`: `outputSchema` and `structuredContent` (non-object results wrapped as
 //!   `{"result": …}` in every protocol version).
+//! - `logging`: a call's log records forwarded to the client at the level it set.
 //! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
 //!   misuse.
-//! - `shared`: what all sessions share, and [`ServerConfig`].
+//! - `shared`: what all sessions share, and [`ServerConfig`]; what each session has of
+//!   its own (its log level, its sink: [`CallSink::session`]).
 //! - [`sink`]: [`CallSink`], where each call is recorded (the CLI journals it).
 //! - `handler`: [`Server`], the `ServerHandler`: `list_tools`, `call_tool`, `get_tool`.
 //! - `call`: one call: progress ticks, cancellation; the calls in flight and the queue of
@@ -36,9 +40,11 @@
 mod annotate;
 mod call;
 pub mod catalog;
+mod content;
 mod errors;
 mod handler;
 pub mod http;
+mod logging;
 mod output;
 pub mod sessions;
 mod shared;
@@ -46,7 +52,7 @@ pub mod sink;
 pub mod stdio;
 pub mod watch;
 
-pub use self::catalog::{Catalog, CatalogError, Offered};
+pub use self::catalog::{Catalog, CatalogError, Offered, ToolNames};
 pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
 pub use self::sessions::SessionLimits;

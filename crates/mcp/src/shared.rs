@@ -10,6 +10,7 @@ use rmcp::{Peer, RoleServer};
 use toolhost_runtime::{Gate, Runtime};
 
 use crate::Catalog;
+use crate::logging::SessionLevel;
 use crate::sink::CallSink;
 
 /// How a server runs calls. How many run at once, over all sessions, and how many may
@@ -48,7 +49,45 @@ pub(crate) struct Shared {
     pub broken: OnceLock<String>,
     /// The sessions to tell when the tool list changes.
     pub(crate) peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Bumped at each catalog swap: the `subscriptions/listen` streams (2026-07-28) watch it.
+    pub(crate) generation: tokio::sync::watch::Sender<u64>,
     pub config: ServerConfig,
+}
+
+/// What one session has of its own: the log level its client set, and its sink when the
+/// server's sink gives each session one ([`CallSink::session`]).
+#[derive(Default)]
+pub(crate) struct Session {
+    pub level: SessionLevel,
+    sink: OnceLock<Arc<dyn CallSink>>,
+    /// Held while the session's sink is opened, so it is opened once.
+    opening: Mutex<()>,
+}
+
+impl Session {
+    /// Where the calls of a request are recorded: the session's own sink for a session that
+    /// began with `initialize` (opened at its first use: its `notifications/initialized` and
+    /// its first call may arrive in either order), the server's for a `stateless` request
+    /// (2026-07-28: each is a session of one request). An error is the sink's failure to
+    /// open one.
+    pub fn sink(&self, shared: &Shared, stateless: bool) -> Result<Arc<dyn CallSink>, String> {
+        if stateless {
+            return Ok(shared.sink.clone());
+        }
+        if let Some(s) = self.sink.get() {
+            return Ok(s.clone());
+        }
+        let _once = self.opening.lock().expect("session sink lock");
+        if let Some(s) = self.sink.get() {
+            return Ok(s.clone());
+        }
+        let sink = shared
+            .sink
+            .session()?
+            .unwrap_or_else(|| shared.sink.clone());
+        let _ = self.sink.set(sink.clone());
+        Ok(sink)
+    }
 }
 
 impl Shared {

@@ -4,6 +4,8 @@
 //! call is refused (or its result withheld) with a JSON-RPC internal error, and the server
 //! takes no further call.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use toolhost_runtime::CallOutcome;
 
@@ -38,6 +40,13 @@ pub trait CallSink: Send + Sync + 'static {
     /// A client introduced itself: its name and version, and the protocol revision.
     fn client(&self, client: &str, protocol_version: &str) {
         let _ = (client, protocol_version);
+    }
+
+    /// A sink of its own for a session that has just begun with `initialize` (an HTTP
+    /// session: its calls, its client); `Ok(None)` records the session's calls here. An
+    /// error fails closed: the server takes no further call.
+    fn session(&self) -> Result<Option<Arc<dyn CallSink>>, String> {
+        Ok(None)
     }
 
     /// Records `call` before it runs: durably when it has [`effects`](CallStart::effects)

@@ -1,42 +1,84 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
-//! tests/mcp/conformance) against `toolhost mcp --http`. Scenarios the server fails by
-//! design (features it does not offer, tools only the reference server has) are listed in
-//! tests/mcp/conformance-baseline.yml; the suite fails on any other failure, and on a
-//! listed scenario that starts to pass (a stale baseline).
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12,
+//! pinned in tests/mcp/conformance) against `toolhost mcp --http`, once per frozen
+//! requirement set (2025-11-25 and 2026-07-28, each at its own wire). The server serves
+//! the conformance fixture component (tools/fixtures/conformance: the suite's reference
+//! tools as a sandboxed component) under the names the suite calls. What a tools-only
+//! server does not serve, and what is not served yet, is listed with its reason in
+//! tests/mcp/conformance-baseline.yml; the suite fails on any other failure, and on a listed
+//! one that starts to pass (a stale baseline).
 
+use std::path::PathBuf;
 use std::process::Command;
 
-use toolhost_tests::root;
+use toolhost_tests::{path, root};
 
 use super::python::toolchain;
-use super::{Fixture, HttpServer};
+use super::{BIN, HttpServer, cache};
 
-#[test]
-fn the_conformance_suite_passes_but_for_the_baseline() {
+/// The Node that `scripts/node.sh` installs (the suite needs 22+), else the one on PATH.
+fn node() -> PathBuf {
+    let pinned = std::env::var_os("TOOLHOST_NODE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/node"))
+        .join("bin/node");
+    if pinned.exists() {
+        pinned
+    } else {
+        PathBuf::from("node")
+    }
+}
+
+/// `toolhost mcp --http` serving the conformance fixture as the suite names its tools.
+fn server(dir: &tempfile::TempDir) -> HttpServer {
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\n[tools.conformance]\n").expect("policy");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--cache-dir")
+        .arg(cache())
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args(["mcp", "--tool-names", "operation", "--policy"])
+        .arg(&policy)
+        .arg(path("conformance"))
+        .args(["--http", "127.0.0.1:0"])
+        .env_remove("TOOLHOST_LOG");
+    HttpServer::start_with(cmd)
+}
+
+fn passes(revision: &str) {
     let Some(suite) = toolchain("conformance/node_modules/.bin/conformance") else {
         return;
     };
-    let fixture = Fixture::new();
-    let server = HttpServer::start(&fixture, &[]);
-    let results = tempfile::tempdir().expect("temp dir");
-    let out = Command::new("node")
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = server(&dir);
+    let out = Command::new(node())
         .arg(suite)
-        .args([
-            "server",
-            "--url",
-            server.url.as_str(),
-            "--expected-failures",
-        ])
+        .args(["server", "--url", server.url.as_str()])
+        .args(["--requirements", revision, "--expected-failures"])
         .arg(root().join("tests/mcp/conformance-baseline.yml"))
         .arg("--output-dir")
-        .arg(results.path())
+        .arg(dir.path().join("results"))
         .output()
-        .expect("run node (the conformance suite needs Node 20+)");
+        .expect("run node (the conformance suite needs Node 22+: scripts/node.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "the conformance suite failed ({}):\n{}\n{}",
+        "the conformance suite failed on revision {revision} ({}):\n{stdout}\n{}",
         out.status,
-        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        stdout.contains("Baseline check passed"),
+        "no baseline verdict for {revision}:\n{stdout}"
+    );
+}
+
+#[test]
+fn the_conformance_suite_passes_2025_11_25_but_for_the_baseline() {
+    passes("2025-11-25");
+}
+
+#[test]
+fn the_conformance_suite_passes_2026_07_28_but_for_the_baseline() {
+    passes("2026-07-28");
 }

@@ -104,3 +104,38 @@ fn a_non_loopback_bind_without_a_token_is_refused_before_listening() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the bearer token is empty"));
 }
+
+/// Closing a session with DELETE is answered 200 (done; rmcp's own answer, 202, reads as a
+/// failure to clients: the Python SDK logs "Session termination failed: 202"), and the
+/// closed session is gone: a request naming it gets 404, as the transport spec requires.
+#[tokio::test]
+async fn a_deleted_session_is_answered_200_and_then_gone() {
+    let fixture = Fixture::new();
+    let server = HttpServer::start(&fixture, &[]);
+    let opened = post(&server.url).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let client = reqwest::Client::new();
+    let closed = client
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .timeout(Duration::from_secs(20))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200, "{:?}", closed.text().await);
+    let after = client
+        .post(&server.url)
+        .timeout(Duration::from_secs(20))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 404, "{:?}", after.text().await);
+}

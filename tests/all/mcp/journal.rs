@@ -138,3 +138,119 @@ async fn a_journal_that_cannot_be_written_refuses_every_call() {
     assert_eq!(std::fs::metadata(&journals[0]).unwrap().len(), size);
     client.cancel().await.unwrap();
 }
+
+/// Over HTTP each session that begins with `initialize` has a journal of its own, with its
+/// client and its calls, ended when the session is closed; the server's own journal keeps
+/// stateless requests and lists no session's client.
+#[tokio::test]
+async fn each_http_session_has_its_own_journal() {
+    use std::time::Duration;
+    let fixture = Fixture::new();
+    let server = super::HttpServer::start(&fixture, &[]);
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, body: serde_json::Value| {
+        let mut r = http
+            .post(&server.url)
+            .timeout(Duration::from_secs(20))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        r.send()
+    };
+    for (i, name) in ["client-a", "client-b"].into_iter().enumerate() {
+        let opened = post(
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": name, "version": "1"}}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(opened.status(), 200);
+        let session = opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        opened.text().await.unwrap();
+        let ready = post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await
+        .unwrap();
+        assert!(ready.status().is_success(), "{}", ready.status());
+        let expression = format!("{i}+40");
+        let called = post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "calc.eval", "arguments": {"expression": expression}}}),
+        )
+        .await
+        .unwrap();
+        assert!(called.text().await.unwrap().contains("\"result\""));
+        let closed = http
+            .delete(&server.url)
+            .header("mcp-session-id", &session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(closed.status(), 200);
+    }
+    // The closed sessions' journals end (their handlers drop as the sessions go).
+    let ended = |p: &std::path::Path| std::fs::read_to_string(p).unwrap().contains("\"stopped\"");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let journals = loop {
+        let journals = fixture.journals();
+        let sessions: Vec<_> = journals
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .contains("client_connected")
+            })
+            .cloned()
+            .collect();
+        if sessions.len() == 2 && sessions.iter().all(|p| ended(p)) {
+            break journals;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "two ended session journals, found {journals:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        journals.len(),
+        3,
+        "the server's and one per session: {journals:?}"
+    );
+    let texts: Vec<String> = journals
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    for (name, expression) in [("client-a", "0+40"), ("client-b", "1+40")] {
+        let own: Vec<&String> = texts.iter().filter(|t| t.contains(name)).collect();
+        assert_eq!(own.len(), 1, "{name} in one journal: {texts:?}");
+        assert!(
+            own[0].contains(expression),
+            "{name}'s call in its journal: {}",
+            own[0]
+        );
+        assert_eq!(own[0].matches("client_connected").count(), 1, "{}", own[0]);
+    }
+    let state = fixture.state();
+    for journal in &journals {
+        let run = journal.file_stem().unwrap().to_str().unwrap();
+        let verify = Command::new(BIN)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["journal", "verify", run])
+            .output()
+            .unwrap();
+        assert!(verify.status.success(), "{verify:?}");
+    }
+}

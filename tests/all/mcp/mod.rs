@@ -4,6 +4,7 @@
 
 mod cancel;
 mod conformance;
+mod features;
 mod hostile;
 mod http;
 mod journal;

@@ -19,7 +19,7 @@ use super::{CmdResult, Failure, exit};
 
 /// Serve every operation the policy allows as an MCP tool (stdio by default).
 ///
-/// Each tool is named `SECTION.OPERATION` and runs in a fresh sandbox with its section's
+/// Each tool is named `SECTION.OPERATION` (or as `--tool-names` says) and runs in a fresh sandbox with its section's
 /// grants and limits; its annotations (readOnlyHint, destructiveHint, openWorldHint,
 /// idempotentHint) are computed from those grants and enforced. Nothing an MCP client
 /// sends can read or change grants, the policy or limits. Every call is journaled under
@@ -36,6 +36,10 @@ pub(crate) struct Args {
     /// `TOOLHOST_TOOLS_DIR`; without either, the sections' `component` files).
     #[arg(long, value_name = "DIR")]
     tools_dir: Option<PathBuf>,
+    /// With a tools directory: serve the sections that have a component there and only
+    /// name the others on stderr (without it, a section with no component is an error).
+    #[arg(long)]
+    allow_missing: bool,
     /// Serve streamable HTTP on ADDR (e.g. `127.0.0.1:8700`; port 0 picks one) at `/mcp`
     /// instead of stdio. A non-loopback address needs a bearer token.
     #[arg(long, value_name = "ADDR")]
@@ -70,6 +74,11 @@ pub(crate) struct Args {
     /// A session with no call or stream open for this long is closed [default: 120000].
     #[arg(long, value_name = "MS", requires = "http")]
     session_idle_ms: Option<u64>,
+    /// How tools are named: `qualified` is `SECTION.OPERATION`; `operation` is the
+    /// operation alone with `-` written `_` (`test-simple-text` as `test_simple_text`),
+    /// refused when two sections export the same operation.
+    #[arg(long, value_name = "STYLE", default_value = "qualified")]
+    tool_names: ToolNamesArg,
     /// Reload a changed policy or component without a restart; a broken one is refused
     /// and the previous tools stay.
     #[arg(long)]
@@ -80,6 +89,22 @@ pub(crate) struct Args {
     /// From the global `--state-dir`.
     #[arg(skip)]
     pub state_dir: Option<PathBuf>,
+}
+
+/// `--tool-names`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ToolNamesArg {
+    Qualified,
+    Operation,
+}
+
+impl From<ToolNamesArg> for toolhost_mcp::ToolNames {
+    fn from(arg: ToolNamesArg) -> Self {
+        match arg {
+            ToolNamesArg::Qualified => toolhost_mcp::ToolNames::Qualified,
+            ToolNamesArg::Operation => toolhost_mcp::ToolNames::Operation,
+        }
+    }
 }
 
 /// How often `--watch` looks at the files.
@@ -172,9 +197,13 @@ fn session_journal(
         return Ok(None);
     }
     let transport = if args.http.is_some() { "http" } else { "stdio" };
-    let j = load::journal(args, loaded, transport)?;
+    let opener = load::JournalOpener::new(args, loaded, transport)?;
+    let j = opener.open()?;
     let _ = writeln!(err, "toolhost mcp: journal {}", j.path().display());
-    Ok(Some(Arc::new(journal::JournalSink::new(j))))
+    // Over HTTP each session that begins with `initialize` gets a journal of its own; this
+    // one keeps the stateless (2026-07-28) requests.
+    let per_session = args.http.is_some().then_some(opener);
+    Ok(Some(Arc::new(journal::JournalSink::new(j, per_session))))
 }
 
 /// Serves `server`'s `tools` tools over streamable HTTP as `config` says, until `stop`.

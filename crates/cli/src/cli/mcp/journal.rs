@@ -1,15 +1,19 @@
-//! The MCP server's calls in a hash-chained run journal: one journal per `toolhost mcp`
-//! process, each call written (and synced) before it runs and again when it ends, with the
-//! sandbox's capability decisions, so `toolhost journal verify` and `show` work on it.
+//! The MCP server's calls in hash-chained run journals: one per stdio server, and over HTTP
+//! one per session (opened at its `initialize`, ended when the session closes) beside the
+//! server's own for stateless requests; each call written (and synced) before it runs and
+//! again when it ends, with the sandbox's capability decisions, so `toolhost journal
+//! verify` and `show` work on it.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use toolhost_journal::Journal;
 use toolhost_journal::session::{CallEnd as Ended, CallRecord};
 use toolhost_mcp::{CallEnd, CallSink, CallStart};
+
+use super::load::JournalOpener;
 
 /// A [`CallSink`] writing to a session journal.
 pub(crate) struct JournalSink {
@@ -18,15 +22,21 @@ pub(crate) struct JournalSink {
     /// When each running call started (µs since `began`).
     running: Mutex<HashMap<u64, u64>>,
     calls: AtomicU64,
+    /// Opens each new session's own journal (HTTP); `None`: sessions record here.
+    per_session: Option<JournalOpener>,
+    /// A session's journal: ended when the session is dropped.
+    ends_on_drop: bool,
 }
 
 impl JournalSink {
-    pub(crate) fn new(journal: Journal) -> JournalSink {
+    pub(crate) fn new(journal: Journal, per_session: Option<JournalOpener>) -> JournalSink {
         JournalSink {
             journal,
             began: Instant::now(),
             running: Mutex::new(HashMap::new()),
             calls: AtomicU64::new(0),
+            per_session,
+            ends_on_drop: false,
         }
     }
 
@@ -52,9 +62,28 @@ fn call_id(seq: u64) -> String {
     format!("call-{seq}")
 }
 
+impl Drop for JournalSink {
+    fn drop(&mut self) {
+        if self.ends_on_drop {
+            self.end("the session was closed (by the client, or expired or evicted)");
+        }
+    }
+}
+
 impl CallSink for JournalSink {
     fn client(&self, client: &str, protocol_version: &str) {
         self.journal.session_client(client, protocol_version);
+    }
+
+    fn session(&self) -> Result<Option<Arc<dyn CallSink>>, String> {
+        let Some(opener) = &self.per_session else {
+            return Ok(None);
+        };
+        let journal = opener.open().map_err(|f| f.message().to_string())?;
+        tracing::info!(journal = %journal.path().display(), "a new session's journal");
+        let mut sink = JournalSink::new(journal, None);
+        sink.ends_on_drop = true;
+        Ok(Some(Arc::new(sink)))
     }
 
     fn started(&self, call: &CallStart<'_>) -> Result<(), String> {

@@ -22,6 +22,8 @@ pub(super) struct Source {
     policy: PathBuf,
     tools: Vec<PathBuf>,
     dir: Option<PathBuf>,
+    names: toolhost_mcp::ToolNames,
+    allow_missing: bool,
 }
 
 /// The policy, the components served with their sections, and their catalog.
@@ -42,6 +44,8 @@ impl Source {
             policy: args.policy.clone(),
             tools: args.tools.clone(),
             dir,
+            names: args.tool_names.into(),
+            allow_missing: args.allow_missing,
         }
     }
 
@@ -72,6 +76,7 @@ impl Source {
                     ),
                 }
             }
+            self.missing(policy, dir, &found)?;
             return Ok(found);
         }
         policy
@@ -90,6 +95,46 @@ impl Source {
                 )),
             })
             .collect()
+    }
+
+    /// Refuses a policy section that no file in `dir` serves (a typo in a name, a component
+    /// not deployed), naming each; with `--allow-missing`, says so on stderr and serves the
+    /// rest.
+    fn missing(
+        &self,
+        policy: &Policy,
+        dir: &Path,
+        found: &[(PathBuf, &ToolPolicy)],
+    ) -> Result<(), Failure> {
+        let missing: Vec<String> = policy
+            .tools
+            .values()
+            .filter(|s| !found.iter().any(|(_, f)| f.name == s.name))
+            .map(|s| match &s.component {
+                Some(c) => format!("`{}` (component {})", s.name, c.display()),
+                None => format!("`{}` ({}.wasm)", s.name, s.name),
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let list = missing.join(", ");
+        if self.allow_missing {
+            eprintln!(
+                "toolhost mcp: not serving policy sections with no component in {}: {list}",
+                dir.display()
+            );
+            return Ok(());
+        }
+        Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "policy `{}` has sections with no component in --tools-dir {}: {list}; deploy \
+                 them, remove the sections, or pass --allow-missing to serve the rest",
+                self.policy.display(),
+                dir.display()
+            ),
+        ))
     }
 
     /// Loads the policy and the components and builds the catalog.
@@ -119,8 +164,8 @@ impl Source {
                 tool: Arc::new(tool),
             });
         }
-        let catalog =
-            Catalog::new(&offered).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        let catalog = Catalog::with_names(&offered, self.names)
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
         Ok(Loaded {
             policy,
             files,
@@ -191,28 +236,50 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
     Ok(files)
 }
 
-/// The session journal, its first record naming the policy and every served component by
-/// digest.
-pub(super) fn journal(args: &Args, loaded: &Loaded, transport: &str) -> Result<Journal, Failure> {
-    let state = toolhost_app::journal::state_dir(args.state_dir.clone())?;
-    let digest = |p: &Path| toolhost_app::journal::digest(p).map_err(Failure::from);
-    let tools: BTreeMap<String, FileDigest> = loaded
-        .files
-        .iter()
-        .map(|(name, path)| Ok((name.clone(), digest(path)?)))
-        .collect::<Result<_, Failure>>()?;
-    let secrets = loaded
-        .policy
-        .tools
-        .values()
-        .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone()));
-    let redactor =
-        Redactor::new(secrets, &[]).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    let start = SessionStart {
-        transport: transport.to_string(),
-        policy: digest(&args.policy)?,
-        tools,
-    };
-    Journal::create_session(&state, &start, redactor)
-        .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+/// What opens a session journal, its first record naming the policy and every served
+/// component by digest: once per process on stdio, and once per session on HTTP.
+#[derive(Clone)]
+pub(super) struct JournalOpener {
+    state: PathBuf,
+    start: SessionStart,
+    secrets: Vec<String>,
+}
+
+impl JournalOpener {
+    pub(super) fn new(
+        args: &Args,
+        loaded: &Loaded,
+        transport: &str,
+    ) -> Result<JournalOpener, Failure> {
+        let state = toolhost_app::journal::state_dir(args.state_dir.clone())?;
+        let digest = |p: &Path| toolhost_app::journal::digest(p).map_err(Failure::from);
+        let tools: BTreeMap<String, FileDigest> = loaded
+            .files
+            .iter()
+            .map(|(name, path)| Ok((name.clone(), digest(path)?)))
+            .collect::<Result<_, Failure>>()?;
+        let secrets = loaded
+            .policy
+            .tools
+            .values()
+            .flat_map(|t| t.capabilities.env.iter().map(|(_, v)| v.clone()))
+            .collect();
+        let start = SessionStart {
+            transport: transport.to_string(),
+            policy: digest(&args.policy)?,
+            tools,
+        };
+        Ok(JournalOpener {
+            state,
+            start,
+            secrets,
+        })
+    }
+
+    pub(super) fn open(&self) -> Result<Journal, Failure> {
+        let redactor = Redactor::new(self.secrets.iter().cloned(), &[])
+            .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        Journal::create_session(&self.state, &self.start, redactor)
+            .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
+    }
 }
