@@ -91,6 +91,8 @@ impl Default for RuntimeConfig {
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
+    /// The linker plus `toolhost:host/tools`, for the code-mode interpreter alone.
+    pub(crate) program_linker: Linker<HostState>,
     pub(crate) epoch_tick: Duration,
     pub(crate) metering: Metering,
     /// One permit per pool slot: a call waits here rather than fail to instantiate when
@@ -130,6 +132,9 @@ impl Runtime {
             Err(e) => return Err(LoadError::Engine(format!("{e:#}"))),
         };
         let linker = sandbox::linker(&engine).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let mut program_linker = linker.clone();
+        sandbox::program::add_to_linker(&mut program_linker)
+            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         if config.metering.epoch() {
             spawn_ticker(engine.clone(), config.epoch_tick, stop.clone());
@@ -141,6 +146,7 @@ impl Runtime {
                 .transpose()?,
             engine,
             linker,
+            program_linker,
             epoch_tick: config.epoch_tick,
             metering: config.metering,
             slots: pooling
@@ -175,6 +181,15 @@ impl Runtime {
     /// SHA-256 is computed on another thread; the tool is returned only if the two agree,
     /// otherwise it is loaded again under the real digest.
     pub fn load(&self, path: &Path) -> Result<Tool, LoadError> {
+        self.load_linked(path, &self.linker)
+    }
+
+    /// [`Runtime::load`] with `linker`'s imports.
+    pub(crate) fn load_linked(
+        &self,
+        path: &Path,
+        linker: &Linker<HostState>,
+    ) -> Result<Tool, LoadError> {
         let read_err = |source| LoadError::Read {
             path: path.display().to_string(),
             source,
@@ -192,12 +207,12 @@ impl Runtime {
         let name = path
             .file_stem()
             .map_or_else(|| "tool".to_string(), |s| s.to_string_lossy().into_owned());
-        self.load_from(&name, path, &bytes, identity)
+        self.load_from(&name, path, &bytes, identity, linker)
     }
 
     /// Loads a component from memory; `path` is used for messages and the sidecar lookup.
     pub fn load_bytes(&self, name: &str, path: &Path, bytes: &[u8]) -> Result<Tool, LoadError> {
-        self.load_from(name, path, bytes, None)
+        self.load_from(name, path, bytes, None, &self.linker)
     }
 
     fn load_from(
@@ -206,6 +221,7 @@ impl Runtime {
         path: &Path,
         bytes: &[u8],
         identity: Option<Identity>,
+        linker: &Linker<HostState>,
     ) -> Result<Tool, LoadError> {
         if !wasmparser::Parser::is_component(bytes) {
             let reason = if wasmparser::Parser::is_core_wasm(bytes) {
@@ -229,7 +245,14 @@ impl Runtime {
                 let guess = self.cache.as_ref().and_then(|c| {
                     let component = c.load(&self.engine, hint).ok()?;
                     let digest = hint.clone();
-                    Some(self.assemble(name, path, bytes, digest, component, Compiled::FromCache))
+                    Some(self.assemble(
+                        name,
+                        path,
+                        bytes,
+                        digest,
+                        (component, Compiled::FromCache),
+                        linker,
+                    ))
                 });
                 // Without a second thread (none could be started) the digest is computed
                 // here, after the guess: slower, equally checked.
@@ -247,8 +270,8 @@ impl Runtime {
         } else if let Some((c, id)) = &cache {
             c.remember(id, &digest);
         }
-        let (component, compiled) = self.compile(path, &digest, bytes)?;
-        self.assemble(name, path, bytes, digest, component, compiled)
+        let compiled = self.compile(path, &digest, bytes)?;
+        self.assemble(name, path, bytes, digest, compiled, linker)
     }
 
     /// A tool from its compiled component.
@@ -258,8 +281,8 @@ impl Runtime {
         path: &Path,
         bytes: &[u8],
         digest: String,
-        component: Component,
-        compiled: Compiled,
+        (component, compiled): (Component, Compiled),
+        linker: &Linker<HostState>,
     ) -> Result<Tool, LoadError> {
         let shown = || path.display().to_string();
         let (docs, docs_source) = docs::find(path, bytes)?;
@@ -271,10 +294,10 @@ impl Runtime {
             .collect();
         // Link strictly first; a component importing something the host does not offer
         // (another toolchain's extra interface) still loads, with those imports trapping.
-        let (pre, unsatisfied) = match self.linker.instantiate_pre(&component) {
+        let (pre, unsatisfied) = match linker.instantiate_pre(&component) {
             Ok(pre) => (pre, None),
             Err(strict) => {
-                let mut linker = self.linker.clone();
+                let mut linker = linker.clone();
                 linker
                     .define_unknown_imports_as_traps(&component)
                     .and_then(|()| linker.instantiate_pre(&component))
