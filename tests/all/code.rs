@@ -365,3 +365,56 @@ fn after_reading_untrusted_data_the_programs_arguments_are_untrusted() {
     assert_eq!(doc["answer"][0].as_f64(), Some(4.0), "{doc:#}");
     assert_eq!(doc["answer"][1], "untrusted_flow", "{doc:#}");
 }
+
+#[test]
+fn resume_and_replay_refuse_a_code_mode_run_by_name() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_str().unwrap().to_string();
+    let tools = toolhost_tests::tools_dir();
+    let example = example("code.toml");
+    let out = cli([
+        "--state-dir",
+        &state,
+        "run",
+        &example,
+        "--tools-dir",
+        &tools,
+        "--json",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let journal = doc["journal"]["path"].as_str().unwrap().to_string();
+    // The program is journaled as its revision, the calls as its steps.
+    let records: Vec<Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let accepted = records
+        .iter()
+        .find(|r| r["kind"] == "plan_accepted")
+        .unwrap();
+    assert!(
+        accepted["data"]["program"]
+            .as_str()
+            .unwrap()
+            .contains("fs.list_dir"),
+        "{accepted}"
+    );
+    let steps: Vec<&str> = records
+        .iter()
+        .filter(|r| r["kind"] == "step_finished")
+        .map(|r| r["data"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["c1", "c2", "c3", "c4"]);
+    for cmd in ["resume", "replay"] {
+        let out = cli(["--state-dir", &state, cmd, &journal, "--tools-dir", &tools]);
+        assert_ne!(out.code, 0, "{cmd}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!(
+                "is a code-mode run, which toolhost cannot {cmd} yet"
+            )),
+            "{cmd}: {out:?}"
+        );
+    }
+}
