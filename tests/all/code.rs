@@ -418,3 +418,69 @@ fn resume_and_replay_refuse_a_code_mode_run_by_name() {
         );
     }
 }
+
+/// What a call costs made from a program against the same call as a plan step: 40 calls
+/// of `calc.eval`, one at a time either way (`max_parallel = 1`), timed from one call's
+/// start to the next one's (the call, the executor's round, the journal's sync, and for
+/// the program the crossing and the interpreter's resume). Printed for BENCHMARKS.md.
+#[test]
+fn a_call_from_a_program_costs_about_what_a_plan_step_costs() {
+    const N: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let program = format!(
+        "total = 0\nfor i in range({N}):\n    total += calc.eval_(expression=str(i) + ' + 1')\nanswer(total)"
+    );
+    let code_task = task(dir.path(), &program, "");
+    let text = std::fs::read_to_string(&code_task)
+        .unwrap()
+        .replace("max_steps = 20", "max_steps = 100")
+        .replacen(
+            "mode = \"code\"\n",
+            "mode = \"code\"\nmax_parallel = 1\n",
+            1,
+        );
+    std::fs::write(&code_task, &text).unwrap();
+    let steps: Vec<String> = (0..N)
+        .map(|i| {
+            format!(
+                "{{ id = \"s{i}\", tool = \"calc\", operation = \"eval\", args = {{ expression = \"{i} + 1\" }} }}"
+            )
+        })
+        .collect();
+    let plan_task = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan_task,
+        format!(
+            "goal = \"g\"\npolicy = \"policy.toml\"\ntools = [\"calc\"]\nmax_parallel = 1\n[planner.plan]\ngoal = \"g\"\nsteps = [\n{}\n]\n[budgets]\nmax_steps = 100\n",
+            steps.join(",\n")
+        ),
+    )
+    .unwrap();
+    let per_call = |doc: &Value| {
+        let starts: Vec<u64> = doc["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["started_us"].as_u64().unwrap())
+            .collect();
+        assert_eq!(starts.len(), N, "{doc:#}");
+        let mut gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        gaps.sort_unstable();
+        gaps[gaps.len() / 2]
+    };
+    let (code, program_doc) = run_json(&code_task, &[]);
+    assert_eq!(code, 0, "{program_doc:#}");
+    assert_eq!(
+        program_doc["answer"].as_f64(),
+        Some(820.0),
+        "{program_doc:#}"
+    );
+    let (code, plan_doc) = run_json(plan_task.to_str().unwrap(), &[]);
+    assert_eq!(code, 0, "{plan_doc:#}");
+    let (from_program, as_step) = (per_call(&program_doc), per_call(&plan_doc));
+    eprintln!(
+        "one call, start to next start (median of {}): from a program {from_program} µs, as a plan step {as_step} µs ({:.2}×)",
+        N - 1,
+        from_program as f64 / as_step.max(1) as f64
+    );
+}
