@@ -484,3 +484,19 @@ fn a_call_from_a_program_costs_about_what_a_plan_step_costs() {
         from_program as f64 / as_step.max(1) as f64
     );
 }
+
+#[test]
+fn a_plan_carrying_a_program_is_refused_outside_code_mode() {
+    let catalog = toolhost_tests::catalog_in("version = 1\n[tools.calc]\n", Path::new("."));
+    let plan: toolhost_engine::Plan = serde_json::from_value(
+        serde_json::json!({"goal": "g", "steps": [], "program": "answer(1)"}),
+    )
+    .unwrap();
+    let problems = toolhost_engine::validate(&plan, &catalog, 10, &Default::default()).unwrap_err();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, toolhost_engine::ProblemKind::Program);
+    assert!(
+        problems[0].message.contains("answers code mode only"),
+        "{problems:?}"
+    );
+}

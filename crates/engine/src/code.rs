@@ -1,9 +1,9 @@
 //! Code mode: the planner answers a program (a [`Plan`] whose `program` is Python source)
 //! and the engine runs it in the interpreter component (`toolhost-runtime`'s
-//! [`program`](toolhost_runtime::program)), fuel, deadline and memory cap set by
-//! [`PROGRAM_LIMITS`], no grants. Each tool call the program makes becomes a one-step
-//! plan, validated ([`Engine::validate_plan`]: tool, operation, policy, argument types,
-//! data-flow rules) and executed as any step is (approval of sensitive tools, the policy
+//! [`toolhost_runtime::program`]), fuel, deadline and memory cap set by
+//! [`program_limits`], no grants. Each tool call the program makes becomes a one-step
+//! plan, validated as any plan is (tool, operation, policy, argument types, data-flow
+//! rules) and executed as any step is (approval of sensitive tools, the policy
 //! gate, budgets, the journal's step records with their capability decisions); its output
 //! or its failure goes back to the program, where a refusal raises `Denied` and a failure
 //! `ToolError`. An exception that escapes the program is a failed step `program` of the

@@ -42,6 +42,8 @@ pub enum ProblemKind {
     TimeoutAbovePolicy,
     /// Untrusted data would reach an argument the policy keeps for trusted data.
     UntrustedFlow,
+    /// The plan carries a `program`: a code-mode answer, which runs only in code mode.
+    Program,
 }
 
 /// One thing wrong with a plan.
@@ -142,6 +144,13 @@ pub fn validate_in(
         nth: None,
     };
     v.step_cap(plan, max_steps);
+    if plan.program.is_some() {
+        v.push(
+            ProblemKind::Program,
+            None,
+            "the plan carries a `program`, which answers code mode only (`mode = \"code\"`): a plan's work is its `steps`".into(),
+        );
+    }
     v.ids(plan);
     let mut seen: HashMap<&StepId, usize> = HashMap::new();
     for step in &plan.steps {

@@ -64,7 +64,7 @@ impl ProgramCall {
 /// Where a program's calls go: the embedder's receiving end of the channel.
 pub type ProgramCalls = mpsc::Receiver<ProgramCall>;
 
-/// A channel for one program's calls: give the sender to [`Runtime::run_program`], answer
+/// A channel for one program's calls: give the sender to [`crate::Runtime::run_program`], answer
 /// what arrives on the receiver.
 pub fn channel() -> (mpsc::Sender<ProgramCall>, ProgramCalls) {
     mpsc::channel(1)
