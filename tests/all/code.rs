@@ -500,3 +500,27 @@ fn a_plan_carrying_a_program_is_refused_outside_code_mode() {
         "{problems:?}"
     );
 }
+
+/// A `sensitive` tool's call from a program waits for approval like a plan step's: with
+/// nobody to approve it the run stops `escalated` and the call never runs; approved
+/// (`approval = "auto"`), it runs.
+#[test]
+fn a_sensitive_call_needs_approval_as_a_step_does() {
+    for (approval, stop) in [("deny", "escalated"), ("auto", "completed")] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = task(dir.path(), "answer(calc.eval_(expression='6 * 7'))", "");
+        std::fs::write(
+            dir.path().join("policy.toml"),
+            format!("version = 1\napproval = \"{approval}\"\n[tools.calc]\nsensitive = true\n[tools.text]\n"),
+        )
+        .unwrap();
+        let (_, doc) = run_json(&path, &[]);
+        assert_eq!(doc["stop"]["reason"], stop, "{approval}: {doc:#}");
+        let ran = doc["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == "c1" && s["status"] == "succeeded");
+        assert_eq!(ran, approval == "auto", "{approval}: {doc:#}");
+    }
+}
