@@ -23,7 +23,16 @@ impl Runtime {
     /// Loads the interpreter component at `path`, linked to `toolhost:host/tools` (a tool
     /// loaded with [`Runtime::load`] that imports it gets a trapping import instead).
     pub fn load_interpreter(&self, path: &Path) -> Result<Tool, LoadError> {
-        self.load_linked(path, &self.program_linker)
+        let linker = match self.program_linker.get() {
+            Some(linker) => linker,
+            None => {
+                let mut linker = self.linker.clone();
+                crate::sandbox::program::add_to_linker(&mut linker)
+                    .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+                self.program_linker.get_or_init(|| linker)
+            }
+        };
+        self.load_linked(path, linker)
     }
 
     /// Runs `program` after `prelude` in a fresh instance of `interpreter` under `limits`

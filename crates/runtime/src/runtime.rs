@@ -91,8 +91,9 @@ impl Default for RuntimeConfig {
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
-    /// The linker plus `toolhost:host/tools`, for the code-mode interpreter alone.
-    pub(crate) program_linker: Linker<HostState>,
+    /// The linker plus `toolhost:host/tools`, for the code-mode interpreter alone: made at
+    /// its first load, so that a runtime that never runs a program never pays for it.
+    pub(crate) program_linker: std::sync::OnceLock<Linker<HostState>>,
     pub(crate) epoch_tick: Duration,
     pub(crate) metering: Metering,
     /// One permit per pool slot: a call waits here rather than fail to instantiate when
@@ -132,9 +133,6 @@ impl Runtime {
             Err(e) => return Err(LoadError::Engine(format!("{e:#}"))),
         };
         let linker = sandbox::linker(&engine).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-        let mut program_linker = linker.clone();
-        sandbox::program::add_to_linker(&mut program_linker)
-            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         if config.metering.epoch() {
             spawn_ticker(engine.clone(), config.epoch_tick, stop.clone());
@@ -146,7 +144,7 @@ impl Runtime {
                 .transpose()?,
             engine,
             linker,
-            program_linker,
+            program_linker: std::sync::OnceLock::new(),
             epoch_tick: config.epoch_tick,
             metering: config.metering,
             slots: pooling
