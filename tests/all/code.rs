@@ -524,3 +524,21 @@ fn a_sensitive_call_needs_approval_as_a_step_does() {
         assert_eq!(ran, approval == "auto", "{approval}: {doc:#}");
     }
 }
+
+#[test]
+fn the_programs_fuel_is_the_runs_fuel() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = task(dir.path(), "while True:\n    pass", "");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("max_steps = 20", "max_steps = 20\nmax_fuel = 30000000");
+    std::fs::write(&path, text).unwrap();
+    let (_, doc) = run_json(&path, &[]);
+    let (kind, message) = program_error(&doc);
+    assert_eq!(kind, "fuel_exhausted");
+    assert!(message.contains("all 30000000 units"), "{message}");
+    assert!(
+        doc["spent"]["fuel"].as_u64().unwrap() >= 30_000_000,
+        "{doc:#}"
+    );
+}

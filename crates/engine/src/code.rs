@@ -31,7 +31,8 @@ use super::record::{StepRecord, StepStatus};
 use super::state::State;
 use super::validate::{Problem, ProblemKind, ValidPlan};
 
-/// What a program runs under, at most (its wall time is also capped by the run's):
+/// What a program runs under, at most (its wall time and fuel are also capped by what the
+/// run has left, and the fuel it burns is charged to the run):
 /// - `fuel`: 2,000,000,000 units (about a second or two of interpretation);
 /// - `timeout`: 60 s, the tool calls' own time included;
 /// - `memory_mib`: 64 (the interpreter's heap and everything the program holds);
@@ -149,6 +150,10 @@ impl Engine<'_> {
             .timeout
             .min(self.config.budgets.wall_left(&st.spent))
             .max(Duration::from_millis(1));
+        // The interpreter's fuel is the run's too: capped by what is left, and charged.
+        limits.fuel = limits
+            .fuel
+            .min(self.config.budgets.fuel_left(&st.spent).max(1));
         let started = st.micros();
         let (door, mut calls) = program::channel();
         let rt = self.rt.clone();
@@ -164,6 +169,7 @@ impl Engine<'_> {
                 }
             }
         };
+        st.spent.fuel = st.spent.fuel.saturating_add(outcome.report.fuel_consumed);
         let record = |kind: &str, message: String, fuel: u64| {
             let step = program_step(plan);
             let mut r = StepRecord::not_run(
