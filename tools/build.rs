@@ -37,6 +37,48 @@ const TOOLS: &[(&str, &str)] = &[
 
 const TARGET: &str = "wasm32-wasip2";
 
+/// The code-mode interpreter, a workspace of its own in `tools/python`.
+const INTERPRETER: &str = "python";
+
+/// Builds the interpreter's workspace into the same target directory, with the same
+/// profile name and the same environment rules as the tools.
+fn build_interpreter(root: &std::path::Path, target_dir: &std::path::Path) {
+    let manifest = root.join("tools").join(INTERPRETER).join("Cargo.toml");
+    let output = nested_build(&manifest, target_dir)
+        .arg("--locked")
+        .output()
+        .expect("run the interpreter's nested cargo build");
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        panic!("building the code-mode interpreter for {TARGET} failed:\n{stderr}");
+    }
+}
+
+/// `cargo build` of the workspace at `manifest` for the guest target, with the `tool`
+/// profile, into `target_dir`.
+fn nested_build(manifest: &std::path::Path, target_dir: &std::path::Path) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(manifest)
+        .args(["--target", TARGET, "--profile", "tool"])
+        .env("CARGO_TARGET_DIR", target_dir)
+        // Never incremental, whatever the caller's environment says (CARGO_INCREMENTAL
+        // overrides every profile): wasm-component-ld cannot make a component of an
+        // incrementally built module.
+        .env("CARGO_INCREMENTAL", "0")
+        // Flags meant for the host build must not leak into the guest build.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_PRIMARY_PACKAGE")
+        // `cargo clippy` runs the outer build through clippy-driver; the components are
+        // built by rustc alone, so that every outer build makes the same bytes.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER");
+    cmd
+}
+
 fn main() {
     let manifest_dir =
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
@@ -51,7 +93,7 @@ fn main() {
         None => out_dir.join("wasm"),
     };
 
-    for dir in ["tools", "tool-sdk"] {
+    for dir in ["tools", "tool-sdk", "crates/runtime/wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     println!(
@@ -59,25 +101,7 @@ fn main() {
         root.join("Cargo.lock").display()
     );
 
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.arg("build")
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .args(["--target", TARGET, "--profile", "tool"])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        // Never incremental, whatever the caller's environment says (CARGO_INCREMENTAL
-        // overrides every profile): wasm-component-ld cannot make a component of an
-        // incrementally built module.
-        .env("CARGO_INCREMENTAL", "0")
-        // Flags meant for the host build must not leak into the guest build.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_PRIMARY_PACKAGE")
-        // `cargo clippy` runs the outer build through clippy-driver; the components are
-        // built by rustc alone, so that every outer build makes the same bytes.
-        .env_remove("RUSTC_WORKSPACE_WRAPPER");
+    let mut cmd = nested_build(&root.join("Cargo.toml"), &target_dir);
     for (name, _) in TOOLS {
         cmd.args(["-p", name]);
     }
@@ -93,6 +117,8 @@ fn main() {
         }
         panic!("building the tool components for {TARGET} failed:\n{stderr}");
     }
+
+    build_interpreter(&root, &target_dir);
 
     let stable = outer_target.map(|t| t.join("tools"));
     let mut consts = String::new();
@@ -119,6 +145,25 @@ fn main() {
     }
     consts.push_str(&format!(
         "/// Every built component: (name, path).\npub const ALL: &[(&str, &str)] = &[\n{all}];\n"
+    ));
+    // The code-mode interpreter is not a tool (it is in no `ALL` list): it lands beside
+    // them, in the folder `toolhost run --tools-dir` takes, where code mode looks for it.
+    let built = target_dir
+        .join(TARGET)
+        .join("tool")
+        .join(format!("{INTERPRETER}.wasm"));
+    assert!(
+        built.is_file(),
+        "the nested build did not produce {}",
+        built.display()
+    );
+    let path = match &stable {
+        Some(dir) => publish(&built, dir, INTERPRETER),
+        None => built,
+    };
+    consts.push_str(&format!(
+        "/// Path of the built code-mode interpreter (`tools/python`, monty).\npub const PYTHON: &str = {:?};\n",
+        path.display().to_string()
     ));
     std::fs::write(out_dir.join("tools.rs"), consts).expect("write tools.rs");
 }

@@ -1,6 +1,6 @@
-//! The offline agent demo: three tasks run by the planner–executor engine with the
-//! embedded scripted planner (step-wise, plan-then-execute with a replan, and parallel
-//! steps), then a tour of the sandbox. Every step runs the real `toolhost` binary, built
+//! The offline agent demo: four tasks run by the planner–executor engine with the
+//! embedded scripted planner (step-wise, plan-then-execute with a replan, parallel steps,
+//! and code mode), then a tour of the sandbox. Every step runs the real `toolhost` binary, built
 //! beside this one, and is printed with its output like a shell transcript.
 //!
 //! Run with the README's first command:
@@ -111,6 +111,10 @@ fn main() {
         (
             "C. Independent steps run in parallel; the last one combines them",
             "parallel.toml",
+        ),
+        (
+            "D. Code mode: one Python program loops over the tools; each call is still a step",
+            "code.toml",
         ),
     ] {
         println!("\n## {title}");

@@ -9,6 +9,7 @@ mod book;
 mod cache;
 mod calc;
 mod cli;
+mod code;
 mod compile;
 mod deploy;
 mod docs;

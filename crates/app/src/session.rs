@@ -274,6 +274,14 @@ impl<'s> Session<'s> {
         let mut observer = observer.unwrap_or_else(|| Box::new(Quiet));
         let mut journal_observer = journal.clone();
         let mut tee = Tee(&mut journal_observer, observer.as_mut());
+        let interpreter = match &task.interpreter {
+            Some(path) => Some(Arc::new(rt.load_interpreter(path).map_err(|e| {
+                AppError::Load(format!(
+                    "code mode's interpreter: {e} (it is built with the tools: `cargo build --release -p toolhost-tools`, into target/tools/python.wasm)"
+                ))
+            })?)),
+            None => None,
+        };
         let mut engine = Engine::builder(rt, Arc::new(Catalog { tools }))
             .config(task.config.clone())
             .approver(&mut approvals)
@@ -283,6 +291,9 @@ impl<'s> Session<'s> {
         }
         if let Some(e) = extractor {
             engine = engine.extractor(e);
+        }
+        if let Some(i) = interpreter {
+            engine = engine.interpreter(i);
         }
         let mut engine = engine.build();
         if interrupt {

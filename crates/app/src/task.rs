@@ -147,6 +147,12 @@ fn scripted_for(mode: Mode, overridden: bool, script: &Script) -> Result<(), Str
                 "; it has only `turns`, which answer step-wise and react"
             }
         )),
+        Mode::Code if script.program.is_none() => Err(format!(
+            "mode `code`{from} needs a `program` (Python source) in the planner script"
+        )),
+        mode if mode != Mode::Code && script.program.is_some() => Err(format!(
+            "the planner script has a `program`, which answers code mode only; mode is `{mode}`{from}: set `mode = \"code\"` or pass `--mode code`"
+        )),
         Mode::StepWise | Mode::React if script.turns.is_empty() => Err(format!(
             "mode `{mode}`{from} needs `turns` in the planner script{}",
             if script.plan.is_none() {
@@ -185,6 +191,9 @@ pub struct Task {
     pub tools: BTreeMap<String, PathBuf>,
     /// `[memory] enabled`: plan memory is on (flags may turn it on or off).
     pub memory: bool,
+    /// Code mode: the interpreter component (`python.wasm` in the tools directory, else
+    /// in `tools/` beside the binary's folder, where the build puts it).
+    pub interpreter: Option<PathBuf>,
 }
 
 impl Task {
@@ -272,6 +281,15 @@ impl Task {
         {
             problems.push(e);
         }
+        if raw.mode == Mode::Code
+            && planner
+                .as_ref()
+                .is_some_and(|p| *p != PlannerSpec::Scripted)
+        {
+            problems.push(
+                "mode `code` takes a scripted planner (`[planner] program`) in this version; model planners answer plan-then-execute, step-wise and react".into(),
+            );
+        }
         let config = run_config(&raw, &mut problems);
         let planner = match (planner, problems.len()) {
             (Some(planner), 0) => planner,
@@ -286,7 +304,26 @@ impl Task {
             policy: base.join(&raw.policy),
             tools,
             memory: raw.memory.enabled,
+            interpreter: (raw.mode == Mode::Code).then(|| interpreter(tools_dir)),
         })
+    }
+}
+
+/// Where code mode finds its interpreter: `python.wasm` in `tools_dir`, else in the
+/// `tools` folder beside the folder of this program (`target/tools` for
+/// `target/release/toolhost`, where the tools' build puts it).
+fn interpreter(tools_dir: Option<&Path>) -> PathBuf {
+    const FILE: &str = "python.wasm";
+    let beside_binary = || {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.parent()?.join("tools").join(FILE)))
+    };
+    match tools_dir {
+        Some(dir) if dir.join(FILE).is_file() => dir.join(FILE),
+        _ => beside_binary()
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| tools_dir.unwrap_or(Path::new(".")).join(FILE)),
     }
 }
 
@@ -315,8 +352,11 @@ fn tools(
 /// The planner script of `[planner]` table `p`: its `script` file (relative to `base`), or
 /// the script given inline (empty when neither is).
 fn script(p: &PlannerConfig, base: &Path) -> Result<Script, String> {
-    let inline =
-        p.plan.is_some() || !p.turns.is_empty() || !p.replans.is_empty() || !p.repairs.is_empty();
+    let inline = p.plan.is_some()
+        || p.program.is_some()
+        || !p.turns.is_empty()
+        || !p.replans.is_empty()
+        || !p.repairs.is_empty();
     match (&p.script, inline) {
         (Some(_), true) => {
             Err("[planner] gives both `script` and an inline script; keep one".to_string())
@@ -339,6 +379,7 @@ fn script(p: &PlannerConfig, base: &Path) -> Result<Script, String> {
         }
         (None, _) => Ok(Script {
             plan: p.plan.clone(),
+            program: p.program.clone(),
             replans: p.replans.clone(),
             repairs: p.repairs.clone(),
             turns: p.turns.clone(),

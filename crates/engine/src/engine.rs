@@ -87,6 +87,8 @@ pub struct Engine<'a> {
     pub(crate) dispatch: Option<Arc<dyn Dispatch>>,
     /// Makes the plan's extractions (`model.extract`), if the embedder gave one.
     pub(crate) extractor: Option<Arc<dyn Extractor>>,
+    /// The code-mode interpreter (loaded with `Runtime::load_interpreter`).
+    pub(crate) interpreter: Option<Arc<toolhost_runtime::Tool>>,
 }
 
 /// Builds an [`Engine`]; see [`Engine::builder`] for what it starts with.
@@ -107,6 +109,7 @@ impl<'a> Engine<'a> {
     ///   (`pool_unavailable`) rather than run here without the pool's grants.
     /// - `extractor`: none: a plan with an extraction step (`model.extract`) is refused
     ///   at validation, and planners are not offered the step.
+    /// - `interpreter`: none: a code-mode run stops `escalated` before its first program.
     pub fn builder(rt: Arc<Runtime>, catalog: Arc<Catalog>) -> EngineBuilder<'a> {
         EngineBuilder {
             engine: Engine {
@@ -118,6 +121,7 @@ impl<'a> Engine<'a> {
                 gate: Arc::new(Gate::new()),
                 dispatch: None,
                 extractor: None,
+                interpreter: None,
             },
         }
     }
@@ -127,6 +131,12 @@ impl<'a> EngineBuilder<'a> {
     /// How runs are carried out.
     pub fn config(mut self, config: RunConfig) -> EngineBuilder<'a> {
         self.engine.config = config;
+        self
+    }
+
+    /// The code-mode interpreter, loaded with `Runtime::load_interpreter`.
+    pub fn interpreter(mut self, interpreter: Arc<toolhost_runtime::Tool>) -> EngineBuilder<'a> {
+        self.engine.interpreter = Some(interpreter);
         self
     }
 

@@ -37,6 +37,9 @@
 //!   defaults) and its [`RunConfig`], and what the loops share: asking the planner under
 //!   the budgets, durability; `state`: a run's mutable state; `report`: the [`RunReport`]
 //!   and [`PlannerCall`] records, below everything that reads them.
+//! - [`code`]: code mode, a program run in the interpreter component whose every tool
+//!   call runs as a step; [`pyapi`]: the run's tools as a typed Python API (what the
+//!   planner is shown, and the prelude the interpreter runs).
 //! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
 //!   one plan revision's DAG, round by round (skip, launch a batch made durable by one
 //!   sync, take in what finished), with `exec::launch` admitting and calling one step and
@@ -60,6 +63,7 @@ mod asked;
 pub mod budget;
 pub mod cancel;
 pub mod canned;
+pub mod code;
 pub mod dispatch;
 mod engine;
 pub mod ensemble;
@@ -72,6 +76,7 @@ pub mod memory;
 mod observe;
 pub mod plan;
 pub mod planner;
+pub mod pyapi;
 mod quarantine;
 pub mod record;
 pub mod reference;

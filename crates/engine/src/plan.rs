@@ -99,6 +99,12 @@ pub struct Plan {
     /// that finished last in the plan's order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Value>,
+    /// Code mode only: the program (Python) this revision runs; `steps` is then empty and
+    /// each tool call the program makes runs as a step. Not in the published plan schema:
+    /// a plan-then-execute planner never writes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub program: Option<String>,
 }
 
 fn first_revision() -> u32 {

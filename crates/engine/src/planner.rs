@@ -31,16 +31,21 @@ pub enum Mode {
     /// Run as [`Mode::StepWise`] (one planner turn per action); a model planner's prompt
     /// is the whole ReAct transcript, uncut, so its cost grows with the history.
     React,
+    /// Code mode: the planner answers a program (a plan whose `program` is Python source)
+    /// that calls the run's tools as typed functions; each call runs as a plan step
+    /// ([`code`](crate::code)).
+    Code,
 }
 
 impl Mode {
-    /// Every mode, in the order reports list them.
+    /// The modes evaluations compare, in the order reports list them (code mode is not
+    /// among them yet: its planners are scripted only).
     pub const ALL: [Mode; 3] = [Mode::PlanThenExecute, Mode::StepWise, Mode::React];
 
     /// Whether the planner answers one [`Turn`] at a time (step-wise and ReAct).
     pub fn takes_turns(self) -> bool {
         match self {
-            Mode::PlanThenExecute => false,
+            Mode::PlanThenExecute | Mode::Code => false,
             Mode::StepWise | Mode::React => true,
         }
     }
@@ -51,6 +56,7 @@ impl Mode {
             Mode::PlanThenExecute => "plan-then-execute",
             Mode::StepWise => "step-wise",
             Mode::React => "react",
+            Mode::Code => "code",
         }
     }
 }
@@ -67,9 +73,10 @@ impl std::str::FromStr for Mode {
     fn from_str(s: &str) -> Result<Mode, String> {
         Mode::ALL
             .into_iter()
+            .chain([Mode::Code])
             .find(|m| m.name() == s)
             .ok_or_else(|| {
-                format!("unknown mode `{s}`: expected plan-then-execute, step-wise or react")
+                format!("unknown mode `{s}`: expected plan-then-execute, step-wise, react or code")
             })
     }
 }
@@ -221,6 +228,10 @@ impl Ask {
                 failed: f.id.clone(),
             },
             (Mode::PlanThenExecute, true, None) => Ask::Plan,
+            (Mode::Code, _, Some(f)) => Ask::Replan {
+                failed: f.id.clone(),
+            },
+            (Mode::Code, _, None) => Ask::Plan,
         }
     }
 }

@@ -77,6 +77,11 @@ impl Engine<'_> {
                     .instrument(span.clone())
                     .await
             }
+            Mode::Code => {
+                self.code_mode(goal, planner, &mut st)
+                    .instrument(span.clone())
+                    .await
+            }
         };
         // An approver that was waiting when the run was cancelled answers "no": the run
         // stopped because it was cancelled (by someone, or because a wait for a person
@@ -130,6 +135,11 @@ impl Engine<'_> {
             let plan = match self.ask(planner, st, req.clone()).await? {
                 // The engine numbers revisions: a planner that repeats `revision: 1` in a
                 // replan would otherwise have its new records read as the old failure's.
+                Reply::Plan { plan } if plan.program.is_some() => {
+                    return Err(StopReason::Escalated {
+                        why: "the planner answered a program where a plan was asked for: programs answer code mode (`mode = \"code\"`)".into(),
+                    });
+                }
                 Reply::Plan { mut plan } => {
                     plan.revision = req.revision;
                     plan

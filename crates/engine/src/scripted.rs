@@ -5,6 +5,7 @@
 //! ```json
 //! {
 //!   "plan": {"goal": "…", "steps": [ … ]},
+//!   "program": "… Python (code mode), in place of `plan` …",
 //!   "replans": [{"after_failure_of": "s2", "plan": {"goal": "…", "revision": 2, "steps": [ … ]}}],
 //!   "repairs": [ … plans answering validation problems … ],
 //!   "turns": [{"thought": "…", "tool": "calc", "operation": "eval", "arguments": {…}}, {"stop": true}],
@@ -18,12 +19,54 @@ use super::canned::{Answer, Canned, Order, Serves};
 use super::plan::{Plan, StepId};
 use super::planner::{Ask, Reply, Turn, Usage};
 
-/// A revised plan for a failure of `after_failure_of` (`*`: any step).
+/// A revised plan for a failure of `after_failure_of` (`*`: any step); in code mode a
+/// revised `program` instead (its failed step is `program`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawReplan")]
 pub struct ScriptedReplan {
     pub after_failure_of: String,
     pub plan: Plan,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReplan {
+    after_failure_of: String,
+    plan: Option<Plan>,
+    program: Option<String>,
+}
+
+impl TryFrom<RawReplan> for ScriptedReplan {
+    type Error = String;
+
+    fn try_from(r: RawReplan) -> Result<ScriptedReplan, String> {
+        let plan = match (r.plan, r.program) {
+            (Some(plan), None) => plan,
+            (None, Some(program)) => program_plan(program),
+            _ => {
+                return Err(format!(
+                    "the replan after `{}` needs one of `plan` (plan-then-execute) or `program` (code mode)",
+                    r.after_failure_of
+                ));
+            }
+        };
+        Ok(ScriptedReplan {
+            after_failure_of: r.after_failure_of,
+            plan,
+        })
+    }
+}
+
+/// A code-mode answer: a plan with no steps and `program` (the engine sets its goal and
+/// revision).
+pub fn program_plan(program: String) -> Plan {
+    Plan {
+        goal: String::new(),
+        revision: 1,
+        steps: Vec::new(),
+        answer: None,
+        program: Some(program),
+    }
 }
 
 /// A planner script.
@@ -32,6 +75,9 @@ pub struct ScriptedReplan {
 pub struct Script {
     #[serde(default)]
     pub plan: Option<Plan>,
+    /// Code mode: the first program (Python source).
+    #[serde(default)]
+    pub program: Option<String>,
     #[serde(default)]
     pub replans: Vec<ScriptedReplan>,
     #[serde(default)]
@@ -62,6 +108,11 @@ impl Canned {
         let plan = |plan: Plan| Reply::Plan { plan };
         let mut answers = Vec::new();
         answers.extend(script.plan.map(|p| answer(Serves::Ask(Ask::Plan), plan(p))));
+        answers.extend(
+            script
+                .program
+                .map(|p| answer(Serves::Ask(Ask::Plan), plan(program_plan(p)))),
+        );
         for r in script.replans {
             let serves = if r.after_failure_of == "*" {
                 Serves::AnyReplan

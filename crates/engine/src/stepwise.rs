@@ -77,6 +77,10 @@ impl Engine<'_> {
                 Ok(Reply::GiveUp { why }) => return Err((StopReason::Escalated { why }, None)),
                 Err(stop) => return Err((stop, None)),
             };
+            if turn.handoff.as_ref().is_some_and(|p| p.program.is_some()) {
+                let why = "the planner handed off to a program: programs answer code mode (`mode = \"code\"`)";
+                return Err((StopReason::Escalated { why: why.into() }, None));
+            }
             if turn.stop {
                 let answer = turn
                     .answer
@@ -213,6 +217,7 @@ fn turn_plan(goal: &str, turn_no: u32, turn: &Turn) -> (Plan, bool) {
                 revision: turn_no,
                 steps: vec![step],
                 answer: None,
+                program: None,
             },
             false,
         ),

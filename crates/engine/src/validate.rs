@@ -46,6 +46,8 @@ pub enum ProblemKind {
     TimeoutAbovePolicy,
     /// Untrusted data would reach an argument the policy keeps for trusted data.
     UntrustedFlow,
+    /// The plan carries a `program`: a code-mode answer, which runs only in code mode.
+    Program,
 }
 
 /// One thing wrong with a plan.
@@ -146,6 +148,7 @@ pub fn validate_in(
         nth: None,
     };
     v.step_cap(plan, max_steps);
+    v.no_program(plan);
     v.ids(plan);
     let mut seen: HashMap<&StepId, usize> = HashMap::new();
     for step in &plan.steps {
@@ -225,6 +228,14 @@ struct Validation<'a> {
 }
 
 impl<'a> Validation<'a> {
+    /// A program is a code-mode answer, never part of a validated plan.
+    fn no_program(&mut self, plan: &Plan) {
+        if plan.program.is_some() {
+            let why = "the plan carries a `program`, which answers code mode only (`mode = \"code\"`): a plan's work is its `steps`";
+            self.push(ProblemKind::Program, None, why.into());
+        }
+    }
+
     fn push(&mut self, kind: ProblemKind, step: Option<&StepId>, message: String) {
         let nth = self.nth.filter(|_| step == self.current.as_ref());
         self.problems.push(Problem {

@@ -185,6 +185,7 @@ impl Adversary {
                 revision: req.revision,
                 steps,
                 answer: None,
+                program: None,
             },
         }
     }

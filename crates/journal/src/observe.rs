@@ -23,6 +23,10 @@ impl Observer for Journal {
         if let Some(answer) = &plan.plan.answer {
             data["answer"] = answer.clone();
         }
+        // Code mode: the revision is its program; its calls follow as the steps.
+        if let Some(program) = &plan.plan.program {
+            data["program"] = program.as_str().into();
+        }
         self.append(Kind::PlanAccepted, &data, false);
     }
 

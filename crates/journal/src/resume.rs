@@ -87,6 +87,8 @@ struct Accepted {
     steps: Value,
     #[serde(default)]
     answer: Option<Value>,
+    #[serde(default)]
+    program: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -228,6 +230,7 @@ impl<'p> Reading<'p> {
         let a: Accepted = parse(r)?;
         let plan = Plan::deserialize(serde_json::json!({
             "goal": a.goal, "revision": a.revision, "steps": a.steps, "answer": a.answer,
+            "program": a.program,
         }))
         .map_err(|e| bad(r, e))?;
         self.accepted.insert(a.revision);

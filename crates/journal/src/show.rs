@@ -145,6 +145,13 @@ fn run_started(d: &Value) -> Vec<String> {
 
 /// A plan revision and its steps in order.
 fn plan_accepted(d: &Value) -> Vec<String> {
+    if let Some(program) = d.get("program").and_then(Value::as_str) {
+        return vec![format!(
+            "program r{}   {} line(s) of Python; its calls are the steps that follow",
+            num(d, "revision"),
+            program.trim().lines().count()
+        )];
+    }
     let order: Vec<String> = d
         .get("order")
         .and_then(Value::as_array)

@@ -66,11 +66,11 @@ impl Key {
         Ok(match (self.mode, self.repair, &self.failure) {
             (Mode::StepWise | Mode::React, false, _) => Ask::Turn,
             (Mode::StepWise | Mode::React, true, _) => Ask::TurnRepair,
-            (Mode::PlanThenExecute, true, _) => Ask::Repair,
-            (Mode::PlanThenExecute, false, Some(f)) => Ask::Replan {
+            (Mode::PlanThenExecute | Mode::Code, true, _) => Ask::Repair,
+            (Mode::PlanThenExecute | Mode::Code, false, Some(f)) => Ask::Replan {
                 failed: StepId::try_from(f.clone())?,
             },
-            (Mode::PlanThenExecute, false, None) => Ask::Plan,
+            (Mode::PlanThenExecute | Mode::Code, false, None) => Ask::Plan,
         })
     }
 

@@ -35,7 +35,7 @@ pub fn decode(answer: &Answer, mode: Mode) -> Result<Reply, Vec<String>> {
         return Err(vec!["the answer is not a JSON object".into()]);
     };
     match mode {
-        Mode::PlanThenExecute => plan(obj),
+        Mode::PlanThenExecute | Mode::Code => plan(obj),
         Mode::StepWise | Mode::React => turn(obj),
     }
 }

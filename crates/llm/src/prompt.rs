@@ -83,7 +83,7 @@ pub fn build(
     let system = format!(
         "{RULES}\n\n{}",
         match req.mode {
-            Mode::PlanThenExecute => PLAN_RULES,
+            Mode::PlanThenExecute | Mode::Code => PLAN_RULES,
             Mode::StepWise => TURN_RULES,
             Mode::React => REACT_RULES,
         }
@@ -106,12 +106,16 @@ pub fn build(
         r.steps, r.replans, r.wall_ms, r.input_tokens, r.output_tokens, r.cost_usd
     );
     let _ = match req.mode {
-        Mode::PlanThenExecute => writeln!(u, "# This is plan revision {}\n", req.revision),
+        Mode::PlanThenExecute | Mode::Code => {
+            writeln!(u, "# This is plan revision {}\n", req.revision)
+        }
         Mode::StepWise | Mode::React => writeln!(u, "# This is turn {}\n", req.revision),
     };
     match req.mode {
         Mode::React => super::react::transcript(&mut u, &req.history, &req.thoughts),
-        Mode::PlanThenExecute | Mode::StepWise => history(&mut u, &req.history, context_chars),
+        Mode::PlanThenExecute | Mode::StepWise | Mode::Code => {
+            history(&mut u, &req.history, context_chars)
+        }
     }
     if let Some(failed) = &req.failure {
         let _ = writeln!(

@@ -15,7 +15,7 @@ use toolhost_engine::planner::{Mode, ToolSummary};
 /// The schema's name as sent to the provider.
 pub fn name(mode: Mode) -> &'static str {
     match mode {
-        Mode::PlanThenExecute => "plan",
+        Mode::PlanThenExecute | Mode::Code => "plan",
         Mode::StepWise | Mode::React => "turn",
     }
 }
@@ -69,7 +69,7 @@ pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
     let (tool, operation) = names(tools);
     let steps = strict_steps(tool.clone(), operation.clone());
     match mode {
-        Mode::PlanThenExecute => json!({
+        Mode::PlanThenExecute | Mode::Code => json!({
             "type": "object",
             "additionalProperties": false,
             "required": ["goal", "steps", "give_up"],
@@ -115,7 +115,7 @@ const HANDOFF: &str = "null; or, instead of one tool call, the whole rest of the
 pub(crate) fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
     let (tool, operation) = names(tools);
     match mode {
-        Mode::PlanThenExecute => {
+        Mode::PlanThenExecute | Mode::Code => {
             let mut s = plan_schema();
             let obj = s.as_object_mut().expect("the plan schema is an object");
             obj.remove("$schema");

@@ -66,6 +66,20 @@ impl Runtime {
         caps: &Capabilities,
         limits: &Limits,
     ) -> CallOutcome {
+        self.call_from(tool, operation, args, caps, limits, None)
+            .await
+    }
+
+    /// [`Runtime::call`], with a program's calls going to `program` (the interpreter's).
+    pub(crate) async fn call_from(
+        &self,
+        tool: &Tool,
+        operation: &str,
+        args: &Value,
+        caps: &Capabilities,
+        limits: &Limits,
+        program: Option<tokio::sync::mpsc::Sender<crate::sandbox::program::ProgramCall>>,
+    ) -> CallOutcome {
         let started = Instant::now();
         let mut report = CallReport::default();
         let audit = AuditLog::with_budget(limits.max_audit_bytes);
@@ -79,6 +93,7 @@ impl Runtime {
                     caps,
                     limits,
                     audit: &audit,
+                    program,
                 },
                 &mut report,
             )
@@ -119,6 +134,7 @@ impl Runtime {
             caps,
             limits,
             audit,
+            program,
         } = armed;
         let op = tool
             .operation(operation)
@@ -134,9 +150,11 @@ impl Runtime {
         let mut budget = limits.timeout;
         let _admitted = self.admit(limits, args_bytes, &mut budget).await?;
         let params = convert::args_to_vals(&op.params, args)?;
-        let state = HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
-            reason: e.to_string(),
-        })?;
+        let mut state =
+            HostState::new(caps, limits, audit.clone()).map_err(|e| CallError::Denied {
+                reason: e.to_string(),
+            })?;
+        state.program = program;
         let _slot = self.pool_slot(limits, &mut budget).await?;
         let mut store = self.store(state, limits, budget);
 
@@ -290,6 +308,8 @@ struct Armed<'a> {
     caps: &'a Capabilities,
     limits: &'a Limits,
     audit: &'a AuditLog,
+    /// Where the interpreter's tool calls go; `None` for every tool.
+    program: Option<tokio::sync::mpsc::Sender<crate::sandbox::program::ProgramCall>>,
 }
 
 /// A tool error is the sandbox's refusal when the refusal was the last thing the sandbox

@@ -75,9 +75,13 @@
 //! - [`pack`]: embedding docs into a component (`toolhost tool pack`).
 //! - [`terminal`]: text from a tool or a model made safe to print for a person (control
 //!   characters escaped, continuation lines marked).
+//! - [`program`]: the code-mode interpreter, run like a call, its only way out the
+//!   `toolhost:host/tools` import, each of its tool calls handed to the embedder as a
+//!   [`program::ProgramCall`].
 //! - [`trace`]: the `tool_call` span and the target every toolhost span shares.
 //!
-//! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may import.
+//! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may
+//! import, and the `interpreter` world of the code-mode interpreter.
 
 pub mod admission;
 pub mod cache;
@@ -91,6 +95,7 @@ mod metering;
 pub mod owned;
 pub mod pack;
 pub mod policy;
+pub mod program;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;

@@ -91,6 +91,9 @@ impl Default for RuntimeConfig {
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
+    /// The linker plus `toolhost:host/tools`, for the code-mode interpreter alone: made at
+    /// its first load, so that a runtime that never runs a program never pays for it.
+    pub(crate) program_linker: std::sync::OnceLock<Linker<HostState>>,
     pub(crate) epoch_tick: Duration,
     pub(crate) metering: Metering,
     /// One permit per pool slot: a call waits here rather than fail to instantiate when
@@ -141,6 +144,7 @@ impl Runtime {
                 .transpose()?,
             engine,
             linker,
+            program_linker: std::sync::OnceLock::new(),
             epoch_tick: config.epoch_tick,
             metering: config.metering,
             slots: pooling
@@ -175,6 +179,15 @@ impl Runtime {
     /// SHA-256 is computed on another thread; the tool is returned only if the two agree,
     /// otherwise it is loaded again under the real digest.
     pub fn load(&self, path: &Path) -> Result<Tool, LoadError> {
+        self.load_linked(path, &self.linker)
+    }
+
+    /// [`Runtime::load`] with `linker`'s imports.
+    pub(crate) fn load_linked(
+        &self,
+        path: &Path,
+        linker: &Linker<HostState>,
+    ) -> Result<Tool, LoadError> {
         let read_err = |source| LoadError::Read {
             path: path.display().to_string(),
             source,
@@ -193,12 +206,12 @@ impl Runtime {
         let name = path
             .file_stem()
             .map_or_else(|| "tool".to_string(), |s| s.to_string_lossy().into_owned());
-        self.load_from(&name, path, &bytes, identity)
+        self.load_from(&name, path, &bytes, identity, linker)
     }
 
     /// Loads a component from memory; `path` is used for messages and the sidecar lookup.
     pub fn load_bytes(&self, name: &str, path: &Path, bytes: &[u8]) -> Result<Tool, LoadError> {
-        self.load_from(name, path, bytes, None)
+        self.load_from(name, path, bytes, None, &self.linker)
     }
 
     fn load_from(
@@ -207,6 +220,7 @@ impl Runtime {
         path: &Path,
         bytes: &[u8],
         identity: Option<Identity>,
+        linker: &Linker<HostState>,
     ) -> Result<Tool, LoadError> {
         if !wasmparser::Parser::is_component(bytes) {
             let reason = if wasmparser::Parser::is_core_wasm(bytes) {
@@ -230,7 +244,14 @@ impl Runtime {
                 let guess = self.cache.as_ref().and_then(|c| {
                     let component = c.load(&self.engine, hint).ok()?;
                     let digest = hint.clone();
-                    Some(self.assemble(name, path, bytes, digest, component, Compiled::FromCache))
+                    Some(self.assemble(
+                        name,
+                        path,
+                        bytes,
+                        digest,
+                        (component, Compiled::FromCache),
+                        linker,
+                    ))
                 });
                 // Without a second thread (none could be started) the digest is computed
                 // here, after the guess: slower, equally checked.
@@ -248,8 +269,8 @@ impl Runtime {
         } else if let Some((c, id)) = &cache {
             c.remember(id, &digest);
         }
-        let (component, compiled) = self.compile(path, &digest, bytes)?;
-        self.assemble(name, path, bytes, digest, component, compiled)
+        let compiled = self.compile(path, &digest, bytes)?;
+        self.assemble(name, path, bytes, digest, compiled, linker)
     }
 
     /// A tool from its compiled component.
@@ -259,8 +280,8 @@ impl Runtime {
         path: &Path,
         bytes: &[u8],
         digest: String,
-        component: Component,
-        compiled: Compiled,
+        (component, compiled): (Component, Compiled),
+        linker: &Linker<HostState>,
     ) -> Result<Tool, LoadError> {
         let shown = || path.display().to_string();
         let (docs, docs_source) = docs::find(path, bytes)?;
@@ -272,10 +293,10 @@ impl Runtime {
             .collect();
         // Link strictly first; a component importing something the host does not offer
         // (another toolchain's extra interface) still loads, with those imports trapping.
-        let (pre, unsatisfied) = match self.linker.instantiate_pre(&component) {
+        let (pre, unsatisfied) = match linker.instantiate_pre(&component) {
             Ok(pre) => (pre, None),
             Err(strict) => {
-                let mut linker = self.linker.clone();
+                let mut linker = linker.clone();
                 linker
                     .define_unknown_imports_as_traps(&component)
                     .and_then(|()| linker.instantiate_pre(&component))

@@ -111,3 +111,23 @@ fn an_inline_task_gives_only_the_keys_a_submitter_may_give() {
     let (status, run) = server.post("/v1/runs", named("seed"));
     assert_eq!(status, 201, "{run}");
 }
+
+#[test]
+fn an_inline_task_may_not_run_code_mode() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    for (task, key) in [
+        (
+            json!({"goal": "g", "tools": ["calc"], "mode": "code", "planner": {"program": "answer(1)"}}),
+            "`planner.program`: an inline task may not give it: code mode is not open",
+        ),
+        (
+            json!({"goal": "g", "tools": ["calc"], "mode": "code"}),
+            "`mode` `code`: code mode is not open to inline tasks",
+        ),
+    ] {
+        let (status, e) = server.post("/v1/runs", json!({"task": {"json": task}}));
+        assert_eq!(status, 422, "{e}");
+        assert!(problems(&e).iter().any(|p| p.contains(key)), "{key}: {e}");
+    }
+}

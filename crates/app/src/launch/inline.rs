@@ -22,12 +22,15 @@ enum Rule {
     Planner,
     /// An array of tool names, each found as NAME.wasm in the server's tools directory.
     ToolNames,
+    /// The run's mode: any but code mode, which is not open to inline tasks yet (its
+    /// program runs in an interpreter on the server: a door to be opened with its tests).
+    Mode,
 }
 
 /// The top level of an inline task.
 const TASK: &[(&str, Rule)] = &[
     ("goal", Rule::Data),
-    ("mode", Rule::Data),
+    ("mode", Rule::Mode),
     ("tools", Rule::ToolNames),
     ("planner", Rule::Planner),
     ("extractor", Rule::Planner),
@@ -122,6 +125,10 @@ const REFUSED: &[(&str, &str)] = &[
         "prices",
         "the server's prices count spending against budgets",
     ),
+    (
+        "program",
+        "code mode is not open to inline tasks yet: run a task file by name",
+    ),
 ];
 
 /// Every problem with an inline task's keys, each naming the key (`planner.fast.adversary`).
@@ -148,6 +155,10 @@ fn check_table(table: &toml::Table, at: &str, allowed: &[(&str, Rule)], found: &
 fn check_value(value: &Value, path: &str, rule: Rule, found: &mut Vec<String>) {
     match (rule, value) {
         (Rule::Data, _) => {}
+        (Rule::Mode, Value::String(mode)) if mode == "code" => found.push(format!(
+            "`{path}` `code`: code mode is not open to inline tasks yet: run a task file by name"
+        )),
+        (Rule::Mode, _) => {}
         (Rule::Table(keys), Value::Table(t)) => check_table(t, path, keys, found),
         (Rule::Planner, Value::Table(t)) => {
             check_table(t, path, PLANNER, found);
@@ -270,6 +281,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn code_mode_and_programs_are_refused_by_name() {
+        let t: toml::Table =
+            toml::from_str("goal = 'g'\nmode = 'code'\n[planner]\nprogram = 'answer(1)'\n")
+                .unwrap();
+        let p = problems(&t);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(
+            p[0].starts_with("`mode` `code`: code mode is not open"),
+            "{p:?}"
+        );
+        assert!(
+            p[1].starts_with("`planner.program`: an inline task may not give it"),
+            "{p:?}"
+        );
+        let fine: toml::Table = toml::from_str("goal = 'g'\nmode = 'step-wise'\n").unwrap();
+        assert!(problems(&fine).is_empty());
     }
 
     #[test]

@@ -94,6 +94,8 @@ pub struct PlannerConfig {
     /// A script file (JSON); or give the script's parts inline below.
     pub script: Option<String>,
     pub plan: Option<Plan>,
+    /// Code mode: the program (Python) a scripted planner answers first.
+    pub program: Option<String>,
     #[serde(default)]
     pub replans: Vec<ScriptedReplan>,
     #[serde(default)]
@@ -122,6 +124,7 @@ pub(super) fn resolve(p: &PlannerConfig, base: &Path) -> Result<PlannerSpec, Str
     only_its_own_kind(p)?;
     let scripted = p.script.is_some()
         || p.plan.is_some()
+        || p.program.is_some()
         || !p.turns.is_empty()
         || !p.replans.is_empty()
         || !p.repairs.is_empty()

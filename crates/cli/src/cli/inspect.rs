@@ -15,13 +15,24 @@ pub(crate) struct Args {
     /// The component (.wasm).
     path: PathBuf,
     /// Print one JSON object instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "as_language")]
     json: bool,
+    /// Print the tool as a typed API in this language instead: `python`, what a code-mode
+    /// planner is shown (an object named after the tool, a method per operation).
+    #[arg(long = "as", id = "as_language", value_name = "LANGUAGE", value_parser = ["python"])]
+    as_language: Option<String>,
 }
 
 pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write) -> CmdResult {
     let tool = load_tool(rt, &args.path)?;
-    let written = if args.json {
+    let written = if args.as_language.is_some() {
+        let api = toolhost_engine::pyapi::python_api(&[toolhost_engine::pyapi::ToolApi {
+            name: &tool.name,
+            tool: &tool,
+            allowed: None,
+        }]);
+        writeln!(out, "{}", terminal::lines(&api, ""))
+    } else if args.json {
         writeln!(
             out,
             "{}",

@@ -11,8 +11,9 @@ use toolhost_engine::Mode;
 /// keeps its journal's mode).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct ModeArg {
-    /// Run in this mode instead of the task's: plan-then-execute, step-wise, or react (the
-    /// ReAct baseline: one planner call per action, the whole transcript each time).
+    /// Run in this mode instead of the task's: plan-then-execute, step-wise, react (the
+    /// ReAct baseline: one planner call per action, the whole transcript each time), or
+    /// code (the planner's program calls the tools; a scripted planner's `program`).
     #[arg(long, value_name = "MODE")]
     pub mode: Option<Mode>,
 }

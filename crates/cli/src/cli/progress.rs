@@ -98,6 +98,16 @@ fn ms(us: u64) -> String {
 
 impl Observer for Progress<'_> {
     fn plan_accepted(&mut self, plan: &ValidPlan) {
+        if let Some(program) = &plan.plan.program {
+            let lines = program.trim().lines().count();
+            let _ = say!(
+                self.out,
+                "program r{}: {lines} line{} of Python; each tool call it makes is a step",
+                plan.plan.revision,
+                if lines == 1 { "" } else { "s" }
+            );
+            return;
+        }
         let ids: Vec<&str> = plan.order.iter().map(|s| s.as_str()).collect();
         let _ = say!(
             self.out,

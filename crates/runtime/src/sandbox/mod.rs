@@ -12,6 +12,8 @@
 //!   for their work, host memory held for the call.
 //! - `random`: `wasi:random` draws, capped and charged.
 //! - `log`: the `toolhost:host/log` import.
+//! - [`program`]: the `toolhost:host/tools` import, the code-mode interpreter's calls to
+//!   the run's tools, handed to the embedder.
 //! - `egress`: the gate for `wasi:http` requests (origins, DNS pinning, special ranges).
 //! - `net`: the gate for raw `wasi:sockets` (TCP grants; no listening, no UDP; no socket at
 //!   all without a TCP grant).
@@ -29,6 +31,7 @@ mod log;
 mod lookup;
 pub(crate) mod meter;
 mod net;
+pub mod program;
 mod random;
 mod stdio;
 
@@ -83,6 +86,9 @@ pub(crate) struct HostState {
     pub(crate) fs: fs_gate::FsScopes,
     /// Bytes written to files so far, against the call's caps.
     pub(crate) writes: std::sync::Arc<fs_gate::WriteBudget>,
+    /// Where a program's tool calls go (`toolhost:host/tools`): set only for the code-mode
+    /// interpreter's calls; without it the import traps.
+    pub(crate) program: Option<tokio::sync::mpsc::Sender<program::ProgramCall>>,
 }
 
 impl HostState {
@@ -149,6 +155,7 @@ impl HostState {
             audit,
             fs,
             writes: fs_gate::WriteBudget::new(limits.max_written_bytes, limits.max_file_bytes),
+            program: None,
         })
     }
 }

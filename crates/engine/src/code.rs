@@ -1,0 +1,313 @@
+//! Code mode: the planner answers a program (a [`Plan`] whose `program` is Python source)
+//! and the engine runs it in the interpreter component (`toolhost-runtime`'s
+//! [`toolhost_runtime::program`]), fuel, deadline and memory cap set by
+//! [`program_limits`], no grants. Each tool call the program makes becomes a one-step
+//! plan, validated as any plan is (tool, operation, policy, argument types, data-flow
+//! rules) and executed as any step is (approval of sensitive tools, the policy
+//! gate, budgets, the journal's step records with their capability decisions); its output
+//! or its failure goes back to the program, where a refusal raises `Denied` and a failure
+//! `ToolError`. An exception that escapes the program is a failed step `program` of the
+//! revision, which goes to the planner for a revised program within `max_replans`; the
+//! run's answer is the value the program passed to `answer(…)`.
+//!
+//! The program is journaled as its plan revision; its calls as that revision's steps,
+//! `c1`, `c2`, … numbered across the run. Once a call's output or error is untrusted, the
+//! program counts as a planner shown it: every argument it writes after that is untrusted
+//! for the policy's data-flow rules.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_runtime::program::{self, CallFailure, ProgramCall};
+use toolhost_runtime::{CallError, Limits, Tool};
+use tracing::Instrument;
+
+use super::budget::StopReason;
+use super::engine::Engine;
+use super::plan::{Plan, Step, StepId};
+use super::planner::{Planner, Reply};
+use super::record::{StepRecord, StepStatus};
+use super::state::State;
+use super::validate::{Problem, ProblemKind, ValidPlan};
+
+/// What a program runs under, at most (its wall time and fuel are also capped by what the
+/// run has left, and the fuel it burns is charged to the run):
+/// - `fuel`: 2,000,000,000 units (about a second or two of interpretation);
+/// - `timeout`: 60 s, the tool calls' own time included;
+/// - `memory_mib`: 64 (the interpreter's heap and everything the program holds);
+/// - stdout (`print`) 64 KiB kept, the rest dropped; the answer at most 1 MiB;
+/// - the rest as [`Limits::default`]. No grants at all: its only way out is a tool call.
+pub fn program_limits() -> Limits {
+    let mut limits = Limits::default();
+    limits.fuel = 2_000_000_000;
+    limits.timeout = Duration::from_secs(60);
+    limits
+}
+
+/// The tool name and operation a program's own step record carries.
+pub const PROGRAM_TOOL: &str = "python";
+const PROGRAM_STEP: &str = "program";
+
+/// Step kinds of a refused call: the program sees them as `Denied`; every other failure
+/// is a `ToolError`.
+fn refused(kind: &str) -> bool {
+    matches!(
+        kind,
+        "denied"
+            | "rate_limited"
+            | "not_allowed"
+            | "unknown_tool"
+            | "unknown_operation"
+            | "bad_arguments"
+            | "untrusted_flow"
+            | "rejected"
+            | "approval_denied"
+            | "escalated"
+            | "overloaded"
+            | "pool_unavailable"
+    )
+}
+
+/// How a program's run ended.
+enum Ended {
+    /// It called `answer(…)` and returned.
+    Answered(Value),
+    /// It raised, ran out of a limit, or never answered: the failed `program` step.
+    Failed(Box<StepRecord>),
+    /// The run must stop (a budget, cancellation, the journal).
+    Stop(StopReason),
+}
+
+impl Engine<'_> {
+    pub(super) async fn code_mode(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        st: &mut State,
+    ) -> (StopReason, Option<Value>) {
+        let Some(interpreter) = self.interpreter.clone() else {
+            let why = "code mode needs the interpreter component (python.wasm), and this engine was given none".into();
+            return (StopReason::Escalated { why }, None);
+        };
+        let mut req = self.request(goal, st, 1);
+        loop {
+            let revision = req.revision;
+            let plan = match self.ask(planner, st, req.clone()).await {
+                Ok(Reply::Plan { plan }) if plan.program.is_some() => plan,
+                Ok(Reply::Plan { .. } | Reply::Turn { .. }) => {
+                    let why = "the planner answered a plan or a turn where a program was asked for";
+                    return (StopReason::Escalated { why: why.into() }, None);
+                }
+                Ok(Reply::GiveUp { why }) => return (StopReason::Escalated { why }, None),
+                Err(stop) => return (stop, None),
+            };
+            let goal_text = if plan.goal.is_empty() {
+                goal.to_string()
+            } else {
+                plan.goal.clone()
+            };
+            let plan = Plan {
+                revision,
+                goal: goal_text,
+                ..plan
+            };
+            let accepted = ValidPlan {
+                plan: plan.clone(),
+                deps: Default::default(),
+                order: Vec::new(),
+            };
+            self.observer.plan_accepted(&accepted);
+            st.revisions.push(plan.clone());
+            if let Err(stop) = self.journal_ok() {
+                return (stop, None);
+            }
+            let span = crate::trace::revision_span(&accepted);
+            let ended = self
+                .run_program(&interpreter, &plan, st)
+                .instrument(span)
+                .await;
+            let failed = match ended {
+                Ended::Answered(answer) => return (StopReason::Completed, Some(answer)),
+                Ended::Stop(stop) => return (stop, None),
+                Ended::Failed(record) => *record,
+            };
+            if st.spent.replans >= self.config.budgets.max_replans {
+                return (StopReason::ReplanLimit, None);
+            }
+            st.spent.replans += 1;
+            req = self.request(goal, st, revision + 1);
+            req.failure = Some(failed);
+        }
+    }
+
+    /// Runs one revision's program, answering its calls one at a time.
+    async fn run_program(&mut self, interpreter: &Arc<Tool>, plan: &Plan, st: &mut State) -> Ended {
+        let source = plan.program.as_deref().unwrap_or_default();
+        let prelude = crate::pyapi::prelude(&self.catalog);
+        let mut limits = program_limits();
+        limits.timeout = limits
+            .timeout
+            .min(self.config.budgets.wall_left(&st.spent))
+            .max(Duration::from_millis(1));
+        // The interpreter's fuel is the run's too: capped by what is left, and charged.
+        limits.fuel = limits
+            .fuel
+            .min(self.config.budgets.fuel_left(&st.spent).max(1));
+        let started = st.micros();
+        let (door, mut calls) = program::channel();
+        let rt = self.rt.clone();
+        let running = rt.run_program(interpreter, &prelude, source, &limits, door);
+        tokio::pin!(running);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut running => break outcome,
+                Some(call) = calls.recv() => {
+                    if let Err(stop) = self.program_call(call, plan, st).await {
+                        return Ended::Stop(stop);
+                    }
+                }
+            }
+        };
+        st.spent.fuel = st.spent.fuel.saturating_add(outcome.report.fuel_consumed);
+        let record = |kind: &str, message: String, fuel: u64| {
+            let step = program_step(plan);
+            let mut r = StepRecord::not_run(
+                &step,
+                plan.revision,
+                StepStatus::Failed,
+                kind,
+                message,
+                started,
+            );
+            r.finished_us = st.micros();
+            r.fuel = fuel;
+            r.events = outcome.report.events.clone();
+            r
+        };
+        let fuel = outcome.report.fuel_consumed;
+        let failed = match &outcome.result {
+            Ok(Value::String(text)) => match serde_json::from_str(text) {
+                Ok(answer) => return Ended::Answered(answer),
+                Err(e) => record(
+                    "tool_error",
+                    format!("the program's answer is not JSON: {e}"),
+                    fuel,
+                ),
+            },
+            Ok(other) => record(
+                "tool_error",
+                format!("the interpreter answered {other}"),
+                fuel,
+            ),
+            Err(CallError::ToolError { value }) => {
+                let traceback = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_string);
+                record("program_error", traceback, fuel)
+            }
+            Err(e) => {
+                let kind = e.kind().as_str().to_string();
+                record(&kind, format!("the program was stopped: {e}"), fuel)
+            }
+        };
+        self.observer.step_finished(&failed);
+        st.records.push(failed.clone());
+        Ended::Failed(Box::new(failed))
+    }
+
+    /// One call of the program, run as a step `cN` of its revision; the program gets the
+    /// output or the failure. `Err`: the run must stop (the program is abandoned).
+    async fn program_call(
+        &mut self,
+        call: ProgramCall,
+        plan: &Plan,
+        st: &mut State,
+    ) -> Result<(), StopReason> {
+        let id = StepId::try_from(format!("c{}", st.records.len() + 1)).expect("a valid id");
+        let step = Step {
+            id: id.clone(),
+            description: String::new(),
+            tool: call.tool.as_str().into(),
+            operation: call.operation.as_str().into(),
+            args: call.args.clone(),
+            depends_on: Vec::new(),
+            expect: None,
+            idempotent: false,
+            timeout_ms: None,
+        };
+        let one = Plan {
+            goal: plan.goal.clone(),
+            revision: plan.revision,
+            steps: vec![step],
+            answer: None,
+            program: None,
+        };
+        let valid = match self.validate_plan(&one, st) {
+            Ok(v) => v,
+            Err(problems) => {
+                let failure = refusal(&problems);
+                let counted = self.reject(&problems, st);
+                call.answer(Err(failure));
+                return counted;
+            }
+        };
+        self.execute(&valid, st, None).await?;
+        // The program now holds what the call returned (or its error): every argument it
+        // writes from here on is as tainted as that, for the data-flow rules.
+        if let Some(r) = st.records.iter().rev().find(|r| r.id == id) {
+            let taint = r.untrusted.clone();
+            st.provenance.shown(&taint);
+        }
+        let reply = match st.records.iter().rev().find(|r| r.id == id) {
+            Some(r) if r.status == StepStatus::Succeeded => {
+                Ok(r.output.clone().unwrap_or(Value::Null))
+            }
+            Some(r) => {
+                let (kind, message) = r.error.as_ref().map_or_else(
+                    || ("tool_error".to_string(), "the call failed".to_string()),
+                    |e| (e.kind.clone(), error_text(e)),
+                );
+                Err(CallFailure::new(refused(&kind), kind, message))
+            }
+            None => Err(CallFailure::new(true, "skipped", "the call did not run")),
+        };
+        call.answer(reply);
+        Ok(())
+    }
+}
+
+/// The message a program's exception carries: the tool's own error value when it has one.
+fn error_text(e: &super::record::StepError) -> String {
+    match &e.value {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => e.message.clone(),
+    }
+}
+
+/// A call the validation refused, as the program's `Denied`.
+fn refusal(problems: &[Problem]) -> CallFailure {
+    let kind = problems.first().map_or(ProblemKind::NotAllowed, |p| p.kind);
+    let kind = serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "not_allowed".into());
+    let message: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+    CallFailure::new(true, kind, message.join("; "))
+}
+
+/// The step a program's own record stands for.
+fn program_step(plan: &Plan) -> Step {
+    Step {
+        id: StepId::try_from(PROGRAM_STEP.to_string()).expect("a valid id"),
+        description: "the revision's program".into(),
+        tool: PROGRAM_TOOL.into(),
+        operation: "run".into(),
+        args: json!({"program": plan.program}),
+        depends_on: Vec::new(),
+        expect: None,
+        idempotent: false,
+        timeout_ms: None,
+    }
+}

@@ -1,0 +1,61 @@
+//! Programs: the code-mode interpreter, a component whose only way out is
+//! `toolhost:host/tools`, run like any call (fresh instance, fuel, deadline, memory cap,
+//! no grants) with each tool call it makes handed to the embedder as a [`ProgramCall`].
+//!
+//! The embedder (the engine's code mode) answers each call by running it as a plan step;
+//! the program waits for the answer. Calls arrive one at a time, in the program's order.
+
+use std::path::Path;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::call::CallOutcome;
+use crate::error::LoadError;
+use crate::grants::Capabilities;
+use crate::limits::Limits;
+use crate::runtime::Runtime;
+use crate::tool::Tool;
+
+pub use crate::sandbox::program::{CallFailure, ProgramCall, ProgramCalls, channel};
+
+impl Runtime {
+    /// Loads the interpreter component at `path`, linked to `toolhost:host/tools` (a tool
+    /// loaded with [`Runtime::load`] that imports it gets a trapping import instead).
+    pub fn load_interpreter(&self, path: &Path) -> Result<Tool, LoadError> {
+        let linker = match self.program_linker.get() {
+            Some(linker) => linker,
+            None => {
+                let mut linker = self.linker.clone();
+                crate::sandbox::program::add_to_linker(&mut linker)
+                    .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+                self.program_linker.get_or_init(|| linker)
+            }
+        };
+        self.load_linked(path, linker)
+    }
+
+    /// Runs `program` after `prelude` in a fresh instance of `interpreter` under `limits`
+    /// with no grants; each tool call it makes arrives on the receiver of `calls`. The
+    /// outcome's value is the JSON text given to `answer(…)`; a program that raised is a
+    /// `tool_error` whose value is the traceback.
+    pub async fn run_program(
+        &self,
+        interpreter: &Tool,
+        prelude: &str,
+        program: &str,
+        limits: &Limits,
+        calls: mpsc::Sender<ProgramCall>,
+    ) -> CallOutcome {
+        let args = json!({"prelude": prelude, "program": program});
+        self.call_from(
+            interpreter,
+            "run",
+            &args,
+            &Capabilities::none(),
+            limits,
+            Some(calls),
+        )
+        .await
+    }
+}
