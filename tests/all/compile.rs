@@ -190,7 +190,7 @@ fn the_projects_own_largest_components_still_load() {
 }
 
 /// A tools directory holding `locals.wasm` (a component over the locals limit, which took
-/// 79 s to compile on 24fe0dc), a policy with a section for it and one for `calc`, and a
+/// 79 s to compile on 24fe0dc), a policy with a section for it, and a
 /// task calling it once.
 struct Doors {
     dir: tempfile::TempDir,
@@ -211,7 +211,7 @@ impl Doors {
         write(
             dir.path(),
             "policy.toml",
-            b"version = 1\napproval = \"auto\"\n[tools.locals]\n[tools.calc]\n",
+            b"version = 1\napproval = \"auto\"\n[tools.locals]\n",
         );
         write(dir.path(), "task.toml", Self::TASK.as_bytes());
         Doors { dir }

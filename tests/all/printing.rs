@@ -1,6 +1,6 @@
 //! What the binary prints for a person, said once and only what was asked for (issue 42,
-//! item 5): a refusal is one error line, not that line and an audit warning saying it
-//! again; `TOOLHOST_LOG=debug` shows toolhost's own log, not wasmtime's and Cranelift's
+//! item 5): a call refused as a whole is one error line, not that line and an audit
+//! warning saying it again; `TOOLHOST_LOG=debug` shows toolhost's own log, not wasmtime's and Cranelift's
 //! internals; a reader that closes the pipe early (`| grep -q`) is no error.
 
 use std::process::{Command, Stdio};
@@ -45,17 +45,6 @@ fn a_refused_call_is_reported_once() {
             ],
             "expected a string, got 5",
         ),
-        (
-            vec![
-                "tool",
-                "call",
-                path("fs"),
-                "read-file",
-                "--args",
-                r#"{"path": "/etc/passwd"}"#,
-            ],
-            "`/etc/passwd`",
-        ),
     ] {
         let all: Vec<&str> = ["--cache-dir", &cache].into_iter().chain(args).collect();
         let (code, err) = toolhost(&all, None);
@@ -65,7 +54,8 @@ fn a_refused_call_is_reported_once() {
         assert!(lines[0].starts_with("error: "), "{err}");
         assert!(!err.contains("toolhost::audit"), "{err}");
     }
-    // Asked for, the audit log still says it.
+    // Asked for, the audit log still says it. (A denial inside the sandbox, which a tool
+    // may swallow, stays a warning: `hostile::audit::denials_are_logged_at_the_default_level`.)
     let (_, err) = toolhost(
         &[
             "--cache-dir",
@@ -75,7 +65,7 @@ fn a_refused_call_is_reported_once() {
             path("calc"),
             "evaluate",
         ],
-        Some("warn"),
+        Some("info"),
     );
     assert!(err.contains("toolhost::audit"), "{err}");
 }

@@ -6,13 +6,12 @@
 //! `depends_on` point at other steps of the plan (or at steps that succeeded in an earlier
 //! revision); no cycles; step deadlines within policy; then the policy's data-flow rules
 //! ([`flow`]). The reference checks, and the stand-ins the arguments are type-checked
-//! with, are in `references`.
+//! with, are in `references`; the problems themselves in `problem`; reading a plan with
+//! every shape problem at once in `shape`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::ask;
@@ -23,61 +22,11 @@ use toolhost_runtime::Tool;
 use toolhost_runtime::policy::ToolPolicy;
 use toolhost_runtime::tool::Operation;
 
+mod problem;
 mod references;
 mod shape;
 
-/// The class of a plan problem, stable for machines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ProblemKind {
-    /// The plan's JSON does not have the plan's shape (a missing or unknown field, a
-    /// malformed step id, a value of the wrong type).
-    Malformed,
-    TooManySteps,
-    DuplicateId,
-    UnknownTool,
-    UnknownOperation,
-    NotAllowed,
-    BadArguments,
-    BadReference,
-    UnknownDependency,
-    Cycle,
-    TimeoutAbovePolicy,
-    /// Untrusted data would reach an argument the policy keeps for trusted data.
-    UntrustedFlow,
-    /// The plan carries a `program`: a code-mode answer, which runs only in code mode.
-    Program,
-}
-
-/// One thing wrong with a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Problem {
-    pub kind: ProblemKind,
-    /// The step it concerns, if one.
-    pub step: Option<StepId>,
-    /// Which of the steps sharing a duplicated id it concerns: `(n, of)`, 1-based.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nth: Option<(usize, usize)>,
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.step, self.nth) {
-            (Some(s), Some((n, of))) => {
-                write!(
-                    f,
-                    "step `{s}` (number {n} of the {of} steps with that id): {}",
-                    self.message
-                )
-            }
-            (Some(s), None) => write!(f, "step `{s}`: {}", self.message),
-            (None, _) => f.write_str(&self.message),
-        }
-    }
-}
+pub use self::problem::{Problem, ProblemKind};
 
 /// A tool the planner may use: loaded, with its policy section.
 #[derive(Debug, Clone)]

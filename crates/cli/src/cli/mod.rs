@@ -423,7 +423,7 @@ pub fn main() -> ! {
         std::process::exit(toolhost_runtime::compile::worker::serve());
     }
     IS_BINARY.store(true, std::sync::atomic::Ordering::Relaxed);
-    init_tracing(one_shot_call(std::env::args_os()));
+    init_tracing();
     let code = run(
         std::env::args_os(),
         &mut std::io::stdout(),
@@ -434,23 +434,11 @@ pub fn main() -> ! {
     std::process::exit(code);
 }
 
-/// Whether the command line is `toolhost … tool call …`, which prints every refusal in its
-/// own error line: the audit log's `warn` line for it would say the same thing twice.
-fn one_shot_call(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
-    let args: Vec<_> = args.collect();
-    args.windows(2).any(|w| w[0] == "tool" && w[1] == "call")
-}
-
 /// Installs the `tracing` subscriber for the binary: `TOOLHOST_LOG` (e.g. `debug`) filters;
-/// lines go to stderr through [`toolhost_app::log`], in colour only on a terminal. With
-/// `quiet_audit` and no `TOOLHOST_LOG`, the audit log's denials are not logged (the command
-/// reports them itself).
-pub(crate) fn init_tracing(quiet_audit: bool) {
+/// lines go to stderr through [`toolhost_app::log`], in colour only on a terminal.
+pub(crate) fn init_tracing() {
     use tracing_subscriber::field::MakeExt;
-    let mut filter = toolhost_app::telemetry::log_filter();
-    if quiet_audit && std::env::var_os("TOOLHOST_LOG").is_none() {
-        filter = filter.add_directive("toolhost::audit=error".parse().expect("a directive"));
-    }
+    let filter = toolhost_app::telemetry::log_filter();
     // Log fields carry what tools and models said (an error's message, a tool's log
     // line): each is escaped, the level and target colours are the only escapes left.
     let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Problem, ProblemKind};
+use super::problem::{Problem, ProblemKind};
 use crate::plan::{Plan, Step, StepId};
 
 impl Plan {

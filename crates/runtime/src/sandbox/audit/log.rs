@@ -92,10 +92,19 @@ impl AuditLog {
     }
 
     /// Records `event` (its values cut to a bounded length) and emits it through
-    /// `tracing`: denials at `warn`, the rest at `debug`.
+    /// `tracing`: denials inside the sandbox at `warn`, a call refused as a whole (bad
+    /// arguments, an unknown or refused operation) at `info`, since whoever made the call
+    /// is told it as the call's error (printed twice, a refused `tool call` read as two
+    /// problems), and the rest at `debug`.
     pub fn record(&self, event: AuditEvent) {
         let event = bound::bounded(event);
         let mut inner = self.lock();
+        if matches!(event, AuditEvent::Call { .. }) && event.is_denial() {
+            tracing::info!(target: "toolhost::audit", ?event, "refused (the caller is told)");
+            inner.note_decision(&event);
+            inner.push(event);
+            return;
+        }
         match inner.level(&event) {
             Level::Warn => tracing::warn!(target: "toolhost::audit", ?event, "denied"),
             Level::LastWarn => tracing::warn!(
