@@ -3,7 +3,7 @@
 //! whole file (an event log can be a gigabyte) and without checking its chain (`journal
 //! verify` does that). Only regular files are read; links and FIFOs are skipped.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -94,10 +94,13 @@ fn stop_is_none_and_held(last: &Option<Record>, path: &Path) -> bool {
     !last.as_ref().is_some_and(|r| r.kind == Kind::Stopped) && RunLock::is_held(path)
 }
 
-/// The first line of `file` (a run-started record is a few KiB at most).
+/// The first line of `file`, read up to its newline (a run-started record is a few KiB;
+/// at most `TAIL` bytes are read), not a fixed block of every journal listed.
 fn first_line(file: &mut std::fs::File) -> Option<String> {
     let mut head = Vec::new();
-    file.by_ref().take(TAIL).read_to_end(&mut head).ok()?;
+    std::io::BufReader::new(file.by_ref().take(TAIL))
+        .read_until(b'\n', &mut head)
+        .ok()?;
     let end = head.iter().position(|b| *b == b'\n')?;
     String::from_utf8(head[..end].to_vec()).ok()
 }
