@@ -542,3 +542,29 @@ fn the_programs_fuel_is_the_runs_fuel() {
         "{doc:#}"
     );
 }
+
+/// The interpreter in a tools folder is a tool like any other (serve and `tool call` load
+/// every component there): it links, and its first tool call traps, since only a program
+/// run by code mode has somewhere for its calls to go.
+#[test]
+fn the_interpreter_called_as_a_tool_links_and_cannot_call_tools() {
+    let program = r#"_toolhost_call("calc", "eval", {"expression": "1"})"#;
+    let args = serde_json::json!({"prelude": "", "program": program}).to_string();
+    let out = cli([
+        "tool",
+        "call",
+        toolhost_tools::PYTHON,
+        "run",
+        "--args",
+        &args,
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(doc["ok"], false, "{doc:#}");
+    assert_eq!(doc["error"]["kind"], "trap", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("only the code-mode interpreter may call tools"),
+        "{message}"
+    );
+}

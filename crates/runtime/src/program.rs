@@ -20,19 +20,11 @@ use crate::tool::Tool;
 pub use crate::sandbox::program::{CallFailure, ProgramCall, ProgramCalls, channel};
 
 impl Runtime {
-    /// Loads the interpreter component at `path`, linked to `toolhost:host/tools` (a tool
-    /// loaded with [`Runtime::load`] that imports it gets a trapping import instead).
+    /// Loads the interpreter component at `path`. Every tool links `toolhost:host/tools`;
+    /// only [`Runtime::run_program`] gives a call somewhere for its calls to go, so the
+    /// same component called as a tool traps at its first tool call.
     pub fn load_interpreter(&self, path: &Path) -> Result<Tool, LoadError> {
-        let linker = match self.program_linker.get() {
-            Some(linker) => linker,
-            None => {
-                let mut linker = self.linker.clone();
-                crate::sandbox::program::add_to_linker(&mut linker)
-                    .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-                self.program_linker.get_or_init(|| linker)
-            }
-        };
-        self.load_linked(path, linker)
+        self.load(path)
     }
 
     /// Runs `program` after `prelude` in a fresh instance of `interpreter` under `limits`

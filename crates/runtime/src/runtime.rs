@@ -91,9 +91,6 @@ impl Default for RuntimeConfig {
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
-    /// The linker plus `toolhost:host/tools`, for the code-mode interpreter alone: made at
-    /// its first load, so that a runtime that never runs a program never pays for it.
-    pub(crate) program_linker: std::sync::OnceLock<Linker<HostState>>,
     pub(crate) epoch_tick: Duration,
     pub(crate) metering: Metering,
     /// One permit per pool slot: a call waits here rather than fail to instantiate when
@@ -144,7 +141,6 @@ impl Runtime {
                 .transpose()?,
             engine,
             linker,
-            program_linker: std::sync::OnceLock::new(),
             epoch_tick: config.epoch_tick,
             metering: config.metering,
             slots: pooling

@@ -184,6 +184,10 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostS
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+    // Every tool links `toolhost:host/tools`, so a component that imports it links strictly
+    // (the interpreter in a tools folder, loaded as a tool); only a call whose state holds
+    // a program's channel may use it, any other call traps.
+    program::add_to_linker(&mut linker)?;
     // Audit wrappers replace some wasmtime-wasi functions with ones that call them.
     linker.allow_shadowing(true);
     lookup::add_to_linker(&mut linker)?;
