@@ -5,18 +5,21 @@
 //! build's profile directories (sharing the outer one would deadlock on cargo's build lock),
 //! and the `tool` profile. One nested directory for every outer profile means a debug, a
 //! release and a clippy build of the host all use the same components, built once. The
-//! finished components are then copied to `TARGET/tools/NAME.wasm`, a stable path that the
-//! README's quickstart and `toolhost run --tools-dir` use. (When the outer target directory
-//! cannot be found, everything stays under `OUT_DIR` and no copy is made.)
+//! finished tools are then copied to `TARGET/tools/NAME.wasm`, a stable path that the
+//! README's quickstart and `toolhost run --tools-dir` use; every component, test fixtures
+//! included, also goes to `TARGET/fixtures/NAME.wasm`, the folder the tests use. (When the
+//! outer target directory cannot be found, everything stays under `OUT_DIR` and no copy is
+//! made.)
 
 use std::path::PathBuf;
 use std::process::Command;
 
 #[path = "publish.rs"]
 mod publish;
-use publish::{outer_target_dir, publish};
+use publish::{FIXTURES, outer_target_dir, publish, publish_tool};
 
-/// (crate name, constant name) of every component built here.
+/// (crate name, constant name) of every component built here; the test fixtures
+/// (`tools/fixtures/*`) among them listed again in [`FIXTURE_CRATES`].
 const TOOLS: &[(&str, &str)] = &[
     ("calc", "CALC"),
     ("text", "TEXT"),
@@ -33,6 +36,16 @@ const TOOLS: &[(&str, &str)] = &[
     ("plain", "PLAIN"),
     ("kernels", "KERNELS"),
     ("conformance", "CONFORMANCE"),
+];
+
+/// The components of [`TOOLS`] that are test fixtures, published to `TARGET/fixtures` only.
+const FIXTURE_CRATES: &[&str] = &[
+    "typesink",
+    "misbehave",
+    "hog",
+    "plain",
+    "kernels",
+    "conformance",
 ];
 
 const TARGET: &str = "wasm32-wasip2";
@@ -120,7 +133,7 @@ fn main() {
 
     build_interpreter(&root, &target_dir);
 
-    let stable = outer_target.map(|t| t.join("tools"));
+    let stable = outer_target;
     let mut consts = String::new();
     let mut all = String::new();
     for (name, konst) in TOOLS {
@@ -134,7 +147,12 @@ fn main() {
             built.display()
         );
         let path = match &stable {
-            Some(dir) => publish(&built, dir, name),
+            Some(t) if FIXTURE_CRATES.contains(name) => {
+                // One an earlier build put among the tools goes.
+                let _ = std::fs::remove_file(t.join("tools").join(format!("{name}.wasm")));
+                publish(&built, &t.join(FIXTURES), name)
+            }
+            Some(t) => publish_tool(&built, t, name),
             None => built,
         };
         consts.push_str(&format!(
@@ -145,6 +163,15 @@ fn main() {
     }
     consts.push_str(&format!(
         "/// Every built component: (name, path).\npub const ALL: &[(&str, &str)] = &[\n{all}];\n"
+    ));
+    // Every component, fixtures included, is in one folder: the one tests give `--tools-dir`.
+    let fixtures = match &stable {
+        Some(t) => t.join(FIXTURES),
+        None => target_dir.join(TARGET).join("tool"),
+    };
+    consts.push_str(&format!(
+        "/// The folder holding every built component, test fixtures included.\npub const FIXTURES_DIR: &str = {:?};\n",
+        fixtures.display().to_string()
     ));
     // The code-mode interpreter is not a tool (it is in no `ALL` list): it lands beside
     // them, in the folder `toolhost run --tools-dir` takes, where code mode looks for it.
@@ -158,7 +185,7 @@ fn main() {
         built.display()
     );
     let path = match &stable {
-        Some(dir) => publish(&built, dir, INTERPRETER),
+        Some(t) => publish_tool(&built, t, INTERPRETER),
         None => built,
     };
     consts.push_str(&format!(

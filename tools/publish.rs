@@ -1,6 +1,9 @@
 //! Shared by the build scripts of `toolhost-tools` (`tools/build.rs`) and
 //! `toolhost-lang-tools` (`tools/langs/build.rs`): where the outer build's target directory
-//! is, and how a finished component reaches its stable path `TARGET/tools/NAME.wasm`.
+//! is, and how a finished component reaches its stable path: `TARGET/tools/NAME.wasm` for a
+//! tool, `TARGET/fixtures/NAME.wasm` for every component (the tools and the test fixtures,
+//! the one folder the tests and benchmarks point `--tools-dir` at), so that the folder a
+//! user browses or serves holds no fixture.
 
 use std::path::{Path, PathBuf};
 
@@ -29,3 +32,13 @@ pub fn publish(built: &Path, dir: &Path, name: &str) -> PathBuf {
     std::fs::rename(&tmp, &path).unwrap_or_else(|e| panic!("rename to {}: {e}", path.display()));
     path
 }
+
+/// Publishes the tool `built` as `TARGET/tools/NAME.wasm` and `TARGET/fixtures/NAME.wasm`;
+/// the path in `tools/`.
+pub fn publish_tool(built: &Path, target: &Path, name: &str) -> PathBuf {
+    publish(built, &target.join(FIXTURES), name);
+    publish(built, &target.join("tools"), name)
+}
+
+/// The folder of every component, fixtures included, under the target directory.
+pub const FIXTURES: &str = "fixtures";

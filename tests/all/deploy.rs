@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use toolhost_tests::{root, service_check, tools_dir};
+use toolhost_tests::{root, service_check};
 
 use crate::serve::{Server, spawn};
 
@@ -230,10 +230,12 @@ fn the_dockerfile_builds_with_the_readme_s_command() {
         }
     }
     assert_eq!(
-        Path::new(&tools_dir()),
+        Path::new(toolhost_tools::CALC).parent().unwrap(),
         root().join("target/tools"),
         "the components are not where the Dockerfile copies them from"
     );
+    // The folder the image copies holds the tools, not the test fixtures.
+    assert!(!root().join("target/tools/misbehave.wasm").exists());
 }
 
 /// The command line at `at` among [`command_lines`], with `ETC` under `etc` and the
@@ -260,8 +262,11 @@ fn localised(at: &str, etc: &Path) -> Vec<String> {
 fn image_tools(dir: &Path) -> PathBuf {
     let tools = dir.join("image-tools");
     std::fs::create_dir_all(&tools).unwrap();
+    let built = Path::new(toolhost_tools::CALC).parent().unwrap();
     for (name, path) in toolhost_tools::ALL {
-        std::fs::copy(path, tools.join(format!("{name}.wasm"))).unwrap();
+        if Path::new(path).parent() == Some(built) {
+            std::fs::copy(path, tools.join(format!("{name}.wasm"))).unwrap();
+        }
     }
     tools
 }

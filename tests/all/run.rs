@@ -61,9 +61,24 @@ fn the_research_example_recovers_by_replanning() {
         !doc.to_string().contains("not for tools"),
         "the private file's text must not appear anywhere"
     );
+    // The answer answers the goal ("how many lines and words, and the latest release"),
+    // combining a step of the first revision with those of the second.
+    assert_eq!(doc["answer"]["lines"], 4, "{doc}");
+    assert_eq!(doc["answer"]["words"], 42, "{doc}");
+    // `json.query` gives each value as JSON text.
+    assert_eq!(doc["answer"]["latest_release"], r#""0.2.0""#);
     assert_eq!(
-        doc["answer"],
+        doc["answer"]["headline"],
         "toolhost runs every agent tool as a WebAssembly component."
+    );
+    // The summary counts what its table shows: the steps run and the one skipped.
+    let dir = tools_dir();
+    let out = cli(["run", &example("research.toml"), "--tools-dir", &dir]);
+    assert!(
+        out.stdout
+            .contains("total: 6 steps run and 1 skipped, 1 replans"),
+        "{}",
+        out.stdout
     );
 }
 

@@ -14,7 +14,7 @@ http (one origin). The limits the cases check are read from it.
 Run by the Rust test tests/all/mcp/python.rs; by hand:
     target/guest-langs/mcp-venv/bin/python tests/mcp/client_cases.py --bin target/release/toolhost \
         --cache-dir /tmp/c --state-dir /tmp/s --policy POLICY \
-        --tools target/tools/calc.wasm,target/tools/misbehave.wasm,target/tools/fs.wasm,target/tools/http.wasm \
+        --tools target/fixtures/calc.wasm,target/fixtures/misbehave.wasm,target/fixtures/fs.wasm,target/fixtures/http.wasm \
         --transport stdio --mode legacy
 """
 

@@ -16,7 +16,7 @@ Exits 1 naming the first failing case; on success prints {"transport", "mode", "
 
 Run by tests/all/mcp/features.rs; by hand:
     target/guest-langs/mcp-venv/bin/python tests/mcp/feature_cases.py --bin target/release/toolhost \
-        --tool target/tools/conformance.wasm --dir /tmp/x --transport http --mode 2026-07-28
+        --tool target/fixtures/conformance.wasm --dir /tmp/x --transport http --mode 2026-07-28
 """
 
 from __future__ import annotations

@@ -27,13 +27,11 @@ pub fn runtime_arc() -> &'static Arc<Runtime> {
     RT.get_or_init(|| Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime")))
 }
 
-/// The folder of the built Rust components (what `toolhost run --tools-dir` takes).
+/// The folder of every built component, the tools and the test fixtures (what the tests
+/// give `toolhost run --tools-dir`): `target/fixtures`. Users' `target/tools` holds no
+/// fixture.
 pub fn tools_dir() -> String {
-    std::path::Path::new(path("calc"))
-        .parent()
-        .expect("components live in a folder")
-        .display()
-        .to_string()
+    toolhost_tools::FIXTURES_DIR.to_string()
 }
 
 /// The tools of `policy`, one per section and named after it (from [`tool`]); relative

@@ -21,7 +21,7 @@ use std::process::Command;
 
 #[path = "../publish.rs"]
 mod publish;
-use publish::{outer_target_dir, publish};
+use publish::{outer_target_dir, publish_tool};
 
 use toolhost_wit_docs::DocMap;
 
@@ -163,7 +163,7 @@ fn main() {
         Some(target) => built
             .into_iter()
             .map(|(name, lang, path)| {
-                let stable = publish(&path, &target.join("tools"), &name);
+                let stable = publish_tool(&path, &target, &name);
                 (name, lang, stable)
             })
             .collect(),

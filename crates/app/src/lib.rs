@@ -16,6 +16,7 @@
 //! - [`load`]: a task with its policy and loaded tools ([`Loaded`]).
 //! - [`planner`]: the run's planner and extractor, built from the task and
 //!   [`PlannerOptions`]; plan memory.
+//! - [`reach`]: a model server that refuses connections, refused before the run starts.
 //! - [`journal`]: the state directory, a run's journal opened, found, locked and read
 //!   back, its redactor and first record.
 //! - [`database`]: the database choice (`--database`, `TOOLHOST_DATABASE_URL`): journals
@@ -39,6 +40,7 @@ pub mod launch;
 pub mod load;
 pub mod log;
 pub mod planner;
+pub mod reach;
 pub mod replay;
 pub mod resume;
 pub mod session;

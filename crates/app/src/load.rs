@@ -88,6 +88,38 @@ pub fn tools_dir(given: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| std::env::var_os("TOOLHOST_TOOLS_DIR").map(PathBuf::from))
 }
 
+/// The tools directory of a journaled run carried on (`resume`, `replay`): `given`, else
+/// `TOOLHOST_TOOLS_DIR`, else the one folder the run's tools were loaded from, as its first
+/// record (`start`) holds their paths (a relative path read from here). None when the run's
+/// tools came from several folders (a task that maps names to paths needs none). A tool
+/// whose path was journaled redacted is refused by name; one that changed since is refused
+/// by the digest check that follows.
+pub fn recorded_tools_dir(
+    given: Option<&Path>,
+    start: &serde_json::Value,
+    run: &str,
+) -> Result<Option<PathBuf>, AppError> {
+    if let Some(dir) = tools_dir(given) {
+        return Ok(Some(dir));
+    }
+    let mut dirs = std::collections::BTreeSet::new();
+    for (name, tool) in start["tools"].as_object().into_iter().flatten() {
+        let path = tool["path"].as_str().unwrap_or_default();
+        if path.contains("[redacted:") {
+            return Err(usage(format!(
+                "the path of tool `{name}` in run {run} was journaled with part of it redacted (`{path}`): pass --tools-dir DIR to say where the run's tools are"
+            )));
+        }
+        if let Some(dir) = Path::new(path).parent() {
+            dirs.insert(dir.to_path_buf());
+        }
+    }
+    Ok(match dirs.len() {
+        1 => dirs.pop_first(),
+        _ => None,
+    })
+}
+
 /// Loads a task's policy and its tools (each of which the policy must name), each tool
 /// by `tool` (which may hand out one already loaded).
 pub fn load_task(

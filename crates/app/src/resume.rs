@@ -112,8 +112,8 @@ pub struct Prepared {
 }
 
 /// What a journaled run is carried on with: the task file (`task`, else the recorded
-/// one) with planner `overrides`, tools from `tools_dir`, redaction `redact`, and
-/// `budgets` applied.
+/// one) with planner `overrides`, tools from `tools_dir` (else where the run found them),
+/// redaction `redact`, and `budgets` applied.
 pub struct Setup<'a> {
     pub task: Option<&'a Path>,
     pub tools_dir: Option<&'a Path>,
@@ -134,7 +134,8 @@ pub fn prepare(
     journal::refuse_session(run_id, &first.records, "resume").map_err(|e| usage(e.to_string()))?;
     let start = first.records[0].data.clone();
     let task_file = task_file(&start, setup.task, run_id)?;
-    let mut loaded = load_recorded(rt, &task_file, setup.tools_dir, setup.overrides)?;
+    let tools_dir = crate::load::recorded_tools_dir(setup.tools_dir, &start, run_id)?;
+    let mut loaded = load_recorded(rt, &task_file, tools_dir.as_deref(), setup.overrides)?;
     refuse_code_mode(&loaded, run_id, "resume")?;
     unchanged(&start, &task_file, &loaded, run_id)?;
     let redactor = crate::journal::redactor(setup.redact, &loaded.policy)?;

@@ -320,3 +320,71 @@ fn a_step_that_waited_for_approval_runs_once_a_person_approves_it_at_resume() {
         .collect();
     assert_eq!(approvals, ["no_approver", "approve"]);
 }
+
+/// `resume` and `replay` without `--tools-dir` (nor `TOOLHOST_TOOLS_DIR`) load the tools
+/// from where the run found them, as its journal records; a tool path journaled redacted is
+/// refused by the tool's name.
+#[test]
+fn resume_and_replay_find_the_tools_where_the_run_found_them() {
+    let bare = |state: &Path, args: &[&str]| {
+        let out = Command::new(BIN)
+            .arg("--state-dir")
+            .arg(state)
+            .args(args)
+            .env_remove("TOOLHOST_TOOLS_DIR")
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out, doc)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (task, state) = parallel_capped_at_three_steps(dir.path());
+    let (code, _, journal) = run_in(&state, task.to_str().unwrap(), &[]);
+    assert_eq!(code, 7);
+    let journal = journal.to_str().unwrap();
+    let (out, doc) = bare(&state, &["resume", journal, "--max-steps", "10", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(doc["stop"]["reason"], "completed", "{doc}");
+    // The replay found the tools too: it ran, and parted from the record only where the
+    // task's own step budget stops it (the resume had raised it).
+    let (out, doc) = bare(&state, &["replay", journal, "--json"]);
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    assert_eq!(
+        doc["replay"]["divergences"][0]["at"], "r1:combined",
+        "{doc}"
+    );
+
+    // A tools folder whose name the journal redacts (it looks like an e-mail address):
+    // the journal cannot say where the tools are.
+    let state = tempfile::tempdir().unwrap();
+    let hidden = state.path().join("ops@example.com");
+    std::fs::create_dir(&hidden).unwrap();
+    for tool in ["fs", "text", "json"] {
+        let file = format!("{tool}.wasm");
+        std::fs::copy(Path::new(&tools_dir()).join(&file), hidden.join(&file)).unwrap();
+    }
+    let status = Command::new(BIN)
+        .args(["--state-dir", state.path().to_str().unwrap(), "run"])
+        .arg(example("research.toml"))
+        .arg("--tools-dir")
+        .arg(&hidden)
+        .env("TOOLHOST_CRASH_AFTER_RECORD", "9")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    let run = std::fs::read_dir(state.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let (out, _) = bare(state.path(), &["resume", run.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the path of tool `fs` in run ")
+            && err.contains("was journaled with part of it redacted")
+            && err.contains("pass --tools-dir DIR"),
+        "{err}"
+    );
+}

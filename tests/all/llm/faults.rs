@@ -336,3 +336,50 @@ fn a_slow_answer_is_reported_while_it_is_awaited() {
         "{seen:?}"
     );
 }
+
+/// A model server that refuses connections is a configuration error said at once, with its
+/// URL and exit code 2, before the run opens a journal (it used to take three retries and
+/// end `escalated`, leaving a two-record journal behind).
+#[test]
+fn an_unreachable_model_server_is_refused_before_the_run_starts() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\n[tools.calc]\n",
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let task = dir.path().join("task.toml");
+    std::fs::write(
+        &task,
+        format!(
+            "goal = \"g\"\npolicy = \"policy.toml\"\ntools = [\"calc\"]\n[planner]\nkind = \"openai-compatible\"\nmodel = \"m\"\nbase_url = \"{url}\"\n"
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let out = toolhost_tests::cli([
+        "--state-dir",
+        state.to_str().unwrap(),
+        "run",
+        task.to_str().unwrap(),
+        "--tools-dir",
+        &toolhost_tests::tools_dir(),
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains(&format!(
+            "the model server at `{url}` cannot be reached: nothing accepts connections at 127.0.0.1:{port}"
+        )),
+        "{}",
+        out.stderr
+    );
+    let journals = std::fs::read_dir(state.join("runs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(journals, 0, "a run that cannot start left a journal");
+}

@@ -228,9 +228,18 @@ pub(crate) fn summary(report: &RunReport) -> String {
         );
     }
     let sp = &report.spent;
+    // The table's rows are the steps run (what the steps budget counts) and those skipped.
+    let skipped = report
+        .steps
+        .iter()
+        .filter(|r| r.status == toolhost_engine::StepStatus::Skipped)
+        .count();
+    let steps = match skipped {
+        0 => format!("{} steps", sp.steps),
+        n => format!("{} steps run and {n} skipped", sp.steps),
+    };
     s += &format!(
-        "total: {} steps, {} replans, fuel {}, {} ms; planner: {} calls, {} in / {} out tokens, ${:.4}\n",
-        sp.steps,
+        "total: {steps}, {} replans, fuel {}, {} ms; planner: {} calls, {} in / {} out tokens, ${:.4}\n",
         sp.replans,
         sp.fuel,
         sp.wall.as_millis(),

@@ -234,6 +234,7 @@ fn ready(
     }
     let waiting = needs_decision(&prepared.resumable, unfinished);
     let planner = planner::build(&prepared.loaded.task, &options, None)?;
+    toolhost_app::reach::check(&prepared.loaded.task)?;
     planner::record_extractions(&mut prepared.loaded, &options)?;
     let telemetry = args.view.telemetry()?;
     Ok(Ready {

@@ -45,7 +45,8 @@ pub(crate) struct Args {
 /// How a run is watched; shared by `run`, `resume` and `replay`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct View {
-    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
+    /// Where tool names in the task are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR;
+    /// `resume` and `replay`: else the folder the run's journal recorded].
     #[arg(long, value_name = "DIR")]
     pub tools_dir: Option<PathBuf>,
     /// Review the validated plan (approve, edit in $EDITOR, or reject) and approve
@@ -178,6 +179,7 @@ pub(crate) fn run(
     let memory = planner::plan_memory(&options, &loaded.task, &catalog, state_dir, err)?;
     let recalled = planner::recall(memory.as_ref(), err);
     let planner = planner::build(&loaded.task, &options, recalled)?;
+    toolhost_app::reach::check(&loaded.task)?;
     loaded.extractor = planner::extractor(&loaded.task)?;
     planner::record_extractions(&mut loaded, &options)?;
     let telemetry = args.view.telemetry()?;
