@@ -253,7 +253,8 @@ fn failed_checks_are_sentences_naming_expected_and_got() {
     let out = Sandbox::new().eval("fails", &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("error: 2 of 2 task(s) failed"),
+        out.stderr
+            .contains("error: 2 task(s) and 0 metric(s) failed the gate"),
         "{}",
         out.stderr
     );

@@ -89,12 +89,47 @@ fn a_question_is_answered_at_the_terminal_and_asked_again_until_it_fits() {
     );
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("Step `n` asks: How many apples?"), "{text}");
+    // The prompt says what the schema asks for, in words, and asks again until it fits.
+    assert!(
+        text.contains("answer (a whole number, at least 1)> "),
+        "{text}"
+    );
     assert!(
         text.contains("That does not answer the question:"),
         "{text}"
     );
     assert!(text.contains("minimum"), "{text}");
     assert_eq!(doc["answer"].as_f64(), Some(42.0), "{text}");
+    // The review says what the question step does; the spinner never drew over the typing
+    // (the question waited 1.2 s, past the spinner's 0.7 s).
+    assert!(
+        text.contains("- asks you a question; your answer is the step's output"),
+        "{text}"
+    );
+    assert!(!text.contains("(unknown tool)"), "{text}");
+    assert!(!text.contains("running: n"), "{text}");
+}
+
+/// Without a person to answer, a plan that asks is refused as the run's set-up, not
+/// counted as an action the policy refused.
+#[test]
+fn a_question_nobody_can_answer_is_not_a_policy_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = task(
+        dir.path(),
+        "{ id = \"n\", tool = \"human\", operation = \"ask\", args = { question = \"How many?\", answer = { type = \"integer\" } } },",
+        60_000,
+    );
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["--state-dir", "state", "run", &task])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("nobody can answer in this run"), "{stdout}");
+    assert!(!stdout.contains("security: the policy refused"), "{stdout}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use crate::planner::{self, PlannerOptions};
 use crate::session::Session;
 use crate::task::{PlannerOverrides, Task};
 use toolhost_engine::Faults;
-use toolhost_eval::{GoldenTask, Ran, Runner, Suite};
+use toolhost_eval::{GoldenTask, NotRun, Ran, Runner, Suite};
 use toolhost_runtime::{Runtime, Tool};
 
 /// Runs an eval suite's tasks (`toolhost_eval::run_suite`).
@@ -60,13 +60,31 @@ impl<'a> SuiteRunner<'a> {
     }
 
     /// Loads every task and builds its planner before any runs, so a broken task or a
-    /// missing API key is a usage error rather than a suite of failures.
-    pub fn check(&self, suite: &Suite) -> Result<(), AppError> {
+    /// missing API key is a usage error rather than a suite of failures. Then loads every
+    /// component the tasks name that is there, telling `compiled` of each one compiled now
+    /// (not found in the compiled cache), with how long it took: the first run of a suite
+    /// compiles for a while, and says so.
+    pub fn check(
+        &self,
+        suite: &Suite,
+        compiled: &mut dyn FnMut(&Path, std::time::Duration),
+    ) -> Result<(), AppError> {
+        let mut components = std::collections::BTreeSet::new();
         for t in &suite.tasks {
             let task = self.task(t)?;
             planner::build(&task, self.planner, None)
                 .and_then(|_| planner::extractor(&task))
                 .map_err(|e| usage(format!("task `{}`: {e}", t.id)))?;
+            components.extend(task.tools.into_values().filter(|p| p.is_file()));
+        }
+        for path in components {
+            let started = std::time::Instant::now();
+            // One that fails to load fails its tasks, each with the reason.
+            if let Ok(tool) = self.tool(&path)
+                && tool.compiled != toolhost_runtime::tool::Compiled::FromCache
+            {
+                compiled(&path, started.elapsed());
+            }
         }
         Ok(())
     }
@@ -83,9 +101,15 @@ impl<'a> SuiteRunner<'a> {
 }
 
 impl Runner for SuiteRunner<'_> {
-    fn run(&self, golden: &GoldenTask, faults: Faults) -> Result<Ran, String> {
-        let msg = |e: AppError| e.to_string();
+    fn run(&self, golden: &GoldenTask, faults: Faults) -> Result<Ran, NotRun> {
+        let msg = |e: AppError| NotRun::Failed(e.to_string());
         let mut task = self.task(golden).map_err(msg)?;
+        if let Some((name, path)) = task.tools.iter().find(|(_, p)| !p.exists()) {
+            return Err(NotRun::Skipped(format!(
+                "tool `{name}` is not built (no `{}`)",
+                path.display()
+            )));
+        }
         task.config.faults = faults;
         let mut loaded = load_task(task, &mut |p| self.tool(p)).map_err(msg)?;
         let tools = loaded.tools.clone();

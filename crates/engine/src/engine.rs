@@ -359,7 +359,7 @@ impl Engine<'_> {
                     return None;
                 };
                 Some(Problem {
-                    kind: ProblemKind::NotAllowed,
+                    kind: ProblemKind::NobodyToAnswer,
                     step: Some(s.id.clone()),
                     nth: None,
                     message,

@@ -41,6 +41,6 @@ pub use self::adversary::{Adversary, AdversaryError, AdversaryScript};
 pub use self::baseline::{Band, Baseline, BaselineError, Breach};
 pub use self::expect::{AnswerCheck, Expect, Order};
 pub use self::result::{Metrics, SuiteResult, TaskResult};
-pub use self::run::{Ran, Runner, run_suite};
+pub use self::run::{NotRun, Ran, Runner, run_suite};
 pub use self::serve::{FileServer, ServeConfig};
 pub use self::suite::{GoldenTask, Suite, SuiteError, is_golden};

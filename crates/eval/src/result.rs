@@ -44,6 +44,13 @@ pub struct TaskResult {
     pub failures: Vec<String>,
     /// The run's journal.
     pub journal: Option<String>,
+    /// Why the task was skipped without running (a component it names is not built):
+    /// left out of the metrics, and of the gate unless `--require-all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// The task's `known_failure` reason: a failure the gate forgives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_failure: Option<String>,
 }
 
 /// The suite's metrics.
@@ -107,9 +114,17 @@ impl Metrics {
         v.get(name)?.as_f64()
     }
 
-    /// The metrics of `tasks`; `expect_recovery(i)` says whether task `i` expected a run
-    /// that does not escalate.
+    /// The metrics of the `tasks` that ran (a skipped one counts for none);
+    /// `expect_recovery(i)` says whether task `i` expected a run that does not escalate.
     pub fn of(tasks: &[TaskResult], expect_recovery: impl Fn(usize) -> bool) -> Metrics {
+        let ran: Vec<(usize, &TaskResult)> = tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.skipped.is_none())
+            .collect();
+        let expect_recovery = |i: usize| expect_recovery(ran[i].0);
+        let tasks: Vec<TaskResult> = ran.iter().map(|(_, t)| (*t).clone()).collect();
+        let tasks = tasks.as_slice();
         let n = tasks.len().max(1) as f64;
         let count = |f: &dyn Fn(&TaskResult) -> bool| tasks.iter().filter(|t| f(t)).count() as f64;
         let sum = |f: &dyn Fn(&TaskResult) -> f64| tasks.iter().map(f).sum::<f64>();
@@ -188,6 +203,28 @@ impl TaskResult {
             step_ms: Vec::new(),
             failures: vec![format!("run: {why}")],
             journal: None,
+            skipped: None,
+            known_failure: None,
+        }
+    }
+
+    /// The result of a task skipped for `why` (a component it names is not built).
+    pub fn skipped(id: &str, why: String) -> TaskResult {
+        let mut t = TaskResult::not_run(id, String::new());
+        t.outcome = "skipped".into();
+        t.failures = Vec::new();
+        t.skipped = Some(why);
+        t
+    }
+
+    /// Whether this result fails a suite's gate: a task that ran and failed unless known
+    /// to fail, or one known to fail that passed (its mark is out of date). A skipped task
+    /// fails it only under `require_all`.
+    pub fn fails_gate(&self, require_all: bool) -> bool {
+        match (&self.skipped, &self.known_failure) {
+            (Some(_), _) => require_all,
+            (None, Some(_)) => self.passed,
+            (None, None) => !self.passed,
         }
     }
 
@@ -250,6 +287,8 @@ impl TaskResult {
             outcome,
             mode: report.mode.name().to_string(),
             journal,
+            skipped: None,
+            known_failure: None,
         }
     }
 }

@@ -27,10 +27,20 @@ pub struct Ran {
     pub tools: BTreeMap<ToolName, Entry>,
 }
 
+/// Why a golden task did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRun {
+    /// A component it names is not there (not built by the command that was run): the
+    /// task is skipped, with this reason.
+    Skipped(String),
+    /// It could not start, for this reason: the task fails.
+    Failed(String),
+}
+
 /// Runs one golden task as `toolhost run` would, with `faults` in the run's config.
 pub trait Runner: Sync {
-    /// The run, or why it could not start.
-    fn run(&self, task: &GoldenTask, faults: Faults) -> Result<Ran, String>;
+    /// The run, or why it did not run.
+    fn run(&self, task: &GoldenTask, faults: Faults) -> Result<Ran, NotRun>;
 }
 
 /// Who injects the harness's faults, as the recorded errors say.
@@ -103,16 +113,29 @@ pub fn run_task(
     let list = task.faults.iter().chain(suite_faults).cloned().collect();
     let ran = match runner.run(task, Faults::new(FAULT_ORIGIN, list)) {
         Ok(ran) => ran,
-        Err(why) => return TaskResult::not_run(&task.id, why),
+        Err(NotRun::Skipped(why)) => return TaskResult::skipped(&task.id, why),
+        Err(NotRun::Failed(why)) => {
+            let mut t = TaskResult::not_run(&task.id, why);
+            t.known_failure.clone_from(&task.expect.known_failure);
+            return t;
+        }
     };
-    let failures = checks(task, &ran);
-    TaskResult::of(
+    let mut failures = checks(task, &ran);
+    // Why the run escalated, where a person reads the table, not only in its journal.
+    if let (false, toolhost_engine::StopReason::Escalated { why }) =
+        (failures.is_empty(), &ran.report.stop)
+    {
+        failures.push(format!("it escalated: {why}"));
+    }
+    let mut result = TaskResult::of(
         &task.id,
         &ran.report,
         failures,
         expects_recovery(task),
         ran.journal.map(|p| p.display().to_string()),
-    )
+    );
+    result.known_failure.clone_from(&task.expect.known_failure);
+    result
 }
 
 /// Every check of `task`'s `[expect]` on `ran`, the failures in order.

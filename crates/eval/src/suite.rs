@@ -184,6 +184,15 @@ pub fn load_task(path: &Path) -> Result<GoldenTask, SuiteError> {
             "task id `{id}` must be non-empty, without spaces"
         )));
     }
+    if h.expect
+        .known_failure
+        .as_deref()
+        .is_some_and(|why| why.trim().is_empty())
+    {
+        return Err(invalid(format!(
+            "task `{id}`: `known_failure` must say why the task is known to fail"
+        )));
+    }
     Ok(GoldenTask {
         id,
         tags: h.tags,

@@ -1,7 +1,8 @@
 //! The runs a state directory holds, newest first (`toolhost runs`): each journal's start
 //! (its first record), and its stop if its last record is one, read without reading the
 //! whole file (an event log can be a gigabyte) and without checking its chain (`journal
-//! verify` does that). Only regular files are read; links and FIFOs are skipped.
+//! verify` does that). Only regular files are read; links and FIFOs are skipped. A
+//! database's runs are summarised from the same two records ([`of_records`]).
 
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -56,11 +57,31 @@ pub fn list(runs_dir: &Path) -> std::io::Result<Vec<RunSummary>> {
 
 fn summary(path: &Path) -> Option<RunSummary> {
     let mut file = toolhost_runtime::owned::open_regular(path).ok()?;
-    let first: Record = serde_json::from_str(&first_line(&mut file)?).ok()?;
+    let first = first_line(&mut file)?;
+    let last = last_record(&mut file);
+    let live = !last.as_ref().is_some_and(|r| r.kind == Kind::Stopped) && RunLock::is_held(path);
+    of_records(
+        &run_id(path),
+        path.to_path_buf(),
+        first.as_bytes(),
+        last,
+        live,
+    )
+}
+
+/// The summary of run `id` (its journal at `path`) from its first line and its last
+/// record; `None` when the first line is not a run's start. `live`: a process holds it.
+pub fn of_records(
+    id: &str,
+    path: PathBuf,
+    first: &[u8],
+    last: Option<Record>,
+    live: bool,
+) -> Option<RunSummary> {
+    let first: Record = serde_json::from_slice(first).ok()?;
     if first.kind != Kind::RunStarted {
         return None;
     }
-    let last = last_record(&mut file);
     let (stop, ended) = match &last {
         Some(r) if r.kind == Kind::Stopped => {
             let mut data = r.data.clone();
@@ -80,18 +101,14 @@ fn summary(path: &Path) -> Option<RunSummary> {
         u64::try_from(d.as_millis()).ok()
     });
     Some(RunSummary {
-        id: run_id(path),
-        path: path.to_path_buf(),
+        id: id.to_string(),
+        path,
         goal: first.data["goal"].as_str().unwrap_or("").to_string(),
         started: first.ts.clone(),
         stop,
         duration_ms,
-        live: stop_is_none_and_held(&last, path),
+        live,
     })
-}
-
-fn stop_is_none_and_held(last: &Option<Record>, path: &Path) -> bool {
-    !last.as_ref().is_some_and(|r| r.kind == Kind::Stopped) && RunLock::is_held(path)
 }
 
 /// The first line of `file`, read up to its newline (a run-started record is a few KiB;

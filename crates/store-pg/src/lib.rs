@@ -70,6 +70,7 @@ pub use self::calls::{CallState, ClaimedCall, NewCall};
 pub use self::lease::{Fenced, Lease, LeaseEvent, Renewer, RunState};
 pub use self::listen::Listener;
 pub use self::queue::{RunInfo, Status};
+pub use self::read::RunEnds;
 pub use self::served::{Answer, Cancelled};
 pub use self::store::PgStore;
 pub use self::url::shown as shown_url;

@@ -263,3 +263,56 @@ fn an_unreachable_database_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `toolhost runs --database URL` lists the database's runs newest first, each with its
+/// state, goal, start, duration and stop, as it lists a state directory's.
+#[test]
+fn runs_lists_a_databases_runs_newest_first() {
+    let Some(t) = toolhost_tests::postgres::database("runs_lists_a_databases_runs_newest_first")
+    else {
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let tools = tools_dir();
+    let mut ids = Vec::new();
+    for task in ["seed.toml", "parallel.toml"] {
+        let out = toolhost(
+            state.path(),
+            &[
+                "run",
+                &example(task),
+                "--tools-dir",
+                &tools,
+                "--database",
+                &t.url,
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        ids.push(doc["journal"]["run"].as_str().unwrap().to_string());
+    }
+    let out = toolhost(state.path(), &["runs", "--database", &t.url, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let runs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    let listed: Vec<&str> = runs.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(listed, [ids[1].as_str(), ids[0].as_str()], "newest first");
+    assert_eq!(runs[1]["goal"], "What is 12 * 4 + 5?");
+    // The seed example is step-wise: its planner stops it, which `serve` calls completed.
+    assert_eq!(runs[1]["stop"]["reason"], "planner_stopped");
+    assert_eq!(runs[0]["stop"]["reason"], "completed");
+    for r in runs {
+        assert_eq!(r["state"], "completed", "{r}");
+        assert!(r["started"].as_str().unwrap().ends_with('Z'), "{r}");
+        assert!(r["duration_ms"].is_u64(), "{r}");
+    }
+    // The table, and nothing read from the state directory.
+    let out = toolhost(state.path(), &["runs", "--database", &t.url]);
+    let table = text(&out.stdout);
+    assert!(
+        table.contains(&ids[0]) && table.contains("completed"),
+        "{table}"
+    );
+    assert!(!state.path().join("runs").exists());
+}

@@ -28,6 +28,12 @@ pub(crate) struct TerminalApprover<R, W> {
 
 /// The capabilities a step's tool has, one line each.
 pub(crate) fn capabilities(step: &Step, catalog: &Catalog) -> Vec<String> {
+    if ask::is_ask(step) {
+        return vec!["asks you a question; your answer is the step's output".into()];
+    }
+    if toolhost_engine::extract::is_extract(step) {
+        return vec!["a model extracts a value; no tool runs".into()];
+    }
     let Some(e) = catalog.tools.get(&step.tool) else {
         return vec!["(unknown tool)".into()];
     };
@@ -176,6 +182,7 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
 
 impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
     fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
+        let _paused = super::progress::pause();
         self.show(plan, catalog);
         loop {
             match self.ask("[a]pprove, [e]dit or [r]eject? ").as_str() {
@@ -207,6 +214,7 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
         problems: &[Problem],
         _catalog: &Catalog,
     ) -> Option<PlanDecision> {
+        let _paused = super::progress::pause();
         let plan = edited.clone();
         let mut problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         loop {
@@ -241,15 +249,20 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
     }
 
     fn answer(&mut self, q: &Question<'_>) -> Answered {
+        let _paused = super::progress::pause();
         let _ = say!(self.output, "Step `{}` asks: {}", q.step.id, q.text);
-        if q.schema != &serde_json::json!({"type": "string"}) {
-            let _ = say!(self.output, "  the answer must match: {}", q.schema);
-        }
+        let prompt = match super::question::hint(q.schema) {
+            Some(hint) => format!("answer ({hint})> "),
+            None => "answer> ".into(),
+        };
         loop {
-            let Some(line) = self.read_answer("answer> ") else {
+            let Some(line) = self.read_answer(&prompt) else {
                 return Answered::NoOne;
             };
-            let answer: Value = ask::parse_typed(q.schema, &line);
+            let answer: Value = match super::question::default(q.schema) {
+                Some(d) if line.trim().is_empty() => d.clone(),
+                _ => ask::parse_typed(q.schema, &line),
+            };
             match ask::check(q.schema, &answer) {
                 Ok(()) => return Answered::Answer(answer),
                 Err(problems) => {
@@ -263,6 +276,7 @@ impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
     }
 
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
+        let _paused = super::progress::pause();
         let _ = say!(
             self.output,
             "Step `{}` ({}.{} {}) needs approval: {why}",

@@ -13,14 +13,16 @@ use super::{CmdResult, Failure, exit};
 use toolhost_app::eval::SuiteRunner;
 use toolhost_app::load::tools_dir;
 use toolhost_eval::{Baseline, FileServer, Suite, SuiteResult, TaskResult, html, run_suite};
-use toolhost_runtime::Runtime;
+use toolhost_runtime::{Runtime, terminal};
 
 /// Run a suite of golden tasks and report agent metrics; gate on a baseline.
 ///
 /// A suite is a directory of golden tasks (task files with `[expect]` and `[[faults]]`,
 /// and an optional `suite.toml`) or one such file. Each run is journaled as `toolhost
-/// run` journals it. Exit code 0 when every task passed (with `--baseline`: when every
-/// metric is within its band), 1 otherwise, 2 for a bad suite or baseline file.
+/// run` journals it. A task naming a component that is not built is skipped (an error with
+/// `--require-all`). Exit code 0 when every task that ran passed, those marked
+/// `known_failure` aside (with `--baseline`, every metric within its band too), 1
+/// otherwise, 2 for a bad suite or baseline file.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The suite: a directory, or one golden task file.
@@ -44,6 +46,9 @@ pub(crate) struct Args {
     /// Write this run's metrics, with default bands, as a baseline to FILE.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
+    /// Fail (exit 1) when a task is skipped because a component it names is not built.
+    #[arg(long)]
+    require_all: bool,
     #[command(flatten)]
     pub(crate) journal: super::journal::RunOptions,
     #[command(flatten)]
@@ -87,7 +92,14 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
         args.planner.overrides(&args.mode),
         &journal,
     )?;
-    runner.check(&suite)?;
+    runner.check(&suite, &mut |path, took| {
+        let _ = say!(
+            err,
+            "compiled `{}` in {:.1} s (once: the compiled cache keeps it)",
+            path.display(),
+            took.as_secs_f64()
+        );
+    })?;
     let jobs = args.jobs.or(suite.max_concurrent).unwrap_or(4);
     // A line per finished task on stderr, on a terminal or in a CI log alike (stdout keeps
     // only the table, for whoever reads it as a file).
@@ -99,7 +111,7 @@ pub(crate) fn run(rt: Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Wr
     });
     let _ = write!(out, "{}", table::render(&result, baseline.as_ref()));
     write_results(&args, &result, baseline.as_ref())?;
-    gate(&result, baseline.as_ref(), err)
+    gate(&result, baseline.as_ref(), args.require_all, err)
 }
 
 /// Writes the results as JSON, HTML and a baseline where `args` ask for them.
@@ -124,32 +136,47 @@ fn write_results(
     Ok(())
 }
 
-/// The suite's verdict: with a `baseline`, whether every metric is within its band (each
-/// breach a line on `err`); without, whether every task passed.
-fn gate(result: &SuiteResult, baseline: Option<&Baseline>, err: &mut dyn Write) -> CmdResult {
-    let failed = result.tasks.iter().filter(|t| !t.passed).count();
-    match baseline {
-        Some(b) => {
-            let breaches = b.breaches(&result.metrics);
-            for breach in &breaches {
-                let _ = say!(err, "gate: {breach}");
-            }
-            if !breaches.is_empty() {
-                return Err(Failure::new(
-                    exit::EVAL_FAILED,
-                    format!("{} metric(s) left their baseline band", breaches.len()),
-                ));
-            }
-        }
-        None if failed > 0 => {
-            return Err(Failure::new(
-                exit::EVAL_FAILED,
-                format!("{failed} of {} task(s) failed", result.tasks.len()),
-            ));
-        }
-        None => {}
+/// The suite's verdict: every task that ran passed, or failed as it is known to (each
+/// other one a line on `err`), no task skipped under `require_all`, and with a `baseline`,
+/// every metric within its band (each breach a line on `err`).
+fn gate(
+    result: &SuiteResult,
+    baseline: Option<&Baseline>,
+    require_all: bool,
+    err: &mut dyn Write,
+) -> CmdResult {
+    let mut problems = Vec::new();
+    for t in result.tasks.iter().filter(|t| t.fails_gate(require_all)) {
+        let why = match (&t.skipped, &t.known_failure) {
+            (Some(skipped), _) => format!(
+                "task `{}` was skipped ({skipped}) and --require-all is given",
+                t.id
+            ),
+            (None, Some(known)) => format!(
+                "task `{}` passed but is marked `known_failure` ({known}): remove the mark",
+                t.id
+            ),
+            (None, None) => format!("task `{}` failed", t.id),
+        };
+        problems.push(why);
     }
-    Ok(exit::OK)
+    let tasks = problems.len();
+    if let Some(b) = baseline {
+        problems.extend(b.breaches(&result.metrics).iter().map(ToString::to_string));
+    }
+    for p in &problems {
+        let _ = say!(err, "gate: {}", terminal::line(p));
+    }
+    if problems.is_empty() {
+        return Ok(exit::OK);
+    }
+    Err(Failure::new(
+        exit::EVAL_FAILED,
+        format!(
+            "{tasks} task(s) and {} metric(s) failed the gate",
+            problems.len() - tasks
+        ),
+    ))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), Failure> {

@@ -32,6 +32,7 @@ mod plan;
 mod planner;
 mod policy;
 mod progress;
+mod question;
 mod replay;
 mod report;
 mod resume;

@@ -20,6 +20,29 @@ const SPIN_AFTER: Duration = Duration::from_millis(700);
 
 type Running = Arc<Mutex<BTreeMap<String, Instant>>>;
 
+/// How many prompts wait for a person now: while any does, the spinner draws nothing, so
+/// it never runs into what the person types.
+static ASKING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The spinner keeps still while this lives (a prompt waiting for a person).
+pub(crate) struct Paused(());
+
+/// Stops the spinner drawing until the [`Paused`] is dropped, and clears its line now.
+pub(crate) fn pause() -> Paused {
+    if ASKING.fetch_add(1, Ordering::SeqCst) == 0 && std::io::stderr().is_terminal() {
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+    }
+    Paused(())
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        ASKING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Writes progress lines to `out`.
 pub(crate) struct Progress<'a> {
     out: &'a mut dyn Write,
@@ -74,6 +97,11 @@ fn spawn_spinner(running: Running, stop: Arc<AtomicBool>) {
                     })
                     .unwrap_or_default();
                 let mut err = std::io::stderr();
+                if ASKING.load(Ordering::SeqCst) > 0 {
+                    // The prompt cleared the line; nothing is drawn over what is typed.
+                    shown = false;
+                    continue;
+                }
                 if long.is_empty() {
                     if shown {
                         let _ = write!(err, "\r\x1b[2K");

@@ -28,6 +28,9 @@ pub enum ProblemKind {
     UntrustedFlow,
     /// The plan carries a `program`: a code-mode answer, which runs only in code mode.
     Program,
+    /// A step needs someone this run does not have: a person to answer `human.ask`, or a
+    /// model for `model.extract`. How the run was started, not a refusal by the policy.
+    NobodyToAnswer,
 }
 
 /// One thing wrong with a plan.

@@ -12,11 +12,20 @@ use toolhost_runtime::terminal;
 pub(super) fn progress_line(done: usize, total: usize, t: &TaskResult) -> String {
     format!(
         "[{done}/{total}] {} {}  {}  {:.1} ms",
-        if t.passed { "✔" } else { "✘" },
+        mark(t),
         t.id,
         t.outcome,
         t.wall_ms
     )
+}
+
+/// `✔` passed, `✘` failed, `-` skipped.
+fn mark(t: &TaskResult) -> &'static str {
+    match (t.passed, &t.skipped) {
+        (_, Some(_)) => "-",
+        (true, None) => "✔",
+        (false, None) => "✘",
+    }
 }
 
 /// The task table (each failure under its task), then the metrics, each with its
@@ -47,7 +56,7 @@ pub(super) fn render(r: &SuiteResult, baseline: Option<&Baseline>) -> String {
         let _ = writeln!(
             s,
             "{}  {:width$}  {:17} {:>5} {:>8} {:>7} {:>7} {:>6} {:>9} {:>9.1}  {}",
-            if t.passed { "✔" } else { "✘" },
+            mark(t),
             terminal::line(&t.id),
             t.outcome,
             t.steps,
@@ -62,9 +71,23 @@ pub(super) fn render(r: &SuiteResult, baseline: Option<&Baseline>) -> String {
         for f in &t.failures {
             let _ = writeln!(s, "      {}", terminal::line(f));
         }
+        if let Some(why) = &t.skipped {
+            let _ = writeln!(s, "      skipped: {}", terminal::line(why));
+        }
+        if let Some(why) = &t.known_failure {
+            let _ = writeln!(s, "      known failure: {}", terminal::line(why));
+        }
     }
     let passed = r.tasks.iter().filter(|t| t.passed).count();
-    let _ = writeln!(s, "\n{passed} of {} task(s) passed\n", r.tasks.len());
+    let skipped = r.tasks.iter().filter(|t| t.skipped.is_some()).count();
+    let _ = write!(s, "\n{passed} of {} task(s) passed", r.tasks.len());
+    if skipped > 0 {
+        let _ = write!(
+            s,
+            ", {skipped} skipped (a component they name is not built: the test command builds every one)"
+        );
+    }
+    s.push_str("\n\n");
     for name in METRICS {
         let value = r.metrics.get(name).unwrap_or(0.0);
         let _ = write!(s, "  {name:28} {:>12}", shown(name, value));
