@@ -69,6 +69,89 @@ fn spawn_once(exe: &std::path::Path) -> Duration {
     took
 }
 
+/// Isolated calls per second with `threads` threads each calling in a loop (a runtime and
+/// a tokio runtime per thread-batch, as the throughput figure does), for `window`.
+fn calls_per_second(
+    rt: &Arc<Runtime>,
+    tool: &Arc<toolhost_runtime::Tool>,
+    threads: usize,
+    window: Duration,
+) -> f64 {
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (rt, tool) = (rt.clone(), tool.clone());
+            std::thread::spawn(move || {
+                let tokio = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let args = json!({"expression": EXPR});
+                let (caps, limits) = (Capabilities::none(), Limits::default());
+                let mut n = 0u64;
+                while start.elapsed() < window {
+                    let out = tokio.block_on(rt.call(&tool, "eval", &args, &caps, &limits));
+                    assert!(out.result.is_ok());
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// The scaling curve: isolated calls per second at each of `threads` (`--threads LIST`;
+/// default 1 and every core), each against one thread in the same run. Reported, not
+/// gated: a shared 2-core machine says little about scaling, and the many-core curve is
+/// measured where such a machine is lent.
+pub fn scaling(scale: Scale, threads: &[usize]) -> Figure {
+    let rt = Arc::new(runtime());
+    let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));
+    let window = Duration::from_millis(scale.n(2000, 500) as u64);
+    // Warm the pool's slots and the code.
+    calls_per_second(
+        &rt,
+        &tool,
+        threads.iter().copied().max().unwrap_or(1),
+        window / 4,
+    );
+    let one = calls_per_second(&rt, &tool, 1, window);
+    let curve: Vec<(usize, f64)> = threads
+        .iter()
+        .map(|&n| {
+            (
+                n,
+                if n == 1 {
+                    one
+                } else {
+                    calls_per_second(&rt, &tool, n, window)
+                },
+            )
+        })
+        .collect();
+    let &(most, top) = curve
+        .iter()
+        .max_by_key(|(n, _)| *n)
+        .expect("at least one thread count");
+    Figure {
+        name: "isolated calls per second, N threads vs 1",
+        detail: format!(
+            "1 thread {one:.0} calls/s; {}",
+            curve
+                .iter()
+                .map(|(n, r)| format!("{n}: {r:.0} calls/s ({:.2}×)", r / one))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ratio: top / one,
+        target: most as f64 * 0.8,
+        lower_is_better: false,
+        gated: false,
+    }
+}
+
 pub fn run(scale: Scale, cores: usize) -> Vec<Figure> {
     let rt = Arc::new(runtime());
     let tool = Arc::new(rt.load(toolhost_tools::CALC.as_ref()).expect("load calc"));

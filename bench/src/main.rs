@@ -10,7 +10,9 @@
 //! ```
 //!
 //! - `isolation`: a fresh instance per call vs a native subprocess per call; throughput;
-//!   the isolated call with the host-wide call budget vs without (also `--only admission`).
+//!   the isolated call with the host-wide call budget vs without (also `--only admission`);
+//!   the scaling curve, calls per second at N threads vs 1 (also `--only scaling`, with
+//!   `--threads 1,2,4,8,16` for the thread counts).
 //! - `startup`: host start + 10 tools from the compiled cache vs compiling them.
 //! - `python`: the componentize-py tool's second load (from the cache) vs its first; the
 //!   compiled cache's entry check (keyed BLAKE3 MAC) vs the CRC-32 it replaced.
@@ -138,8 +140,8 @@ fn main() {
         if scale.quick { "quick" } else { "full" },
         cpu_model()
     );
-    // `--only NAME` runs one group: isolation, admission, startup, python, metering, dag, memory,
-    // planning, journal, scale, oneshot, mcp.
+    // `--only NAME` runs one group: isolation, scaling, admission, startup, python, metering,
+    // dag, memory, planning, journal, scale, oneshot, mcp.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -149,6 +151,22 @@ fn main() {
     let mut figures = Vec::new();
     if wanted("isolation") {
         figures.extend(isolation::run(scale, cores));
+    }
+    // `--threads 1,2,8,16`: the scaling curve at those thread counts (default 1 and every
+    // core); with `--only scaling`, nothing else.
+    if wanted("isolation") || wanted("scaling") {
+        let threads: Vec<usize> = match args.iter().position(|a| a == "--threads") {
+            Some(i) => args
+                .get(i + 1)
+                .map(|l| {
+                    l.split(',')
+                        .map(|n| n.trim().parse().expect("--threads takes numbers: 1,2,8"))
+                        .collect()
+                })
+                .expect("--threads takes a list: 1,2,8"),
+            None => vec![1, cores.max(2)],
+        };
+        figures.push(isolation::scaling(scale, &threads));
     }
     if wanted("isolation") || wanted("admission") {
         figures.push(admission::run(scale, isolation::pooling()));
