@@ -65,7 +65,6 @@ pub fn prepare(rt: &Runtime, request: Request<'_>) -> Result<Replay, AppError> {
     let start = &recorded.records[0].data;
     let task_file = crate::resume::task_file(start, request.task, &run_id)?;
     let mut loaded = load_recorded(rt, &task_file, request.tools_dir, &Default::default())?;
-    crate::resume::refuse_code_mode(&loaded, &run_id, "replay")?;
     let now = crate::journal::digest(&task_file)?;
     let then = start["task"]["sha256"].as_str().unwrap_or_default();
     crate::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;
