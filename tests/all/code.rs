@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+mod approval;
 mod durable;
 
 use serde_json::Value;

@@ -331,7 +331,26 @@ impl Engine<'_> {
                 return counted;
             }
         };
-        self.execute(&valid, st, None).await?;
+        match self.execute(&valid, st, None).await {
+            Ok(()) => {}
+            // A person said no to a sensitive call: the program is told, as a refusal it
+            // may handle, where a plan's run stops.
+            Err(StopReason::RejectedByHuman { what }) if !st.cancel.is_cancelled() => {
+                let at = st.micros();
+                let step = &one.steps[0];
+                let record = StepRecord::not_run(
+                    step,
+                    plan.revision,
+                    StepStatus::Failed,
+                    "rejected",
+                    what,
+                    at,
+                );
+                self.observer.step_finished(&record);
+                st.records.push(record);
+            }
+            Err(stop) => return Err(stop),
+        }
         let record = st.records.iter().rev().find(|r| r.id == id);
         // The program now holds what the call returned (or its error): every argument it
         // writes from here on is as tainted as that, for the data-flow rules.
