@@ -274,21 +274,15 @@ impl Engine<'_> {
         plan: &Plan,
         st: &mut State,
     ) -> Result<(), StopReason> {
-        let mut rerun = None;
-        if let Some(held) = st.journaled.pop_front() {
-            let asked = self.observer.journaled(&call.args);
-            if let Some(why) = held.diverges(&call.tool, &call.operation, &asked, plan.revision) {
-                return Err(StopReason::Escalated { why });
+        let rerun = match self.held_call(&call, plan.revision, st)? {
+            Some(Journaled::Done(r)) => {
+                st.provenance.shown(&r.untrusted);
+                call.answer(reply_of(Some(&r)));
+                return Ok(());
             }
-            match held {
-                Journaled::Done(r) => {
-                    st.provenance.shown(&r.untrusted);
-                    call.answer(reply_of(Some(&r)));
-                    return Ok(());
-                }
-                Journaled::Rerun(step) => rerun = Some(step.id),
-            }
-        }
+            Some(Journaled::Rerun(step)) => Some(step.id),
+            None => None,
+        };
         let id = rerun.unwrap_or_else(|| {
             StepId::try_from(format!("c{}", st.records.len() + 1)).expect("a valid id")
         });
@@ -316,16 +310,8 @@ impl Engine<'_> {
                 // Journaled as a failed step like any call, so a resume serves it in its
                 // place rather than count the refusal twice.
                 let failure = refusal(&problems);
-                let record = StepRecord::not_run(
-                    &one.steps[0],
-                    plan.revision,
-                    StepStatus::Failed,
-                    &failure.kind,
-                    failure.message.clone(),
-                    st.micros(),
-                );
-                self.observer.step_finished(&record);
-                st.records.push(record);
+                let message = failure.message.clone();
+                self.not_run(&one.steps[0], plan.revision, &failure.kind, message, st);
                 let counted = self.reject(&problems, st);
                 call.answer(Err(failure));
                 return counted;
@@ -336,18 +322,7 @@ impl Engine<'_> {
             // A person said no to a sensitive call: the program is told, as a refusal it
             // may handle, where a plan's run stops.
             Err(StopReason::RejectedByHuman { what }) if !st.cancel.is_cancelled() => {
-                let at = st.micros();
-                let step = &one.steps[0];
-                let record = StepRecord::not_run(
-                    step,
-                    plan.revision,
-                    StepStatus::Failed,
-                    "rejected",
-                    what,
-                    at,
-                );
-                self.observer.step_finished(&record);
-                st.records.push(record);
+                self.not_run(&one.steps[0], plan.revision, "rejected", what, st);
             }
             Err(stop) => return Err(stop),
         }
@@ -360,6 +335,34 @@ impl Engine<'_> {
         let record = st.records.iter().rev().find(|r| r.id == id);
         call.answer(reply_of(record));
         Ok(())
+    }
+}
+
+impl Engine<'_> {
+    /// The call the journal holds at the resumed program's position, if any, once `call`
+    /// is checked to be the same; `Err`: it is not (the run stops).
+    fn held_call(
+        &mut self,
+        call: &ProgramCall,
+        revision: u32,
+        st: &mut State,
+    ) -> Result<Option<Journaled>, StopReason> {
+        let Some(held) = st.journaled.pop_front() else {
+            return Ok(None);
+        };
+        let asked = self.observer.journaled(&call.args);
+        match held.diverges(&call.tool, &call.operation, &asked, revision) {
+            Some(why) => Err(StopReason::Escalated { why }),
+            None => Ok(Some(held)),
+        }
+    }
+
+    /// Journals `step` as a call that failed with `kind` without running.
+    fn not_run(&mut self, step: &Step, revision: u32, kind: &str, message: String, st: &mut State) {
+        let at = st.micros();
+        let record = StepRecord::not_run(step, revision, StepStatus::Failed, kind, message, at);
+        self.observer.step_finished(&record);
+        st.records.push(record);
     }
 }
 
