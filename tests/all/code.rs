@@ -4,6 +4,9 @@
 
 use std::path::Path;
 
+mod approval;
+mod durable;
+
 use serde_json::Value;
 use toolhost_tests::cli;
 
@@ -126,8 +129,25 @@ fn a_call_outside_the_policy_raises_denied_and_the_program_may_catch_it() {
         serde_json::json!([["unknown_tool", true, false], "not_allowed"]),
         "{doc:#}"
     );
-    // Nothing ran: no step record; the policy's refusal is counted.
-    assert!(doc["steps"].as_array().unwrap().is_empty(), "{doc:#}");
+    // Nothing ran: each refused call is a failed step that never started (journaled so a
+    // resume serves it in its place); the policy's refusal is counted.
+    let steps: Vec<(&str, &str)> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap(),
+                s["error"]["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [("c1", "unknown_tool"), ("c2", "not_allowed")],
+        "{doc:#}"
+    );
+    assert_eq!(doc["spent"]["steps"], 0, "{doc:#}");
     assert_eq!(doc["refused"], 1, "{doc:#}");
 }
 
@@ -367,7 +387,7 @@ fn after_reading_untrusted_data_the_programs_arguments_are_untrusted() {
 }
 
 #[test]
-fn resume_and_replay_refuse_a_code_mode_run_by_name() {
+fn a_code_mode_run_is_journaled_and_replays_without_divergence() {
     let state = tempfile::tempdir().unwrap();
     let state = state.path().to_str().unwrap().to_string();
     let tools = toolhost_tests::tools_dir();
@@ -407,16 +427,27 @@ fn resume_and_replay_refuse_a_code_mode_run_by_name() {
         .map(|r| r["data"]["id"].as_str().unwrap())
         .collect();
     assert_eq!(steps, ["c1", "c2", "c3", "c4"]);
-    for cmd in ["resume", "replay"] {
-        let out = cli(["--state-dir", &state, cmd, &journal, "--tools-dir", &tools]);
-        assert_ne!(out.code, 0, "{cmd}: {out:?}");
-        assert!(
-            out.stderr.contains(&format!(
-                "is a code-mode run, which toolhost cannot {cmd} yet"
-            )),
-            "{cmd}: {out:?}"
-        );
-    }
+    // A finished run is not resumed; its replay runs the journaled program again and
+    // finds every call as the journal holds it.
+    let out = cli([
+        "--state-dir",
+        &state,
+        "resume",
+        &journal,
+        "--tools-dir",
+        &tools,
+    ]);
+    assert_ne!(out.code, 0, "{out:?}");
+    let out = cli([
+        "--state-dir",
+        &state,
+        "replay",
+        &journal,
+        "--tools-dir",
+        &tools,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("replay: no divergence"), "{out:?}");
 }
 
 /// What a call costs made from a program against the same call as a plan step: 40 calls

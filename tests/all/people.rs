@@ -31,7 +31,7 @@ fn task(dir: &Path, steps: &str, max_wall_ms: u64) -> String {
 /// Runs `toolhost run TASK --approve --json` on a pseudo-terminal, typing `lines` one
 /// by one with `gap` between them; returns the exit code, the terminal's text and the
 /// JSON report (printed last).
-fn on_a_terminal(
+pub(crate) fn on_a_terminal(
     dir: &Path,
     task: &str,
     env: &[(&str, &str)],

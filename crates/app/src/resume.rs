@@ -136,7 +136,6 @@ pub fn prepare(
     let task_file = task_file(&start, setup.task, run_id)?;
     let tools_dir = crate::load::recorded_tools_dir(setup.tools_dir, &start, run_id)?;
     let mut loaded = load_recorded(rt, &task_file, tools_dir.as_deref(), setup.overrides)?;
-    refuse_code_mode(&loaded, run_id, "resume")?;
     unchanged(&start, &task_file, &loaded, run_id)?;
     let redactor = crate::journal::redactor(setup.redact, &loaded.policy)?;
     loaded.extractor = crate::planner::extractor(&loaded.task)?;
@@ -161,18 +160,6 @@ pub fn prepare(
         redactor,
         resumable,
     })
-}
-
-/// Refuses to `doing` (`resume`, `replay`) a code-mode run: serving a program's finished
-/// calls from its journal is not built yet, and asking its planner again would run them
-/// twice.
-pub(crate) fn refuse_code_mode(loaded: &Loaded, run_id: &str, doing: &str) -> Result<(), AppError> {
-    if loaded.task.config.mode != toolhost_engine::planner::Mode::Code {
-        return Ok(());
-    }
-    Err(usage(format!(
-        "run {run_id} is a code-mode run, which toolhost cannot {doing} yet (its program's finished calls are not served from the journal): run the task again"
-    )))
 }
 
 /// Refuses a task file, policy or tool whose digest is not the one run `run_id` started

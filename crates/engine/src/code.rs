@@ -13,7 +13,8 @@
 //! The program is journaled as its plan revision; its calls as that revision's steps,
 //! `c1`, `c2`, … numbered across the run. Once a call's output or error is untrusted, the
 //! program counts as a planner shown it: every argument it writes after that is untrusted
-//! for the policy's data-flow rules.
+//! for the policy's data-flow rules. A resumed run re-runs its program with the calls the
+//! journal holds served from it (`durable`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,8 +29,10 @@ use super::engine::Engine;
 use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::{StepRecord, StepStatus};
-use super::state::State;
+use super::state::{Journaled, State};
 use super::validate::{Problem, ProblemKind, ValidPlan};
+
+pub(crate) mod durable;
 
 /// What a program runs under, at most (its wall time and fuel are also capped by what the
 /// run has left, and the fuel it burns is charged to the run):
@@ -69,6 +72,15 @@ fn refused(kind: &str) -> bool {
     )
 }
 
+/// A program as its accepted revision (no steps: its calls become steps as it makes them).
+fn accepted(plan: &Plan) -> ValidPlan {
+    ValidPlan {
+        plan: plan.clone(),
+        deps: Default::default(),
+        order: Vec::new(),
+    }
+}
+
 /// How a program's run ended.
 enum Ended {
     /// It called `answer(…)` and returned.
@@ -91,42 +103,27 @@ impl Engine<'_> {
             return (StopReason::Escalated { why }, None);
         };
         let mut req = self.request(goal, st, 1);
+        // A resumed run carries on with the program it stopped in: its calls that the
+        // journal holds are served from it, and one that had ended already is not run again.
+        let mut carried = st.program.take();
         loop {
-            let revision = req.revision;
-            let plan = match self.ask(planner, st, req.clone()).await {
-                Ok(Reply::Plan { plan }) if plan.program.is_some() => plan,
-                Ok(Reply::Plan { .. } | Reply::Turn { .. }) => {
-                    let why = "the planner answered a plan or a turn where a program was asked for";
-                    return (StopReason::Escalated { why: why.into() }, None);
+            let (plan, ended) = match carried.take() {
+                Some(c) => {
+                    st.journaled = c.calls;
+                    let ended = match c.failed {
+                        Some(failed) => Ended::Failed(failed),
+                        None => self.run_revision(&interpreter, &c.plan, st).await,
+                    };
+                    (c.plan, ended)
                 }
-                Ok(Reply::GiveUp { why }) => return (StopReason::Escalated { why }, None),
-                Err(stop) => return (stop, None),
+                None => match self.next_program(goal, planner, st, req.clone()).await {
+                    Ok(plan) => {
+                        let ended = self.run_revision(&interpreter, &plan, st).await;
+                        (plan, ended)
+                    }
+                    Err(stop) => return (stop, None),
+                },
             };
-            let goal_text = if plan.goal.is_empty() {
-                goal.to_string()
-            } else {
-                plan.goal.clone()
-            };
-            let plan = Plan {
-                revision,
-                goal: goal_text,
-                ..plan
-            };
-            let accepted = ValidPlan {
-                plan: plan.clone(),
-                deps: Default::default(),
-                order: Vec::new(),
-            };
-            self.observer.plan_accepted(&accepted);
-            st.revisions.push(plan.clone());
-            if let Err(stop) = self.journal_ok() {
-                return (stop, None);
-            }
-            let span = crate::trace::revision_span(&accepted);
-            let ended = self
-                .run_program(&interpreter, &plan, st)
-                .instrument(span)
-                .await;
             let failed = match ended {
                 Ended::Answered(answer) => return (StopReason::Completed, Some(answer)),
                 Ended::Stop(stop) => return (stop, None),
@@ -136,9 +133,55 @@ impl Engine<'_> {
                 return (StopReason::ReplanLimit, None);
             }
             st.spent.replans += 1;
-            req = self.request(goal, st, revision + 1);
+            req = self.request(goal, st, plan.revision + 1);
             req.failure = Some(failed);
         }
+    }
+
+    /// Asks the planner for the program of `req`'s revision and journals it as accepted.
+    async fn next_program(
+        &mut self,
+        goal: &str,
+        planner: &mut dyn Planner,
+        st: &mut State,
+        req: crate::planner::PlanRequest,
+    ) -> Result<Plan, StopReason> {
+        let revision = req.revision;
+        let plan = match self.ask(planner, st, req).await? {
+            Reply::Plan { plan } if plan.program.is_some() => plan,
+            Reply::Plan { .. } | Reply::Turn { .. } => {
+                let why = "the planner answered a plan or a turn where a program was asked for";
+                return Err(StopReason::Escalated { why: why.into() });
+            }
+            Reply::GiveUp { why } => return Err(StopReason::Escalated { why }),
+        };
+        let goal_text = if plan.goal.is_empty() {
+            goal.to_string()
+        } else {
+            plan.goal.clone()
+        };
+        let plan = Plan {
+            revision,
+            goal: goal_text,
+            ..plan
+        };
+        self.observer.plan_accepted(&accepted(&plan));
+        st.revisions.push(plan.clone());
+        self.journal_ok()?;
+        Ok(plan)
+    }
+
+    /// Runs one revision's program in its trace span.
+    async fn run_revision(
+        &mut self,
+        interpreter: &Arc<Tool>,
+        plan: &Plan,
+        st: &mut State,
+    ) -> Ended {
+        let span = crate::trace::revision_span(&accepted(plan));
+        self.run_program(interpreter, plan, st)
+            .instrument(span)
+            .await
     }
 
     /// Runs one revision's program, answering its calls one at a time.
@@ -170,6 +213,11 @@ impl Engine<'_> {
             }
         };
         st.spent.fuel = st.spent.fuel.saturating_add(outcome.report.fuel_consumed);
+        // A resumed program that ended before making every call its journal holds took
+        // another path than before the stop.
+        if let Some(held) = st.journaled.pop_front() {
+            return Ended::Stop(durable::ended_early(&held, plan.revision, &outcome.result));
+        }
         let record = |kind: &str, message: String, fuel: u64| {
             let step = program_step(plan);
             let mut r = StepRecord::not_run(
@@ -217,14 +265,27 @@ impl Engine<'_> {
     }
 
     /// One call of the program, run as a step `cN` of its revision; the program gets the
-    /// output or the failure. `Err`: the run must stop (the program is abandoned).
+    /// output or the failure. A resumed program's call that the journal holds is served
+    /// from it (or, cut off before, run again under the same id when a person said so).
+    /// `Err`: the run must stop (the program is abandoned).
     async fn program_call(
         &mut self,
         call: ProgramCall,
         plan: &Plan,
         st: &mut State,
     ) -> Result<(), StopReason> {
-        let id = StepId::try_from(format!("c{}", st.records.len() + 1)).expect("a valid id");
+        let rerun = match self.held_call(&call, plan.revision, st)? {
+            Some(Journaled::Done(r)) => {
+                st.provenance.shown(&r.untrusted);
+                call.answer(reply_of(Some(&r)));
+                return Ok(());
+            }
+            Some(Journaled::Rerun(step)) => Some(step.id),
+            None => None,
+        };
+        let id = rerun.unwrap_or_else(|| {
+            StepId::try_from(format!("c{}", st.records.len() + 1)).expect("a valid id")
+        });
         let step = Step {
             id: id.clone(),
             description: String::new(),
@@ -246,34 +307,78 @@ impl Engine<'_> {
         let valid = match self.validate_plan(&one, st) {
             Ok(v) => v,
             Err(problems) => {
+                // Journaled as a failed step like any call, so a resume serves it in its
+                // place rather than count the refusal twice.
                 let failure = refusal(&problems);
+                let message = failure.message.clone();
+                self.not_run(&one.steps[0], plan.revision, &failure.kind, message, st);
                 let counted = self.reject(&problems, st);
                 call.answer(Err(failure));
                 return counted;
             }
         };
-        self.execute(&valid, st, None).await?;
+        match self.execute(&valid, st, None).await {
+            Ok(()) => {}
+            // A person said no to a sensitive call: the program is told, as a refusal it
+            // may handle, where a plan's run stops.
+            Err(StopReason::RejectedByHuman { what }) if !st.cancel.is_cancelled() => {
+                self.not_run(&one.steps[0], plan.revision, "rejected", what, st);
+            }
+            Err(stop) => return Err(stop),
+        }
+        let record = st.records.iter().rev().find(|r| r.id == id);
         // The program now holds what the call returned (or its error): every argument it
         // writes from here on is as tainted as that, for the data-flow rules.
-        if let Some(r) = st.records.iter().rev().find(|r| r.id == id) {
-            let taint = r.untrusted.clone();
+        if let Some(taint) = record.map(|r| r.untrusted.clone()) {
             st.provenance.shown(&taint);
         }
-        let reply = match st.records.iter().rev().find(|r| r.id == id) {
-            Some(r) if r.status == StepStatus::Succeeded => {
-                Ok(r.output.clone().unwrap_or(Value::Null))
-            }
-            Some(r) => {
-                let (kind, message) = r.error.as_ref().map_or_else(
-                    || ("tool_error".to_string(), "the call failed".to_string()),
-                    |e| (e.kind.clone(), error_text(e)),
-                );
-                Err(CallFailure::new(refused(&kind), kind, message))
-            }
-            None => Err(CallFailure::new(true, "skipped", "the call did not run")),
-        };
-        call.answer(reply);
+        let record = st.records.iter().rev().find(|r| r.id == id);
+        call.answer(reply_of(record));
         Ok(())
+    }
+}
+
+impl Engine<'_> {
+    /// The call the journal holds at the resumed program's position, if any, once `call`
+    /// is checked to be the same; `Err`: it is not (the run stops).
+    fn held_call(
+        &mut self,
+        call: &ProgramCall,
+        revision: u32,
+        st: &mut State,
+    ) -> Result<Option<Journaled>, StopReason> {
+        let Some(held) = st.journaled.pop_front() else {
+            return Ok(None);
+        };
+        let asked = self.observer.journaled(&call.args);
+        match held.diverges(&call.tool, &call.operation, &asked, revision) {
+            Some(why) => Err(StopReason::Escalated { why }),
+            None => Ok(Some(held)),
+        }
+    }
+
+    /// Journals `step` as a call that failed with `kind` without running.
+    fn not_run(&mut self, step: &Step, revision: u32, kind: &str, message: String, st: &mut State) {
+        let at = st.micros();
+        let record = StepRecord::not_run(step, revision, StepStatus::Failed, kind, message, at);
+        self.observer.step_finished(&record);
+        st.records.push(record);
+    }
+}
+
+/// What the program gets for a call whose record is `record`: its output, or its failure
+/// (`Denied` for a refusal, `ToolError` else).
+fn reply_of(record: Option<&StepRecord>) -> Result<Value, CallFailure> {
+    match record {
+        Some(r) if r.status == StepStatus::Succeeded => Ok(r.output.clone().unwrap_or(Value::Null)),
+        Some(r) => {
+            let (kind, message) = r.error.as_ref().map_or_else(
+                || ("tool_error".to_string(), "the call failed".to_string()),
+                |e| (e.kind.clone(), error_text(e)),
+            );
+            Err(CallFailure::new(refused(&kind), kind, message))
+        }
+        None => Err(CallFailure::new(true, "skipped", "the call did not run")),
     }
 }
 

@@ -38,7 +38,8 @@
 //!   the budgets, durability; `state`: a run's mutable state; `report`: the [`RunReport`]
 //!   and [`PlannerCall`] records, below everything that reads them.
 //! - [`code`]: code mode, a program run in the interpreter component whose every tool
-//!   call runs as a step; [`pyapi`]: the run's tools as a typed Python API (what the
+//!   call runs as a step (`code::durable`: a resumed program re-run with its journaled
+//!   calls served, divergence checked); [`pyapi`]: the run's tools as a typed Python API (what the
 //!   planner is shown, and the prelude the interpreter runs).
 //! - [`run`]: the run loop and plan-then-execute; `stepwise`: the step-wise loop; `exec`:
 //!   one plan revision's DAG, round by round (skip, launch a batch made durable by one

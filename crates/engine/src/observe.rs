@@ -33,6 +33,11 @@ pub trait Observer {
     fn run_id(&self) -> Option<String> {
         None
     }
+    /// `value` as the observer keeps it (the journal: redacted). A resumed program's call
+    /// is compared with the journal's in this form.
+    fn journaled(&self, value: &Value) -> Value {
+        value.clone()
+    }
 }
 
 /// A lent observer (`Engine::builder(..).observer(&mut mine)`), read by its owner after
@@ -64,6 +69,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn run_id(&self) -> Option<String> {
         (**self).run_id()
+    }
+    fn journaled(&self, value: &Value) -> Value {
+        (**self).journaled(value)
     }
 }
 

@@ -87,6 +87,13 @@ impl Engine<'_> {
                 }
             }
         }
+        // Code mode: the program runs again with its calls served from the journal.
+        if current.plan.program.is_some() {
+            st.records = records;
+            return self
+                .resume_program(&goal, planner, st, current, unfinished)
+                .await;
+        }
         let plan = match self.validate_plan(&current.plan, &st) {
             Ok(p) => p,
             Err(problems) => {
@@ -114,17 +121,8 @@ impl Engine<'_> {
         st.records = records;
         let undecided = self.settle_unfinished(&current, unfinished, &mut st);
         if !undecided.is_empty() {
-            let why = format!(
-                "step(s) {} started before the run stopped and did not finish; they are not idempotent, so they may have had effects: resume with --rerun STEP to run one again or --abandon STEP to record it failed",
-                undecided
-                    .iter()
-                    .map(|s| format!("`{s}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            return self
-                .finish(&goal, st, StopReason::Escalated { why }, None)
-                .await;
+            let stop = undecided_stop(&undecided);
+            return self.finish(&goal, st, stop, None).await;
         }
         st.resume = Some(ResumePoint {
             plan,
@@ -138,7 +136,7 @@ impl Engine<'_> {
     /// The current revision's steps that were cut off: an idempotent one, or one a person
     /// said to rerun, runs again; one a person abandoned is recorded failed. Returns the
     /// ids of those nobody decided on.
-    fn settle_unfinished(
+    pub(crate) fn settle_unfinished(
         &mut self,
         current: &Current,
         unfinished: &Unfinished,
@@ -170,6 +168,20 @@ impl Engine<'_> {
         }
         undecided
     }
+}
+
+/// The stop of a resume that found steps `undecided` cut off: they may have had effects,
+/// so a person decides.
+pub(crate) fn undecided_stop(undecided: &[String]) -> StopReason {
+    let why = format!(
+        "step(s) {} started before the run stopped and did not finish; they are not idempotent, so they may have had effects: resume with --rerun STEP to run one again or --abandon STEP to record it failed",
+        undecided
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    StopReason::Escalated { why }
 }
 
 /// The run's state as the checkpoint leaves it (what it spent, its revisions and planner

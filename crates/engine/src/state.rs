@@ -2,7 +2,7 @@
 //! all of them: a resumed run is a [`State`] filled from a checkpoint, handed to the same
 //! loops.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::budget::Spent;
 use super::cancel::Cancel;
 use super::flow::Provenance;
-use super::plan::{OperationName, Plan, StepId, ToolName};
+use super::plan::{OperationName, Plan, Step, StepId, ToolName};
 use super::record::{StepRecord, StepStatus};
 use super::report::PlannerCall;
 use super::validate::ValidPlan;
@@ -47,6 +47,33 @@ pub(crate) struct State {
     pub refused: u64,
     /// The taint of each succeeded step's output, and of what the planner has read.
     pub provenance: Provenance,
+    /// Code mode: a resumed run's program to carry on with, taken by the first loop
+    /// iteration.
+    pub program: Option<Carried>,
+    /// Code mode: the calls the journal holds for the running program, not yet made
+    /// again by it, in the program's order (empty but in a resumed program).
+    pub journaled: VecDeque<Journaled>,
+}
+
+/// Code mode: a call of the resumed program that the journal holds, in the program's
+/// order (`code::durable`).
+#[derive(Debug, Clone)]
+pub(crate) enum Journaled {
+    /// It finished (or was refused, or abandoned): its record is served.
+    Done(StepRecord),
+    /// It was cut off and a person said to run it again: it runs under its id.
+    Rerun(Step),
+}
+
+/// The program a resumed run carries on with.
+#[derive(Debug, Clone)]
+pub(crate) struct Carried {
+    pub plan: Plan,
+    /// Its calls the journal holds, in the program's order.
+    pub calls: VecDeque<Journaled>,
+    /// Its failed `program` step, when it had ended before the stop: it is not run again,
+    /// the planner is asked for the next revision.
+    pub failed: Option<Box<StepRecord>>,
 }
 
 /// The revision a resumed run carries on with (taken by the mode's loop).
@@ -78,6 +105,8 @@ impl State {
             fault_calls: Vec::new(),
             refused: 0,
             provenance: Provenance::default(),
+            program: None,
+            journaled: VecDeque::new(),
         }
     }
 

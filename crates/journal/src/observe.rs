@@ -86,6 +86,12 @@ impl Observer for Journal {
     fn run_id(&self) -> Option<String> {
         Some(self.id.clone())
     }
+
+    fn journaled(&self, value: &Value) -> Value {
+        let mut v = value.clone();
+        self.writer().redactor.value(&mut v);
+        v
+    }
 }
 
 impl Journal {

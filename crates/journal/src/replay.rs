@@ -116,14 +116,29 @@ fn shape(status: &Value, output: &Value, error_kind: &Value) -> Value {
     serde_json::json!({"status": status, "output": output, "error": error_kind})
 }
 
-/// Where `replay` differs from the run journaled in `recorded`: each step's status, output
-/// and error kind (outputs redacted by `redactor` first, as the recording's were), the steps
-/// only one of them ran, the stop reason and the number of planner calls.
-pub fn compare(recorded: &[Record], replay: &RunReport, redactor: &Redactor) -> Vec<Divergence> {
-    let mut out = Vec::new();
+/// A code-mode step's call, compared too: a program chooses its calls as it runs, where a
+/// plan's steps are the journaled plan's.
+fn with_call(mut shape: Value, tool: &Value, operation: &Value, args: &Value) -> Value {
+    shape["call"] = serde_json::json!({"tool": tool, "operation": operation, "args": args});
+    shape
+}
+
+/// What a recording says: each finished step's shape, its stop and its planner calls.
+struct Recording {
+    steps: BTreeMap<String, Value>,
+    stop: Value,
+    calls: u64,
+    /// Code mode: steps are compared with their calls too.
+    code: bool,
+}
+
+fn recording(recorded: &[Record]) -> Recording {
     let mut before: BTreeMap<String, Value> = BTreeMap::new();
     let mut stop = Value::Null;
     let mut calls = 0u64;
+    let code = recorded
+        .first()
+        .is_some_and(|r| r.kind == Kind::RunStarted && r.data["mode"] == "code");
     for r in recorded {
         let d = &r.data;
         match r.kind {
@@ -132,19 +147,51 @@ pub fn compare(recorded: &[Record], replay: &RunReport, redactor: &Redactor) -> 
                     d["revision"].as_u64().unwrap_or(0),
                     d["id"].as_str().unwrap_or(""),
                 );
-                before.insert(k, shape(&d["status"], &d["output"], &d["error"]["kind"]));
+                let mut was = shape(&d["status"], &d["output"], &d["error"]["kind"]);
+                if code {
+                    was = with_call(was, &d["tool"], &d["operation"], &d["args"]);
+                }
+                before.insert(k, was);
             }
             Kind::Stopped => stop = d["reason"].clone(),
             Kind::PlannerCalled => calls += 1,
             _ => {}
         }
     }
+    Recording {
+        steps: before,
+        stop,
+        calls,
+        code,
+    }
+}
+
+/// Where `replay` differs from the run journaled in `recorded`: each step's status, output
+/// and error kind (outputs redacted by `redactor` first, as the recording's were) and, in
+/// code mode, its call (tool, operation and arguments, redacted the same way), the steps
+/// only one of them ran, the stop reason and the number of planner calls.
+pub fn compare(recorded: &[Record], replay: &RunReport, redactor: &Redactor) -> Vec<Divergence> {
+    let mut out = Vec::new();
+    let Recording {
+        steps: before,
+        stop,
+        calls,
+        code,
+    } = recording(recorded);
     let mut after: BTreeMap<String, Value> = BTreeMap::new();
     for s in &replay.steps {
-        after.insert(
-            key(u64::from(s.revision), s.id.as_str()),
-            replayed(s, redactor),
-        );
+        let mut now = replayed(s, redactor);
+        if code {
+            let mut args = s.args.clone();
+            redactor.value(&mut args);
+            now = with_call(
+                now,
+                &serde_json::json!(s.tool),
+                &serde_json::json!(s.operation),
+                &args,
+            );
+        }
+        after.insert(key(u64::from(s.revision), s.id.as_str()), now);
     }
     for (k, was) in &before {
         match after.get(k) {
@@ -210,9 +257,9 @@ fn replayed(s: &StepRecord, redactor: &Redactor) -> Value {
 }
 
 fn differs(was: &Value, now: &Value) -> String {
-    let fields: Vec<&str> = ["status", "output", "error kind"]
+    let fields: Vec<&str> = ["call", "status", "output", "error kind"]
         .into_iter()
-        .zip(["status", "output", "error"])
+        .zip(["call", "status", "output", "error"])
         .filter(|(_, k)| was[k] != now[k])
         .map(|(name, _)| name)
         .collect();

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::{Kind, Record, time};
 use toolhost_engine::PlannerCall;
 use toolhost_engine::budget::{Prices, Spent, StopReason};
-use toolhost_engine::plan::{Plan, StepId};
+use toolhost_engine::plan::{Plan, Step, StepId};
 use toolhost_engine::planner::{Mode, Reply, Usage};
 use toolhost_engine::record::StepRecord;
 use toolhost_engine::resume::{Checkpoint, Current};
@@ -216,6 +216,7 @@ impl<'p> Reading<'p> {
                 let s: Started = parse(r)?;
                 self.spent.steps += 1;
                 self.running.insert((s.revision, s.id));
+                self.program_call(r)?;
             }
             Kind::StepFinished => self.step_finished(parse(r)?),
             Kind::Stopped => self.last_stop = Some(r.data.clone()),
@@ -241,9 +242,10 @@ impl<'p> Reading<'p> {
         };
         let handoff = turn.is_some_and(|t| t.handoff.is_some());
         // An edited plan is accepted again after its approval: it stays approved.
+        // A program is not reviewed: it runs as it is accepted.
         let approved = match &self.current {
             Some(c) if c.plan.revision == plan.revision && c.approved => true,
-            _ => mode.takes_turns() && !handoff,
+            _ => (mode.takes_turns() && !handoff) || mode == Mode::Code,
         };
         if mode.takes_turns() || approved {
             self.revisions.retain(|p| p.revision != plan.revision);
@@ -256,6 +258,28 @@ impl<'p> Reading<'p> {
             confidence: turn.map_or(1.0, |t| t.confidence),
             unfinished: Vec::new(),
         });
+        Ok(())
+    }
+
+    /// Code mode: a call the current program started becomes a step of its revision, so
+    /// that one the run stopped in is decided on (and compared with the call the resumed
+    /// program makes) like an unfinished plan step.
+    fn program_call(&mut self, r: &Record) -> Result<(), ResumeError> {
+        let Some(c) = self.current.as_mut().filter(|c| c.plan.program.is_some()) else {
+            return Ok(());
+        };
+        let d = &r.data;
+        if d["revision"].as_u64() != Some(u64::from(c.plan.revision)) {
+            return Ok(());
+        }
+        let step = Step::deserialize(serde_json::json!({
+            "id": d["id"], "tool": d["tool"], "operation": d["operation"],
+            "description": d["description"], "args": d["args"],
+            "idempotent": d["idempotent"],
+        }))
+        .map_err(|e| bad(r, e))?;
+        c.plan.steps.retain(|s| s.id != step.id);
+        c.plan.steps.push(step);
         Ok(())
     }
 
@@ -332,7 +356,7 @@ impl<'p> Reading<'p> {
                 .map(|(_, id)| id.clone())
                 .collect();
         }
-        spent.replans = if mode == Mode::PlanThenExecute {
+        spent.replans = if matches!(mode, Mode::PlanThenExecute | Mode::Code) {
             u32::try_from(accepted.len().saturating_sub(1)).unwrap_or(u32::MAX)
         } else {
             0

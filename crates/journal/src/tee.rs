@@ -60,4 +60,8 @@ impl Observer for Tee<'_> {
     fn run_id(&self) -> Option<String> {
         self.0.run_id().or_else(|| self.1.run_id())
     }
+
+    fn journaled(&self, value: &Value) -> Value {
+        self.1.journaled(&self.0.journaled(value))
+    }
 }

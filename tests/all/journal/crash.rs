@@ -82,7 +82,7 @@ fn spawn(state: &Path, task: &Path, kill_after: Option<usize>) -> Child {
 
 /// `toolhost run TASK --json` as a child process, with a journal test hook (`VAR`, record)
 /// in its environment and its stdout to `stdout`.
-pub(super) fn spawn_with(
+pub(crate) fn spawn_with(
     state: &Path,
     task: &Path,
     hook: Option<(&str, usize)>,
@@ -101,7 +101,7 @@ pub(super) fn spawn_with(
 }
 
 /// The one journal in `state`.
-pub(super) fn journal_of(state: &Path) -> PathBuf {
+pub(crate) fn journal_of(state: &Path) -> PathBuf {
     let runs: Vec<PathBuf> = std::fs::read_dir(state.join("runs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -123,7 +123,7 @@ fn named_steps(why: &str) -> Vec<String> {
 
 /// Resumes until the run completes, answering an escalation about unfinished
 /// non-idempotent steps with `--rerun`; returns the steps rerun that way.
-pub(super) fn resume_to_the_end(state: &Path, journal: &Path, answer: &Value) -> Vec<String> {
+pub(crate) fn resume_to_the_end(state: &Path, journal: &Path, answer: &Value) -> Vec<String> {
     let mut rerun: Vec<String> = Vec::new();
     for _ in 0..3 {
         let args: Vec<&str> = rerun.iter().flat_map(|s| ["--rerun", s.as_str()]).collect();
@@ -166,7 +166,7 @@ fn steps_in(records: &[Value]) -> (StepKeys, StepKeys) {
 }
 
 /// Requests per `STEP-TAG` query.
-pub(super) fn calls(server: &Server, tag: &str) -> BTreeMap<String, usize> {
+pub(crate) fn calls(server: &Server, tag: &str) -> BTreeMap<String, usize> {
     let mut n = BTreeMap::new();
     for r in server.received() {
         let Some(q) = r.target.split_once('?').map(|(_, q)| q) else {

@@ -3,7 +3,7 @@
 //! the disk, and `show` / `prune` do what they say.
 
 mod blobs;
-mod crash;
+pub(crate) mod crash;
 mod durable;
 mod failure;
 mod moved;
@@ -53,7 +53,12 @@ fn run_in(state: &Path, task: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
 
 /// `toolhost --state-dir STATE CMD JOURNAL --tools-dir … --json EXTRA…` (`resume`,
 /// `replay`): the output and its JSON report (`Null` when there is none).
-fn on_run(state: &Path, cmd: &str, journal: &Path, extra: &[&str]) -> (CliOutput, Value) {
+pub(crate) fn on_run(
+    state: &Path,
+    cmd: &str,
+    journal: &Path,
+    extra: &[&str],
+) -> (CliOutput, Value) {
     let tools = tools_dir();
     let mut args = vec![
         "--state-dir",
@@ -84,7 +89,7 @@ fn lines(path: &Path) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
-fn records(path: &Path) -> Vec<Value> {
+pub(crate) fn records(path: &Path) -> Vec<Value> {
     lines(path)
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())
