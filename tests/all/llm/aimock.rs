@@ -129,7 +129,8 @@ fn the_example_tasks_run_against_an_independent_mock_server() {
         // llm-anthropic.toml: Messages, step-wise.
         fixture("claude-sonnet-4-5", "This is turn 1",
             &turn(Some(("fs", "read-file", json!({"path": "/notes/readme.txt"}))), None), 1_200, 40),
-        fixture("claude-sonnet-4-5", "This is turn 2", &turn(None, Some(json!("read"))), 1_400, 20),
+        // Its answer answers the goal ("count its words") from the file it read.
+        fixture("claude-sonnet-4-5", "This is turn 2", &turn(None, Some(json!({"words": 42}))), 1_400, 20),
         // llm-local.toml: an OpenAI-compatible server, Chat Completions.
         fixture("llama3.1:8b", "plan revision 1", &calc_plan, 900, 80),
     ]});
@@ -178,7 +179,7 @@ fn the_example_tasks_run_against_an_independent_mock_server() {
         recorded["stop"]["reason"], "planner_stopped",
         "{recorded:#}"
     );
-    assert_eq!(recorded["answer"], "read");
+    assert_eq!(recorded["answer"], json!({"words": 42}));
     assert_eq!(recorded["steps"][0]["status"], "succeeded", "{recorded:#}");
     assert_eq!(recorded["spent"]["input_tokens"], 2_600);
     drop(mock);
