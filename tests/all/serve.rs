@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_tests::{cli, path, root};
 
+mod edits;
 pub(crate) mod hosts;
 mod inline;
+mod order;
 mod state_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolhost-test-cli");

@@ -335,6 +335,10 @@ pub enum RegistryError {
     /// The task cannot run (422), with every problem found.
     #[error("the task cannot run: {}", .problems.join("; "))]
     Invalid { problems: Vec<String> },
+    /// An edited plan fails validation (422), with every problem (each naming its step);
+    /// the run still waits for a decision.
+    #[error("the edited plan is invalid: {}", .problems.join("; "))]
+    InvalidEdit { problems: Vec<String> },
     /// The run is not in a state that allows it (409).
     #[error("{0}")]
     Conflict(String),

@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::runs::{self, JournalEvent, RunPage};
+use super::runs::{self, JournalEvent, Order, RunPage};
 use super::{ErrorBody, service};
 use crate::registry::{
     AnswerRequest, Decision, DecisionKind, Overrides, Pending, RunState, RunView, StepCounts,
@@ -21,7 +21,7 @@ use crate::registry::{
     ),
     components(schemas(
         SubmitRequest, TaskSource, Overrides, RunView, RunState, Pending, StepCounts, Decision,
-        DecisionKind, AnswerRequest, RunPage, JournalEvent, ErrorBody,
+        DecisionKind, AnswerRequest, RunPage, Order, JournalEvent, ErrorBody,
     )),
     modifiers(&Bearer),
 )]

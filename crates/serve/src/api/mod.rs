@@ -114,7 +114,9 @@ impl From<RegistryError> for ApiError {
         let status = match &e {
             RegistryError::NotFound(_) | RegistryError::NoTask(_) => StatusCode::NOT_FOUND,
             RegistryError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            RegistryError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            RegistryError::Invalid { .. } | RegistryError::InvalidEdit { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             RegistryError::Conflict(_) => StatusCode::CONFLICT,
             RegistryError::Unavailable(_) | RegistryError::Overloaded { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -122,7 +124,9 @@ impl From<RegistryError> for ApiError {
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let problems = match &e {
-            RegistryError::Invalid { problems } => problems.clone(),
+            RegistryError::Invalid { problems } | RegistryError::InvalidEdit { problems } => {
+                problems.clone()
+            }
             _ => Vec::new(),
         };
         let retry_after_s = match &e {

@@ -83,8 +83,18 @@ pub(crate) struct ListParams {
     /// At most this many runs (1–500; default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<usize>,
-    /// Runs after this run id (the `next` of the previous page).
+    /// Runs after this run id in the page order (the `next` of the previous page).
     after: Option<String>,
+    /// `oldest` first (the default) or `newest` first; run ids sort by start time.
+    order: Option<Order>,
+}
+
+/// The order of `GET /v1/runs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Order {
+    Oldest,
+    Newest,
 }
 
 /// A page of runs.
@@ -95,7 +105,7 @@ pub(crate) struct RunPage {
     pub next: Option<String>,
 }
 
-/// List runs, oldest first: with `read`, every run; with `submit` only, the caller's own.
+/// List runs, oldest first (or `order=newest`): with `read`, every run; with `submit` only, the caller's own.
 #[utoipa::path(get, path = "/v1/runs", tag = "runs", params(ListParams),
     responses(
         (status = 200, body = RunPage),
@@ -120,13 +130,22 @@ pub(crate) async fn list(
             format!("limit {limit} is not between 1 and {MAX_LIMIT}"),
         ));
     }
-    let mut runs: Vec<RunView> = state
-        .registry
-        .list()
+    let newest = p.order == Some(Order::Newest);
+    let mut all = state.registry.list();
+    if newest {
+        all.reverse();
+    }
+    // Past the cursor in the page's order.
+    let past = |id: &str| {
+        p.after
+            .as_deref()
+            .is_none_or(|a| if newest { id < a } else { id > a })
+    };
+    let mut runs: Vec<RunView> = all
         .into_iter()
         .filter(|r| caller.may_read(r.submitter.as_deref()))
         .filter(|r| p.state.is_none_or(|s| r.state == s))
-        .filter(|r| p.after.as_ref().is_none_or(|a| r.id.as_str() > a.as_str()))
+        .filter(|r| past(&r.id))
         .take(limit + 1)
         .collect();
     let next = if runs.len() > limit {

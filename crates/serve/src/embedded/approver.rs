@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost_engine::Step;
 use toolhost_engine::approval::{
     Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision,
 };
-use toolhost_engine::validate::{Catalog, ValidPlan};
+use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
+use toolhost_engine::{Plan, Step};
 
-use super::run::{Answer, Run};
+use super::run::{Answer, EditVerdict, Run};
 use crate::registry::Pending;
 
 /// How often a waiting approver looks at the run's cancel flag.
@@ -24,6 +24,8 @@ pub(crate) struct ApiApprover {
     /// `None` when people review plans and steps through the API; else the policy's
     /// mode decides steps and plans run as validated.
     pub reviews: Option<ApprovalMode>,
+    /// The plan under review, shown again when an edit of it fails validation.
+    pub proposed: Option<Pending>,
 }
 
 impl ApiApprover {
@@ -33,13 +35,14 @@ impl ApiApprover {
     }
 }
 
-impl Approver for ApiApprover {
-    fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
-        if self.reviews.is_some() {
-            return PlanDecision::Approve;
-        }
-        let pending = Pending::plan(&plan.plan);
-        match self.wait(pending) {
+impl ApiApprover {
+    fn decide_plan(&self, pending: Pending) -> PlanDecision {
+        self.run.park(pending);
+        self.decide_plan_parked()
+    }
+
+    fn decide_plan_parked(&self) -> PlanDecision {
+        match self.run.wait_for_answer(CANCEL_POLL) {
             None => PlanDecision::Reject("cancelled while waiting for approval".into()),
             Some(Answer::Approve) => PlanDecision::Approve,
             Some(Answer::Edit(plan)) => PlanDecision::Edit(*plan),
@@ -47,6 +50,43 @@ impl Approver for ApiApprover {
             // `decide` gives answers to questions only.
             Some(Answer::Answer(_)) => PlanDecision::Reject("an answer is no approval".into()),
         }
+    }
+}
+
+impl Approver for ApiApprover {
+    fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
+        if self.reviews.is_some() {
+            return PlanDecision::Approve;
+        }
+        let pending = Pending::plan(&plan.plan);
+        self.proposed = Some(pending.clone());
+        self.decide_plan(pending)
+    }
+
+    /// The edit validated: it is the decision (the API's caller gets its 200).
+    fn confirm_edit(&mut self, _edited: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
+        self.run.judged(EditVerdict::Accepted);
+        PlanDecision::Approve
+    }
+
+    /// The edit did not validate: the API's caller gets a 422 with every problem, and the
+    /// run waits again on the plan under review, to be approved, rejected or edited anew.
+    fn revise_edit(
+        &mut self,
+        edited: &Plan,
+        problems: &[Problem],
+        _catalog: &Catalog,
+    ) -> Option<PlanDecision> {
+        let pending = self
+            .proposed
+            .clone()
+            .unwrap_or_else(|| Pending::plan(edited));
+        // Parked before the verdict is told, so the caller sees the run waiting again.
+        self.run.park(pending.clone());
+        self.run.judged(EditVerdict::Invalid(
+            problems.iter().map(ToString::to_string).collect(),
+        ));
+        Some(self.decide_plan_parked())
     }
 
     fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {

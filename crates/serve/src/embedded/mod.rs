@@ -21,12 +21,12 @@ use toolhost_journal::{self as journal, Kind};
 
 use self::approver::ApiApprover;
 pub use self::run::Outcome;
-use self::run::{AnswerError, Run};
+use self::run::{AnswerError, EditVerdict, Run};
 use crate::backend::Backend;
 use crate::launch::{Launcher, Prepared};
 use crate::metrics::Metrics;
 use crate::registry::{
-    Decision, RecordStream, Registry, RegistryError, RunState, RunView, SubmitRequest,
+    Decision, DecisionKind, RecordStream, Registry, RegistryError, RunState, RunView, SubmitRequest,
 };
 
 struct Job {
@@ -200,6 +200,7 @@ fn work(s: &Shared) {
             } else {
                 Some(prepared.approval())
             },
+            proposed: None,
         };
         match prepared.execute(Some(&mut api), run.cancel.clone()) {
             Ok(report) => {
@@ -220,6 +221,10 @@ fn work(s: &Shared) {
 /// How long a client refused for a full queue is asked to wait: about the time a short
 /// run takes to free its slot.
 const RETRY_AFTER_S: u64 = 5;
+
+/// How long `decide` waits for the run to validate an edit (validation takes
+/// milliseconds; this bounds a run stuck elsewhere).
+const EDIT_VERDICT_WAIT: Duration = Duration::from_secs(30);
 
 /// A submission's place among the runs not yet started, held while it is prepared (its
 /// journal created) and given back once it is queued or refused: runs waiting for a
@@ -360,8 +365,18 @@ impl Registry for Embedded {
 
     fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
         let run = self.run(id)?;
+        let edit = decision.decision == DecisionKind::Edit;
         let answered = run.answer(|pending| pending.take(id, decision));
         match answered {
+            // An edit is validated by the run as `plan validate` would (with what the run
+            // has done so far): an invalid one is refused with every problem, and the run
+            // waits again.
+            Ok(()) if edit => match run.edit_verdict(EDIT_VERDICT_WAIT) {
+                Some(EditVerdict::Invalid(problems)) => {
+                    Err(RegistryError::InvalidEdit { problems })
+                }
+                Some(EditVerdict::Accepted) | None => Ok(run.view()),
+            },
             Ok(()) => Ok(run.view()),
             Err(AnswerError::NothingPending) => Err(RegistryError::Conflict(format!(
                 "run `{id}` is {}, not waiting for a decision or an answer",

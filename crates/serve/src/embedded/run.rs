@@ -91,7 +91,19 @@ struct Status {
     state: RunState,
     pending: Option<Pending>,
     answer: Option<Answer>,
+    /// What the engine made of the last edit: set when it validated it (see
+    /// [`Run::edit_verdict`]).
+    verdict: Option<EditVerdict>,
     outcome: Outcome,
+}
+
+/// What validation made of a person's edit to a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EditVerdict {
+    /// Valid: the edited plan is the one that runs.
+    Accepted,
+    /// Invalid, with every problem (each naming its step): the run waits again.
+    Invalid(Vec<String>),
 }
 
 /// A run the registry knows.
@@ -153,6 +165,7 @@ impl Run {
                 state,
                 pending: None,
                 answer: None,
+                verdict: None,
                 outcome,
             }),
             changed: Condvar::new(),
@@ -226,8 +239,36 @@ impl Run {
         };
         let a = check(pending).map_err(AnswerError::Refused)?;
         s.answer = Some(a);
+        s.verdict = None;
         self.changed.notify_all();
         Ok(())
+    }
+
+    /// Records what validation made of the last edit, for [`Run::edit_verdict`].
+    pub(crate) fn judged(&self, verdict: EditVerdict) {
+        self.status().verdict = Some(verdict);
+        self.changed.notify_all();
+    }
+
+    /// Waits (at most `limit`) for the engine to validate the edit just given: its
+    /// verdict, or `None` when the run ended or moved on without one.
+    pub(crate) fn edit_verdict(&self, limit: Duration) -> Option<EditVerdict> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut s = self.status();
+        loop {
+            if let Some(v) = s.verdict.take() {
+                return Some(v);
+            }
+            let now = std::time::Instant::now();
+            if s.state.is_final() || now >= deadline {
+                return None;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     pub(crate) fn view(&self) -> RunView {
