@@ -65,7 +65,9 @@ pub(crate) fn on_a_terminal(
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     let doc = text
-        .rfind("\n{\n")
+        // The report is the last thing printed, maybe on the line of a prompt whose answer
+        // was typed (and echoed) before the prompt appeared.
+        .rfind("{\n  \"goal\"")
         .and_then(|at| serde_json::from_str::<Value>(text[at..].trim()).ok())
         .unwrap_or(Value::Null);
     (out.status.code().unwrap_or(-1), text, doc)

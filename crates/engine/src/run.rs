@@ -10,7 +10,7 @@ use super::cancel::Cancel;
 use super::planner::{Mode, PlanRequest, Planner, Reply};
 use super::record::{StepRecord, StepStatus};
 use super::state::State;
-use super::validate::{ProblemKind, ValidPlan};
+use super::validate::ValidPlan;
 use crate::trace;
 
 // Where callers have always found them; the types live below the loop.
@@ -158,12 +158,8 @@ impl Engine<'_> {
                 }
                 Err(problems) => {
                     self.reject(&problems, st)?;
-                    if let Some(p) = problems.iter().find(|p| {
-                        matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed)
-                    }) {
-                        return Err(StopReason::Escalated {
-                            why: format!("the planner chose a tool it may not use: {p}"),
-                        });
+                    if let Some(why) = super::validate::escalates_at_once(&problems) {
+                        return Err(StopReason::Escalated { why });
                     }
                     repairs += 1;
                     if repairs > self.config.budgets.max_plan_repairs {

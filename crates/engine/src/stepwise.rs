@@ -12,7 +12,7 @@ use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply, Turn};
 use super::record::StepStatus;
 use super::state::State;
-use super::validate::{Problem, ProblemKind, ValidPlan};
+use super::validate::{Problem, ValidPlan};
 
 impl Engine<'_> {
     pub(super) async fn step_wise(
@@ -116,13 +116,8 @@ impl Engine<'_> {
         repairs: u32,
     ) -> Result<(), StopReason> {
         self.reject(problems, st)?;
-        if let Some(p) = problems
-            .iter()
-            .find(|p| matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed))
-        {
-            return Err(StopReason::Escalated {
-                why: format!("the planner chose a tool it may not use: {p}"),
-            });
+        if let Some(why) = super::validate::escalates_at_once(problems) {
+            return Err(StopReason::Escalated { why });
         }
         if repairs > self.config.budgets.max_plan_repairs {
             let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();

@@ -26,6 +26,7 @@ mod problem;
 mod references;
 mod shape;
 
+pub(crate) use self::problem::escalates_at_once;
 pub use self::problem::{Problem, ProblemKind};
 
 /// A tool the planner may use: loaded, with its policy section.

@@ -61,3 +61,19 @@ impl fmt::Display for Problem {
         }
     }
 }
+
+/// Why a plan with `problems` stops the run at once, with no repair round: the planner
+/// chose a tool it may not use (unknown, or not allowed), or a step needs someone this run
+/// does not have; `None` when a repair may fix every problem.
+pub(crate) fn escalates_at_once(problems: &[Problem]) -> Option<String> {
+    if let Some(p) = problems
+        .iter()
+        .find(|p| matches!(p.kind, ProblemKind::UnknownTool | ProblemKind::NotAllowed))
+    {
+        return Some(format!("the planner chose a tool it may not use: {p}"));
+    }
+    problems
+        .iter()
+        .find(|p| p.kind == ProblemKind::NobodyToAnswer)
+        .map(|p| format!("the plan needs what this run does not have: {p}"))
+}
