@@ -122,18 +122,15 @@ impl Metrics {
             .enumerate()
             .filter(|(_, t)| t.skipped.is_none())
             .collect();
-        let expect_recovery = |i: usize| expect_recovery(ran[i].0);
-        let tasks: Vec<TaskResult> = ran.iter().map(|(_, t)| (*t).clone()).collect();
-        let tasks = tasks.as_slice();
+        let tasks: Vec<&TaskResult> = ran.iter().map(|(_, t)| *t).collect();
         let n = tasks.len().max(1) as f64;
         let count = |f: &dyn Fn(&TaskResult) -> bool| tasks.iter().filter(|t| f(t)).count() as f64;
-        let sum = |f: &dyn Fn(&TaskResult) -> f64| tasks.iter().map(f).sum::<f64>();
+        let sum = |f: &dyn Fn(&TaskResult) -> f64| tasks.iter().map(|t| f(t)).sum::<f64>();
         let calls = sum(&|t| f64::from(t.tool_calls));
-        let faulted: Vec<&TaskResult> = tasks
+        let faulted: Vec<&TaskResult> = ran
             .iter()
-            .enumerate()
             .filter(|(i, t)| t.faults_injected > 0 && expect_recovery(*i))
-            .map(|(_, t)| t)
+            .map(|(_, t)| *t)
             .collect();
         let mut walls: Vec<f64> = tasks.iter().map(|t| t.wall_ms).collect();
         walls.sort_by(f64::total_cmp);
