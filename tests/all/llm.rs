@@ -1,13 +1,14 @@
 //! LLM planners against mock providers on `127.0.0.1:0` speaking each real wire format:
-//! request shapes, both planning modes per provider, faults (rate limits, server errors,
-//! timeouts, malformed answers, invalid plans), prompt injection, keys kept secret,
-//! record/replay, the ensemble of two models, plan memory, and the extraction step
-//! (`model.extract`). Every request the mocks receive is checked against the official SDKs'
-//! request types (`server::sdk`), and the example tasks also run against an independent
-//! mock server (`aimock`). Nothing here touches the internet.
+//! request shapes, both planning modes per provider, code mode (`code`), faults (rate
+//! limits, server errors, timeouts, malformed answers, invalid plans), prompt injection,
+//! keys kept secret, record/replay, the ensemble of two models, plan memory, and the
+//! extraction step (`model.extract`). Every request the mocks receive is checked against
+//! the official SDKs' request types (`server::sdk`), and the example tasks also run
+//! against an independent mock server (`aimock`). Nothing here touches the internet.
 
 pub(crate) mod aimock;
 mod anthropic;
+mod code;
 mod compatible;
 mod ensemble;
 mod extract;

@@ -281,13 +281,9 @@ impl Task {
         {
             problems.push(e);
         }
-        if raw.mode == Mode::Code
-            && planner
-                .as_ref()
-                .is_some_and(|p| *p != PlannerSpec::Scripted)
-        {
+        if raw.mode == Mode::Code && matches!(planner, Some(PlannerSpec::Adversary(_))) {
             problems.push(
-                "mode `code` takes a scripted planner (`[planner] program`) in this version; model planners answer plan-then-execute, step-wise and react".into(),
+                "mode `code` takes a program from a scripted, model, ensemble or replay planner; the adversarial planner answers plans only".into(),
             );
         }
         let config = run_config(&raw, &mut problems);

@@ -387,6 +387,7 @@ impl Engine<'_> {
             remaining: self.remaining(st),
             revision,
             thoughts: thoughts(self.config.mode, st),
+            api: (self.config.mode == Mode::Code).then(|| crate::pyapi::catalog_api(&self.catalog)),
         }
     }
 }

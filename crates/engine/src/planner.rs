@@ -164,6 +164,11 @@ pub struct PlanRequest {
     /// (the `revision` of that turn's records), for a transcript to show beside its step.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub thoughts: BTreeMap<u32, String>,
+    /// Code mode: the run's tools as the typed Python API a program calls (what
+    /// `toolhost tool inspect --as python` prints, the allowed operations only). Derived
+    /// from the catalog, so a recording leaves it out.
+    #[serde(skip)]
+    pub api: Option<String>,
 }
 
 /// A step-wise turn.

@@ -35,9 +35,68 @@ pub fn decode(answer: &Answer, mode: Mode) -> Result<Reply, Vec<String>> {
         return Err(vec!["the answer is not a JSON object".into()]);
     };
     match mode {
-        Mode::PlanThenExecute | Mode::Code => plan(obj),
+        Mode::PlanThenExecute => plan(obj),
+        Mode::Code => program(obj),
         Mode::StepWise | Mode::React => turn(obj),
     }
+}
+
+/// A code-mode answer: `{"goal", "program", "give_up"}` (the strict shape has all three,
+/// the loose one what it needs). A program wrapped in a Markdown fence is unwrapped.
+fn program(mut obj: Map<String, Value>) -> Result<Reply, Vec<String>> {
+    drop_nulls(&mut obj);
+    let mut errors: Vec<String> = obj
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "goal" | "program" | "give_up"))
+        .map(|k| {
+            format!("unknown field `{k}`: a program answer has `goal`, `program` and `give_up`")
+        })
+        .collect();
+    let text = |key: &str, errors: &mut Vec<String>| match obj.get(key) {
+        None => String::new(),
+        Some(Value::String(s)) => s.trim().to_string(),
+        Some(other) => {
+            errors.push(format!("`{key}` must be a string, got `{other}`"));
+            String::new()
+        }
+    };
+    let goal = text("goal", &mut errors);
+    let source = text("program", &mut errors);
+    let give_up = text("give_up", &mut errors);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let source = unfence(&source);
+    match (source.is_empty(), give_up.is_empty()) {
+        (true, false) => Ok(Reply::GiveUp { why: give_up }),
+        (true, true) => Err(vec![
+            "the answer has no `program` (and no `give_up` saying why there is none)".into(),
+        ]),
+        (false, false) => Err(vec![
+            "the answer has both a `program` and a `give_up`: give one of them".into(),
+        ]),
+        (false, true) => Ok(Reply::Plan {
+            plan: Plan {
+                goal,
+                revision: 1,
+                steps: Vec::new(),
+                answer: None,
+                program: Some(format!("{source}\n")),
+            },
+        }),
+    }
+}
+
+/// `source` without a Markdown code fence around it (```python … ```), which models add.
+fn unfence(source: &str) -> &str {
+    let Some(rest) = source.strip_prefix("```") else {
+        return source;
+    };
+    let body = rest.split_once('\n').map_or("", |(_lang, body)| body);
+    body.trim_end()
+        .strip_suffix("```")
+        .unwrap_or(body)
+        .trim_end()
 }
 
 /// JSON from message text; tolerates a Markdown code fence around it, which local models
@@ -187,6 +246,38 @@ mod tests {
         let e = decode(&a, Mode::PlanThenExecute).unwrap_err().join("\n");
         assert!(e.contains("/steps/0/id"), "{e}");
         assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn programs_decode_unfenced_and_say_what_is_wrong() {
+        let a = Answer::Text(
+            json!({"goal": "g", "give_up": null,
+                   "program": "```python\nanswer(calc.eval_(expression=\"1+2\"))\n```"})
+            .to_string(),
+        );
+        let Ok(Reply::Plan { plan }) = decode(&a, Mode::Code) else {
+            panic!("a program");
+        };
+        assert_eq!(
+            plan.program.as_deref(),
+            Some("answer(calc.eval_(expression=\"1+2\"))\n")
+        );
+        assert!(plan.steps.is_empty());
+        let a = Answer::Json(json!({"goal": "g", "program": "", "give_up": "no tool reads mail"}));
+        assert_eq!(
+            decode(&a, Mode::Code),
+            Ok(Reply::GiveUp {
+                why: "no tool reads mail".into()
+            })
+        );
+        let a = Answer::Json(json!({"goal": "g", "steps": [], "program": 3}));
+        let e = decode(&a, Mode::Code).unwrap_err().join("\n");
+        assert!(e.contains("unknown field `steps`"), "{e}");
+        assert!(e.contains("`program` must be a string, got `3`"), "{e}");
+        let e = decode(&Answer::Json(json!({"goal": "g"})), Mode::Code).unwrap_err();
+        assert!(e[0].starts_with("the answer has no `program`"), "{e:?}");
+        let a = Answer::Json(json!({"program": "answer(1)", "give_up": "why"}));
+        assert!(decode(&a, Mode::Code).unwrap_err()[0].contains("both"));
     }
 
     #[test]

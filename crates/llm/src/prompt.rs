@@ -1,7 +1,8 @@
 //! What the model is told: the goal, the tools the policy allows (with their JSON Schemas
-//! and descriptions), the budgets left, the revision or turn number, prior step records cut
-//! to a context budget (in ReAct mode the whole transcript, uncut: the `react` module),
-//! and the problems of its previous answer.
+//! and descriptions; in code mode as the typed Python API a program calls), the budgets
+//! left, the revision or turn number, prior step records cut to a context budget (in ReAct
+//! mode the whole transcript, uncut: the `react` module), and the problems of its previous
+//! answer.
 //!
 //! Everything a tool produced (outputs, error values, arguments after references were
 //! resolved) is *data*: it goes inside `<untrusted-data>` blocks, and the system prompt says
@@ -57,6 +58,20 @@ ${STEP.output.PATH} (PATH is .field, [index] or [\"key\"] segments, or empty). A
 return the steps that remain; steps that already succeeded can be referenced by id and are not \
 run again. If the goal cannot be reached with these tools, return no steps and say why in give_up.";
 
+const CODE_RULES: &str = "\
+Mode: code. Instead of a plan, write one Python program. The tools are the typed Python API \
+shown below: one object per tool, one method per operation, called with keyword arguments \
+(`fs.read_file(path=\"/notes/a.txt\")`); records come back as dicts. The program loops, \
+branches, filters and combines results as it likes; only what it passes to answer(value), \
+once, becomes the run's answer, so do the work in the program rather than returning raw \
+tool outputs. The host checks and runs every call as a plan step: a refused call raises \
+Denied, a failed one ToolError (`except CallError as e:` catches both; kind_of(e) and \
+message_of(e) tell why). Write plain Python: functions, loops, comprehensions, lists and \
+dicts; no imports, files, network, classes of your own or async. After a failure you get \
+the traceback and every call made so far; answer a whole revised program, which runs from \
+its start. If the goal cannot be reached with these tools, leave program empty and say why \
+in give_up.";
+
 const TURN_RULES: &str = "\
 Mode: step-wise. Each turn, choose the one next tool call (tool, operation, arguments), or set \
 stop with the final answer when the goal is reached or cannot be. A failed step is an \
@@ -83,7 +98,8 @@ pub fn build(
     let system = format!(
         "{RULES}\n\n{}",
         match req.mode {
-            Mode::PlanThenExecute | Mode::Code => PLAN_RULES,
+            Mode::PlanThenExecute => PLAN_RULES,
+            Mode::Code => CODE_RULES,
             Mode::StepWise => TURN_RULES,
             Mode::React => REACT_RULES,
         }
@@ -91,12 +107,7 @@ pub fn build(
     // The parts that stay the same through a run come first (system, tools, goal), so that
     // every request shares one prefix that providers can cache.
     let mut u = String::new();
-    let tools: Vec<Value> = req.tools.iter().map(|t| json!(t)).collect();
-    let _ = writeln!(
-        u,
-        "# Tools you may use (name, operations, parameter and result JSON Schemas)\n{}\n",
-        serde_json::to_string_pretty(&tools).unwrap_or_default()
-    );
+    tools(&mut u, req);
     let _ = writeln!(u, "# Goal\n{}\n", req.goal);
     let stable = u.len();
     let r = &req.remaining;
@@ -120,7 +131,8 @@ pub fn build(
     if let Some(failed) = &req.failure {
         let _ = writeln!(
             u,
-            "# The step that failed (revise the plan around it)\n{}\n",
+            "# The step that failed (revise the {} around it)\n{}\n",
+            schema::name(req.mode),
             block(failed, context_chars / 4)
         );
     }
@@ -146,6 +158,27 @@ pub fn build(
         strict_schema: schema::strict(req.mode, &req.tools),
         loose_schema: schema::loose(req.mode, &req.tools),
         max_output_tokens,
+    }
+}
+
+/// The tools: in code mode the typed Python API, else each tool's operations with their
+/// JSON Schemas.
+fn tools(u: &mut String, req: &PlanRequest) {
+    match &req.api {
+        Some(api) if req.mode == Mode::Code => {
+            let _ = writeln!(
+                u,
+                "# The tools your program calls (a typed Python API; only these operations are allowed)\n```python\n{api}\n```\n"
+            );
+        }
+        _ => {
+            let tools: Vec<Value> = req.tools.iter().map(|t| json!(t)).collect();
+            let _ = writeln!(
+                u,
+                "# Tools you may use (name, operations, parameter and result JSON Schemas)\n{}\n",
+                serde_json::to_string_pretty(&tools).unwrap_or_default()
+            );
+        }
     }
 }
 

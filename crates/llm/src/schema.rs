@@ -1,5 +1,5 @@
-//! The JSON Schemas a model answers in: a plan (plan-then-execute) or a turn (step-wise
-//! and ReAct).
+//! The JSON Schemas a model answers in: a plan (plan-then-execute), a program (code mode)
+//! or a turn (step-wise and ReAct).
 //!
 //! Two shapes of each. The *strict* shape fits OpenAI's strict structured outputs, which
 //! need every property required (optional ones nullable) and no free-form objects, so
@@ -15,9 +15,39 @@ use toolhost_engine::planner::{Mode, ToolSummary};
 /// The schema's name as sent to the provider.
 pub fn name(mode: Mode) -> &'static str {
     match mode {
-        Mode::PlanThenExecute | Mode::Code => "plan",
+        Mode::PlanThenExecute => "plan",
+        Mode::Code => "program",
         Mode::StepWise | Mode::React => "turn",
     }
+}
+
+const PROGRAM: &str = "The Python program: it calls the tools' methods with keyword arguments and gives the run's answer with answer(value), once.";
+
+/// The code-mode answer: a program, or why there is none. The strict shape has every
+/// field (nullable where optional); the loose one needs only what it uses.
+fn program(strict: bool) -> Value {
+    let give_up = if strict {
+        json!({"type": ["string", "null"],
+               "description": "null; or, with an empty program, why the goal cannot be reached with these tools."})
+    } else {
+        json!({"type": "string",
+               "description": "Only with no program: why the goal cannot be reached with these tools."})
+    };
+    let required = if strict {
+        json!(["goal", "program", "give_up"])
+    } else {
+        json!(["goal"])
+    };
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": required,
+        "properties": {
+            "goal": {"type": "string", "description": "What the program achieves."},
+            "program": {"type": "string", "description": PROGRAM},
+            "give_up": give_up
+        }
+    })
 }
 
 /// `{"enum": [...]}` of the allowed tool names and of their operations, so a
@@ -69,7 +99,8 @@ pub fn strict(mode: Mode, tools: &[ToolSummary]) -> Value {
     let (tool, operation) = names(tools);
     let steps = strict_steps(tool.clone(), operation.clone());
     match mode {
-        Mode::PlanThenExecute | Mode::Code => json!({
+        Mode::Code => program(true),
+        Mode::PlanThenExecute => json!({
             "type": "object",
             "additionalProperties": false,
             "required": ["goal", "steps", "give_up"],
@@ -115,7 +146,8 @@ const HANDOFF: &str = "null; or, instead of one tool call, the whole rest of the
 pub(crate) fn loose(mode: Mode, tools: &[ToolSummary]) -> Value {
     let (tool, operation) = names(tools);
     match mode {
-        Mode::PlanThenExecute | Mode::Code => {
+        Mode::Code => program(false),
+        Mode::PlanThenExecute => {
             let mut s = plan_schema();
             let obj = s.as_object_mut().expect("the plan schema is an object");
             obj.remove("$schema");

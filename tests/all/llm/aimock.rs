@@ -94,6 +94,15 @@ fn toolhost(args: &[&str]) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), report, stderr)
 }
 
+/// What the model answers for llm-code.toml: a program over fs and text.
+const CODE_PROGRAM: &str = "words = {}
+for entry in fs.list_dir(path=\"/notes\"):
+    if entry[\"kind\"] == \"file\" and entry[\"name\"].endswith(\".txt\"):
+        body = fs.read_file(path=\"/notes/\" + entry[\"name\"])
+        words[entry[\"name\"]] = text.count(text=body)[\"words\"]
+answer(words)
+";
+
 fn fixture(model: &str, user: &str, answer: &Value, input: u64, output: u64) -> Value {
     json!({
         "match": {"model": model, "userMessage": user},
@@ -131,6 +140,9 @@ fn the_example_tasks_run_against_an_independent_mock_server() {
             &turn(Some(("fs", "read-file", json!({"path": "/notes/readme.txt"}))), None), 1_200, 40),
         // Its answer answers the goal ("count its words") from the file it read.
         fixture("claude-sonnet-4-5", "This is turn 2", &turn(None, Some(json!({"words": 42}))), 1_400, 20),
+        // llm-code.toml: the Responses API, code mode: the model answers a program.
+        fixture("gpt-4.1-mini", "plan revision 1", &json!({"goal": "notes", "give_up": null,
+            "program": CODE_PROGRAM}), 1_800, 150),
         // llm-local.toml: an OpenAI-compatible server, Chat Completions.
         fixture("llama3.1:8b", "plan revision 1", &calc_plan, 900, 80),
     ]});
@@ -167,6 +179,19 @@ fn the_example_tasks_run_against_an_independent_mock_server() {
         "{r:#}"
     );
     assert_eq!(r["spent"]["input_tokens"], 1_500);
+
+    // The model's program ran in the interpreter: one call per note and one to list them.
+    let (code, r, err) = run(&example("llm-code.toml"), &[]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    let words = r["answer"].as_object().unwrap_or_else(|| panic!("{r:#}"));
+    assert!(words.contains_key("readme.txt"), "{r:#}");
+    assert!(
+        words.values().all(|n| n.as_u64().is_some_and(|n| n > 0)),
+        "{r:#}"
+    );
+    let calls = r["steps"].as_array().unwrap();
+    assert_eq!(calls.len(), 1 + 2 * words.len(), "{r:#}");
+    assert_eq!(r["spent"]["input_tokens"], 1_800);
 
     let (code, r, err) = run(&example("llm-local.toml"), &[]);
     assert_eq!((code, &r["answer"]), (0, &json!(53)), "{r:#}\n{err}");

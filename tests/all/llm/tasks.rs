@@ -358,3 +358,20 @@ fn a_malformed_base_url_is_refused_before_the_run() {
     .unwrap_err();
     assert!(e.contains("[planner.fast]: base URL `127.0.0.1:9`"), "{e}");
 }
+
+#[test]
+fn code_mode_takes_model_planners_but_not_the_adversary() {
+    let (_dir, path) = task("mode = \"code\"\n[planner]\nkind = \"openai\"\nmodel = \"gpt-4.1\"\n");
+    let t = Task::load(&path, None).unwrap();
+    assert!(matches!(t.planner, PlannerSpec::Llm(_)), "{:?}", t.planner);
+    let (dir, path) =
+        task("mode = \"code\"\n[planner]\nkind = \"adversarial\"\nadversary = \"a.json\"\n");
+    std::fs::write(dir.path().join("a.json"), "[]").unwrap();
+    let e = Task::load(&path, None).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "mode `code` takes a program from a scripted, model, ensemble or replay planner"
+        ),
+        "{e}"
+    );
+}
