@@ -2,7 +2,8 @@
 //! safe for a remote submitter. A key naming a server file is refused by name before
 //! anything is opened (no content comes back, and a readable file and a missing one get
 //! the same answer), a tool name never leaves the tools directory, and keys that reach
-//! the server's shared state or accounting are refused too.
+//! the server's shared state or accounting are refused too. A code-mode program is data:
+//! it runs in the server's interpreter, bounded, each call checked.
 
 use serde_json::{Value, json};
 
@@ -112,22 +113,66 @@ fn an_inline_task_gives_only_the_keys_a_submitter_may_give() {
     assert_eq!(status, 201, "{run}");
 }
 
+/// The run of inline code-mode task `task` (JSON), to its end.
+fn code_run(server: &super::Server, task: Value) -> Value {
+    let (status, run) = server.post("/v1/runs", json!({"task": {"json": task}}));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    server.wait(&id, |r| r["state"] != "queued" && r["state"] != "running")
+}
+
 #[test]
-fn an_inline_task_may_not_run_code_mode() {
+fn an_inline_program_runs_in_the_servers_interpreter_and_every_call_is_checked() {
     let f = Fixture::new();
     let server = f.start(&[]);
-    for (task, key) in [
-        (
-            json!({"goal": "g", "tools": ["calc"], "mode": "code", "planner": {"program": "answer(1)"}}),
-            "`planner.program`: an inline task may not give it: code mode is not open",
-        ),
-        (
-            json!({"goal": "g", "tools": ["calc"], "mode": "code"}),
-            "`mode` `code`: code mode is not open to inline tasks",
-        ),
-    ] {
-        let (status, e) = server.post("/v1/runs", json!({"task": {"json": task}}));
-        assert_eq!(status, 422, "{e}");
-        assert!(problems(&e).iter().any(|p| p.contains(key)), "{key}: {e}");
-    }
+    // Its calls are steps of the task's tools under the server's policy: a tool the task
+    // did not name (and the server's policy does not have) is refused, and the program has
+    // no way to the server's files or anything else.
+    let program = r#"
+out = {"sum": calc.eval_(expression="12 * 4 + 5")}
+try:
+    _toolhost_call("fs", "read-file", {"path": "/etc/passwd"})
+except CallError as e:
+    out["fs"] = kind_of(e)
+answer(out)
+"#;
+    let run = code_run(
+        &server,
+        json!({"goal": "g", "tools": ["calc"], "mode": "code", "planner": {"program": program}}),
+    );
+    assert_eq!(run["state"], "completed", "{run}");
+    assert_eq!(
+        run["answer"],
+        json!({"sum": 53, "fs": "unknown_tool"}),
+        "{run}"
+    );
+    let run = code_run(
+        &server,
+        json!({"goal": "g", "tools": ["calc"], "mode": "code",
+               "planner": {"program": "answer(open('/etc/passwd').read())"},
+               "budgets": {"max_replans": 0}}),
+    );
+    assert_eq!(run["state"], "failed", "{run}");
+    let id = run["id"].as_str().unwrap();
+    let (_, journal) = server.text(&format!("/v1/runs/{id}/journal"));
+    assert!(journal.contains("PermissionError"), "{journal}");
+    assert!(!journal.contains("root:"), "{journal}");
+
+    // A program that never ends is stopped by the interpreter's own fuel cap (2·10⁹),
+    // below the largest budgets the server lets a submitter give (its `run_limits`).
+    let run = code_run(
+        &server,
+        json!({"goal": "g", "tools": ["calc"], "mode": "code",
+               "planner": {"program": "while True:\n    pass\n"},
+               "budgets": {"max_fuel": 10_000_000_000u64, "max_wall_ms": 60_000,
+                           "max_replans": 0}}),
+    );
+    assert_eq!(run["state"], "failed", "{run}");
+    let id = run["id"].as_str().unwrap();
+    let (status, journal) = server.text(&format!("/v1/runs/{id}/journal"));
+    assert_eq!(status, 200);
+    assert!(
+        journal.contains("fuel_exhausted") || journal.contains("timeout"),
+        "the program step ends on a limit: {journal}"
+    );
 }

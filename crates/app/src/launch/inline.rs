@@ -22,15 +22,16 @@ enum Rule {
     Planner,
     /// An array of tool names, each found as NAME.wasm in the server's tools directory.
     ToolNames,
-    /// The run's mode: any but code mode, which is not open to inline tasks yet (its
-    /// program runs in an interpreter on the server: a door to be opened with its tests).
-    Mode,
 }
 
 /// The top level of an inline task.
 const TASK: &[(&str, Rule)] = &[
     ("goal", Rule::Data),
-    ("mode", Rule::Mode),
+    // Any mode, code mode included: a program is data too. It runs in the server's own
+    // interpreter component (found beside the tools, never named by the task) with no
+    // grants, under `program_limits` whatever the task's budgets say, and each of its
+    // calls is a step of the task's tools under the server's policy.
+    ("mode", Rule::Data),
     ("tools", Rule::ToolNames),
     ("planner", Rule::Planner),
     ("extractor", Rule::Planner),
@@ -76,6 +77,7 @@ const PLANNER: &[(&str, Rule)] = &[
     ("context_chars", Rule::Data),
     ("structured_output", Rule::Data),
     ("plan", Rule::Data),
+    ("program", Rule::Data),
     ("replans", Rule::Data),
     ("repairs", Rule::Data),
     ("turns", Rule::Data),
@@ -125,10 +127,6 @@ const REFUSED: &[(&str, &str)] = &[
         "prices",
         "the server's prices count spending against budgets",
     ),
-    (
-        "program",
-        "code mode is not open to inline tasks yet: run a task file by name",
-    ),
 ];
 
 /// Every problem with an inline task's keys, each naming the key (`planner.fast.adversary`).
@@ -155,10 +153,6 @@ fn check_table(table: &toml::Table, at: &str, allowed: &[(&str, Rule)], found: &
 fn check_value(value: &Value, path: &str, rule: Rule, found: &mut Vec<String>) {
     match (rule, value) {
         (Rule::Data, _) => {}
-        (Rule::Mode, Value::String(mode)) if mode == "code" => found.push(format!(
-            "`{path}` `code`: code mode is not open to inline tasks yet: run a task file by name"
-        )),
-        (Rule::Mode, _) => {}
         (Rule::Table(keys), Value::Table(t)) => check_table(t, path, keys, found),
         (Rule::Planner, Value::Table(t)) => {
             check_table(t, path, PLANNER, found);
@@ -284,22 +278,16 @@ mod tests {
     }
 
     #[test]
-    fn code_mode_and_programs_are_refused_by_name() {
+    fn code_mode_and_programs_are_data() {
+        let t: toml::Table = toml::from_str(
+            "goal = 'g'\nmode = 'code'\n[planner]\nprogram = 'answer(1)'\n[[planner.replans]]\nprogram = 'answer(2)'\n",
+        )
+        .unwrap();
+        assert_eq!(problems(&t), Vec::<String>::new());
+        // The interpreter is the server's: a task cannot name one.
         let t: toml::Table =
-            toml::from_str("goal = 'g'\nmode = 'code'\n[planner]\nprogram = 'answer(1)'\n")
-                .unwrap();
-        let p = problems(&t);
-        assert_eq!(p.len(), 2, "{p:?}");
-        assert!(
-            p[0].starts_with("`mode` `code`: code mode is not open"),
-            "{p:?}"
-        );
-        assert!(
-            p[1].starts_with("`planner.program`: an inline task may not give it"),
-            "{p:?}"
-        );
-        let fine: toml::Table = toml::from_str("goal = 'g'\nmode = 'step-wise'\n").unwrap();
-        assert!(problems(&fine).is_empty());
+            toml::from_str("goal = 'g'\nmode = 'code'\ninterpreter = 'x.wasm'\n").unwrap();
+        assert_eq!(problems(&t).len(), 1, "{:?}", problems(&t));
     }
 
     #[test]
