@@ -1,9 +1,11 @@
-//! Planner round trips and tokens per task: plan-then-execute vs step-wise, on two tasks
-//! replayed with scripted planners (3 and 8 calculator steps). Tokens are what a model
+//! Planner round trips and tokens per task: plan-then-execute vs step-wise, and code mode
+//! (one program over the tools' typed Python API) vs step-wise, on two tasks replayed with
+//! scripted planners (3 and 8 calculator steps). Tokens are what a model
 //! would be charged: the prompt the LLM planner builds for each request
 //! (`llm::prompt::build`: rules, tools with their schemas, budgets, history) with its
 //! response schema, and the answer's JSON, at four characters a token.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -13,7 +15,7 @@ use toolhost_engine::{
     Spent, StopReason, Unattended, Usage,
 };
 use toolhost_llm::{LlmConfig, ProviderKind, prompt};
-use toolhost_runtime::Runtime;
+use toolhost_runtime::{Runtime, Tool};
 
 use super::Figure;
 
@@ -61,7 +63,20 @@ impl Planner for Counted {
     }
 }
 
-fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -> Spent {
+/// What each mode spent on one task.
+struct Modes {
+    whole: Spent,
+    stepwise: Spent,
+    code: Spent,
+}
+
+fn spent(
+    rt: &Arc<Runtime>,
+    catalog: &Arc<Catalog>,
+    interpreter: &Arc<Tool>,
+    mode: Mode,
+    script: Value,
+) -> Spent {
     let script: Script = serde_json::from_value(script).unwrap();
     let mut planner = Counted {
         script: Canned::scripted(script),
@@ -77,6 +92,7 @@ fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -
         })
         .approver(&mut approver)
         .observer(&mut observer)
+        .interpreter(interpreter.clone())
         .build();
     let report = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -93,8 +109,13 @@ fn spent(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, mode: Mode, script: Value) -
     report.spent
 }
 
-/// The task of evaluating `exprs`, in both modes: (plan-then-execute, step-wise).
-fn task(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, exprs: &[&str]) -> (Spent, Spent) {
+/// The task of evaluating `exprs`, in each mode.
+fn task(
+    rt: &Arc<Runtime>,
+    catalog: &Arc<Catalog>,
+    interpreter: &Arc<Tool>,
+    exprs: &[&str],
+) -> Modes {
     let plan = json!({"plan": {"goal": "figures", "steps": exprs.iter().enumerate().map(|(i, e)|
         json!({"id": format!("s{i}"), "tool": "calc", "operation": "eval", "args": {"expression": e}})).collect::<Vec<_>>()}});
     let mut turns: Vec<Value> = exprs
@@ -102,10 +123,16 @@ fn task(rt: &Arc<Runtime>, catalog: &Arc<Catalog>, exprs: &[&str]) -> (Spent, Sp
         .map(|e| json!({"tool": "calc", "operation": "eval", "arguments": {"expression": e}}))
         .collect();
     turns.push(json!({"stop": true}));
-    (
-        spent(rt, catalog, Mode::PlanThenExecute, plan),
-        spent(rt, catalog, Mode::StepWise, json!({"turns": turns})),
-    )
+    let program = format!(
+        "answer([calc.eval_(expression=e) for e in {}])\n",
+        serde_json::to_string(exprs).unwrap()
+    );
+    let run = |mode, script| spent(rt, catalog, interpreter, mode, script);
+    Modes {
+        whole: run(Mode::PlanThenExecute, plan),
+        stepwise: run(Mode::StepWise, json!({"turns": turns})),
+        code: run(Mode::Code, json!({"program": program})),
+    }
 }
 
 pub fn run() -> Vec<Figure> {
@@ -127,24 +154,59 @@ pub fn run() -> Vec<Figure> {
             "6 * 7",
         ],
     ];
-    let runs: Vec<(usize, Spent, Spent)> = tasks
+    let interpreter = Arc::new(
+        rt.load_interpreter(Path::new(toolhost_tools::PYTHON))
+            .expect("the code-mode interpreter loads"),
+    );
+    let runs: Vec<(usize, Modes)> = tasks
         .iter()
-        .map(|exprs| {
-            let (whole, stepwise) = task(&rt, &catalog, exprs);
-            (exprs.len(), whole, stepwise)
-        })
+        .map(|exprs| (exprs.len(), task(&rt, &catalog, &interpreter, exprs)))
         .collect();
+    let mut figures = Vec::new();
+    for (other, name, pick) in [
+        (
+            "plan-then-execute",
+            [
+                "planner round trips per task (mean of 2 tasks)",
+                "planner tokens per task (mean of 2 tasks)",
+            ],
+            (|m: &Modes| &m.whole) as fn(&Modes) -> &Spent,
+        ),
+        (
+            "code mode",
+            [
+                "code mode: planner round trips per task (mean of 2 tasks)",
+                "code mode: planner tokens per task (mean of 2 tasks)",
+            ],
+            |m: &Modes| &m.code,
+        ),
+    ] {
+        figures.extend(compare(&runs, other, name, pick));
+    }
+    figures
+}
+
+/// Step-wise against `other` (picked from each task's [`Modes`]): round trips and tokens.
+fn compare(
+    runs: &[(usize, Modes)],
+    other: &str,
+    [trips, tokens_name]: [&'static str; 2],
+    pick: fn(&Modes) -> &Spent,
+) -> Vec<Figure> {
     let tokens = |s: &Spent| s.input_tokens + s.output_tokens;
-    let mean = |f: &dyn Fn(&(usize, Spent, Spent)) -> f64| {
-        runs.iter().map(f).sum::<f64>() / runs.len() as f64
+    let mean = |f: &dyn Fn(&Spent, &Spent) -> f64| {
+        runs.iter()
+            .map(|(_, m)| f(pick(m), &m.stepwise))
+            .sum::<f64>()
+            / runs.len() as f64
     };
     let detail = |what: &dyn Fn(&Spent) -> String| {
         runs.iter()
-            .map(|(n, whole, stepwise)| {
+            .map(|(n, m)| {
                 format!(
-                    "{n} steps: plan-then-execute {} vs step-wise {}",
-                    what(whole),
-                    what(stepwise)
+                    "{n} steps: {other} {} vs step-wise {}",
+                    what(pick(m)),
+                    what(&m.stepwise)
                 )
             })
             .collect::<Vec<_>>()
@@ -152,15 +214,15 @@ pub fn run() -> Vec<Figure> {
     };
     vec![
         Figure {
-            name: "planner round trips per task (mean of 2 tasks)",
+            name: trips,
             detail: detail(&|s| format!("{} call(s)", s.planner_calls)),
-            ratio: mean(&|(_, w, s)| f64::from(s.planner_calls) / f64::from(w.planner_calls)),
+            ratio: mean(&|w, s| f64::from(s.planner_calls) / f64::from(w.planner_calls)),
             target: 1.0,
             lower_is_better: false,
             gated: true,
         },
         Figure {
-            name: "planner tokens per task (mean of 2 tasks)",
+            name: tokens_name,
             detail: detail(&|s| {
                 format!(
                     "{} in ({} of them a cached prefix, {} not) + {} out tokens",
@@ -170,7 +232,7 @@ pub fn run() -> Vec<Figure> {
                     s.output_tokens
                 )
             }),
-            ratio: mean(&|(_, w, s)| tokens(s) as f64 / tokens(w) as f64),
+            ratio: mean(&|w, s| tokens(s) as f64 / tokens(w) as f64),
             target: 1.0,
             lower_is_better: false,
             gated: true,
