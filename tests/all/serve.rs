@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_tests::{cli, path, root};
 
+mod decisions;
 mod edits;
 pub(crate) mod hosts;
 mod inline;
@@ -403,7 +404,7 @@ fn approvals_and_cancel_go_through_the_api() {
         json!({"decision": "reject", "reason": "not today"}),
     );
     assert_eq!(status, 200);
-    let rejected = server.wait(&third, |r| r["state"] == "failed");
+    let rejected = server.wait(&third, |r| r["state"] == "rejected");
     assert_eq!(rejected["stop"]["reason"], "rejected_by_human");
     assert_eq!(rejected["steps"]["succeeded"], 0);
     // The decision is journaled like a terminal one.
@@ -545,7 +546,7 @@ pub(crate) fn sha256_hex(token: &str) -> String {
     String::from_utf8(out.stdout).unwrap()[..64].to_string()
 }
 
-fn write_config(dir: &Path) -> PathBuf {
+pub(crate) fn write_config(dir: &Path) -> PathBuf {
     let mut text = String::new();
     for (name, roles) in [
         ("ci", "\"submit\""),

@@ -6,6 +6,7 @@
 //! Time the engine spends waiting on an [`Approver`] is a person's time, not the run's:
 //! it does not count against `max_wall_ms` (see [`crate::Budgets`]).
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::plan::{Plan, Step};
@@ -13,6 +14,54 @@ use super::validate::{Catalog, Problem, ValidPlan};
 
 /// Where the policy says it (`approval = "deny" | "auto"`).
 pub use toolhost_runtime::policy::ApprovalMode;
+
+/// How a decision was made: through the operator console, the HTTP API, at the terminal
+/// (`toolhost run --approve`), or by the policy with nobody asked (`auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    Console,
+    Api,
+    Terminal,
+    Auto,
+}
+
+impl How {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            How::Console => "console",
+            How::Api => "api",
+            How::Terminal => "terminal",
+            How::Auto => "auto",
+        }
+    }
+}
+
+/// Who made a decision (`by`: the API token's name, the terminal's user; none for the
+/// policy, or a caller on a server without tokens) and [`How`]. Journaled with the
+/// decision; it comes from the approver's side (the token that authenticated the
+/// request, the process's user), never from what a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decider {
+    pub by: Option<String>,
+    pub how: How,
+}
+
+impl Decider {
+    /// The policy decided (`approval = "auto"`, or a plan run as validated).
+    pub fn auto() -> Decider {
+        Decider {
+            by: None,
+            how: How::Auto,
+        }
+    }
+
+    /// A person, by name when known.
+    pub fn person(by: Option<String>, how: How) -> Decider {
+        Decider { by, how }
+    }
+}
 
 /// A reviewer's answer to a plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +137,11 @@ pub trait Approver {
         let _ = question;
         Answered::NoOne
     }
+    /// Who made the decision (or gave the answer) this approver returned last, for the
+    /// journal; `None` (the default) when the approver does not say.
+    fn decided_by(&self) -> Option<Decider> {
+        None
+    }
 }
 
 /// A lent approver (`Engine::builder(..).approver(&mut mine)`), kept by its owner.
@@ -120,6 +174,10 @@ impl<A: Approver + ?Sized> Approver for &mut A {
     fn answer(&mut self, question: &Question<'_>) -> Answered {
         (**self).answer(question)
     }
+
+    fn decided_by(&self) -> Option<Decider> {
+        (**self).decided_by()
+    }
 }
 
 /// No person present: plans run as validated; steps needing approval follow the mode.
@@ -136,5 +194,9 @@ impl Approver for Unattended {
             ApprovalMode::Deny => StepDecision::NoApprover,
             ApprovalMode::Auto => StepDecision::Approve,
         }
+    }
+
+    fn decided_by(&self) -> Option<Decider> {
+        Some(Decider::auto())
     }
 }

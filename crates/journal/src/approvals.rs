@@ -1,6 +1,9 @@
 //! [`Approvals`]: an approver whose decisions (and answers) are journaled (synced) before
 //! they take effect, each with `waited_ms`, the time the run waited for the person: a
-//! resume leaves it out of the run's wall time, as the run itself did.
+//! resume leaves it out of the run's wall time, as the run itself did. Each also says who
+//! decided (`by`: a token's name, the terminal's user) and how (`how`: `console`, `api`,
+//! `terminal`, or the policy's `auto`), as the approver reports it: records written before
+//! these fields existed have neither, and still verify and show.
 
 use std::time::Instant;
 
@@ -8,7 +11,9 @@ use serde_json::{Value, json};
 
 use super::Kind;
 use super::writer::Journal;
-use toolhost_engine::approval::{Answered, Approver, PlanDecision, Question, StepDecision};
+use toolhost_engine::approval::{
+    Answered, Approver, Decider, PlanDecision, Question, StepDecision,
+};
 use toolhost_engine::plan::{Plan, Step};
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 
@@ -29,11 +34,32 @@ impl Journal {
     }
 }
 
+/// Who made the decision of an `approval` record's `data`, for people: `NAME (how)`,
+/// `auto (the policy)`, `an unnamed caller (how)` (a server without tokens); `None` for a
+/// record written before decisions said who made them.
+pub(crate) fn decider(d: &Value) -> Option<String> {
+    let how = d.get("how").and_then(Value::as_str)?;
+    Some(match d.get("by") {
+        _ if how == "auto" => "auto (the policy)".into(),
+        Some(Value::String(by)) => format!("{by} ({how})"),
+        _ => format!("an unnamed caller ({how})"),
+    })
+}
+
 fn millis(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Approvals<'_> {
+    /// Appends a decision record, with who made it when the approver says.
+    fn journal_decision(&self, mut data: Value) {
+        if let Some(d) = self.inner.decided_by() {
+            data["by"] = d.by.map_or(Value::Null, Value::String);
+            data["how"] = d.how.as_str().into();
+        }
+        self.journal.append(Kind::Approval, &data, true);
+    }
+
     /// Journals a decision about the plan of `revision`. An edit is decided on once it is
     /// confirmed (`"then": "confirm"`): the edited plan is shown for approval again.
     fn plan_decision(&self, decision: &PlanDecision, revision: u32, waited_ms: u64) {
@@ -47,7 +73,7 @@ impl Approvals<'_> {
         data["subject"] = "plan".into();
         data["revision"] = revision.into();
         data["waited_ms"] = waited_ms.into();
-        self.journal.append(Kind::Approval, &data, true);
+        self.journal_decision(data);
     }
 }
 
@@ -84,6 +110,10 @@ impl Approver for Approvals<'_> {
         self.inner.can_answer()
     }
 
+    fn decided_by(&self) -> Option<Decider> {
+        self.inner.decided_by()
+    }
+
     fn answer(&mut self, question: &Question<'_>) -> Answered {
         let at = Instant::now();
         let reply = self.inner.answer(question);
@@ -101,7 +131,7 @@ impl Approver for Approvals<'_> {
             "reason": reason,
             "waited_ms": millis(at),
         });
-        self.journal.append(Kind::Approval, &data, true);
+        self.journal_decision(data);
         reply
     }
 
@@ -123,7 +153,7 @@ impl Approver for Approvals<'_> {
             "reason": reason,
             "waited_ms": millis(at),
         });
-        self.journal.append(Kind::Approval, &data, true);
+        self.journal_decision(data);
         decision
     }
 }

@@ -181,10 +181,11 @@ fn plan_rejected(d: &Value) -> Vec<String> {
     v
 }
 
-/// An approver's decision on a step or a plan.
+/// An approver's decision on a step, a plan or a question, and who made it.
 fn approval(d: &Value) -> Vec<String> {
     let subject = match text(d, "subject") {
         "step" => format!("step {}", text(d, "step")),
+        "question" => format!("question {}", text(d, "step")),
         _ => format!("plan r{}", num(d, "revision")),
     };
     let reason = d
@@ -192,8 +193,9 @@ fn approval(d: &Value) -> Vec<String> {
         .and_then(Value::as_str)
         .map_or_else(String::new, |r| format!(": {r}"));
     vec![format!(
-        "approval  {subject}: {}{reason}",
-        text(d, "decision")
+        "approval  {subject}: {}{reason}{}",
+        text(d, "decision"),
+        crate::approvals::decider(d).map_or_else(String::new, |by| format!(" · by {by}"))
     )]
 }
 

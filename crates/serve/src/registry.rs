@@ -9,6 +9,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolhost_engine::approval::Decider;
 use toolhost_journal::Record;
 use utoipa::ToSchema;
 
@@ -26,9 +27,12 @@ pub enum RunState {
     WaitingForInput,
     /// Every step of the final plan succeeded, or the planner gave its answer.
     Completed,
-    /// Stopped for another reason (a budget, a rejection, an escalation, a broken
-    /// journal): `stop` says which.
+    /// Stopped for another reason (a budget, an escalation, a broken journal): `stop`
+    /// says which.
     Failed,
+    /// A person rejected its plan, a step or a question (`stop.reason`
+    /// `rejected_by_human`, `stop.what` says why).
+    Rejected,
     Cancelled,
     /// Its journal ends without a stop: the process writing it went away (`toolhost
     /// resume` carries it on).
@@ -36,13 +40,14 @@ pub enum RunState {
 }
 
 impl RunState {
-    pub const ALL: [RunState; 8] = [
+    pub const ALL: [RunState; 9] = [
         RunState::Queued,
         RunState::Running,
         RunState::WaitingForApproval,
         RunState::WaitingForInput,
         RunState::Completed,
         RunState::Failed,
+        RunState::Rejected,
         RunState::Cancelled,
         RunState::Interrupted,
     ];
@@ -55,6 +60,7 @@ impl RunState {
             RunState::WaitingForInput => "waiting_for_input",
             RunState::Completed => "completed",
             RunState::Failed => "failed",
+            RunState::Rejected => "rejected",
             RunState::Cancelled => "cancelled",
             RunState::Interrupted => "interrupted",
         }
@@ -76,6 +82,7 @@ impl RunState {
         match reason {
             "completed" | "planner_stopped" => RunState::Completed,
             "cancelled" => RunState::Cancelled,
+            "rejected_by_human" => RunState::Rejected,
             _ => RunState::Failed,
         }
     }
@@ -188,6 +195,33 @@ impl Pending {
             why: None,
             question: Some(q.text.to_string()),
             schema: Some(q.schema.clone()),
+        }
+    }
+}
+
+impl Pending {
+    /// What the run waits for, in words, for its report: "waiting for approval of the
+    /// plan r1", "… of step `s1` (why)", "waiting for an answer to step `q`: question".
+    pub fn describe(&self) -> String {
+        let step = self
+            .step
+            .as_ref()
+            .and_then(|s| s["id"].as_str())
+            .unwrap_or("?");
+        match self.subject.as_str() {
+            "plan" => format!(
+                "waiting for approval of the plan r{}",
+                self.revision.unwrap_or(0)
+            ),
+            "question" => format!(
+                "waiting for an answer to step `{step}`: {}",
+                self.question.as_deref().unwrap_or("")
+            ),
+            "step" => format!(
+                "waiting for approval of step `{step}` ({})",
+                self.why.as_deref().unwrap_or("")
+            ),
+            other => format!("waiting for a decision on the {other}"),
         }
     }
 }
@@ -367,8 +401,9 @@ pub trait Registry: Send + Sync {
     fn get(&self, id: &str) -> Result<RunView, RegistryError>;
     /// The records with `seq` above `after`, then those appended, until the run ends.
     fn events(&self, id: &str, after: u64) -> Result<RecordStream, RegistryError>;
-    /// Answers the run's pending decision.
-    fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError>;
+    /// Answers the run's pending decision, made `by` the caller the server authenticated
+    /// (journaled with the decision).
+    fn decide(&self, id: &str, decision: Decision, by: Decider) -> Result<RunView, RegistryError>;
     fn cancel(&self, id: &str) -> Result<RunView, RegistryError>;
     /// The journal, JSON lines as stored.
     fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError>;

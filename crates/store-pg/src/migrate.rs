@@ -37,6 +37,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "cancel_notify",
         include_str!("../migrations/0005_cancel_notify.sql"),
     ),
+    (
+        6,
+        "rejected_status",
+        include_str!("../migrations/0006_rejected_status.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

@@ -29,9 +29,11 @@ pub enum Status {
     /// not finish (`toolhost resume --rerun/--abandon`, or a decision over the API).
     WaitingForDecision,
     Completed,
-    /// Stopped for any other reason (a budget, an escalation, a rejection, a broken
-    /// journal); the stop reason says which.
+    /// Stopped for any other reason (a budget, an escalation, a broken journal); the
+    /// stop reason says which.
     Failed,
+    /// A person rejected its plan, a step or a question.
+    Rejected,
     Cancelled,
 }
 
@@ -44,6 +46,7 @@ impl Status {
             Status::WaitingForDecision => "waiting_for_decision",
             Status::Completed => "completed",
             Status::Failed => "failed",
+            Status::Rejected => "rejected",
             Status::Cancelled => "cancelled",
         }
     }
@@ -60,6 +63,7 @@ impl FromStr for Status {
             "waiting_for_decision" => Status::WaitingForDecision,
             "completed" => Status::Completed,
             "failed" => Status::Failed,
+            "rejected" => Status::Rejected,
             "cancelled" => Status::Cancelled,
             other => return Err(format!("`{other}` is not a run status")),
         })

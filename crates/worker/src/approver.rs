@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use toolhost_engine::approval::{
-    Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision,
+    Answered, ApprovalMode, Approver, Decider, PlanDecision, Question, StepDecision,
 };
 use toolhost_engine::validate::{Catalog, ValidPlan};
 use toolhost_engine::{Cancel, Plan, Step};
@@ -46,12 +46,38 @@ pub(super) struct DbApprover {
     /// `None` when people review plans and steps through the API; else the policy's
     /// mode decides steps and plans run as validated.
     pub(super) reviews: Option<ApprovalMode>,
+    /// Who made the last decision, for the journal.
+    pub(super) last: Option<Decider>,
+}
+
+/// Reads a recorded decision: who made it (`decider`, which the replica that took it
+/// wrote from the caller's token; absent in rows recorded before it was), and what it is.
+fn read_recorded(text: &str) -> Result<(Recorded, Option<Decider>), serde_json::Error> {
+    let mut v: Value = serde_json::from_str(text)?;
+    let decider = match v.as_object_mut().and_then(|m| m.remove("decider")) {
+        Some(d) => Some(serde_json::from_value(d)?),
+        None => None,
+    };
+    Ok((serde_json::from_value(v)?, decider))
 }
 
 impl DbApprover {
     /// The answer to `pending`; `None` when the run was cancelled (or its lease lost)
-    /// first.
-    fn wait(&self, pending: &Pending) -> Option<Recorded> {
+    /// first. Notes who gave it.
+    fn wait(&mut self, pending: &Pending) -> Option<Recorded> {
+        self.last = None;
+        let (recorded, by) = self.wait_recorded(pending)?;
+        self.last = by;
+        Some(recorded)
+    }
+
+    /// The policy decides, nobody is asked.
+    fn auto<T>(&mut self, decision: T) -> T {
+        self.last = Some(Decider::auto());
+        decision
+    }
+
+    fn wait_recorded(&self, pending: &Pending) -> Option<(Recorded, Option<Decider>)> {
         let text = serde_json::to_string(pending).expect("a pending decision serialises");
         // Listening before parking: an answer recorded right after is not missed.
         let listener = self.db.listen_changes().ok();
@@ -65,12 +91,11 @@ impl DbApprover {
                 return None;
             }
             match self.db.answer(&self.lease) {
-                Ok(Answer::Decided(d)) => match serde_json::from_str(&d) {
+                Ok(Answer::Decided(d)) => match read_recorded(&d) {
                     Ok(r) => return Some(r),
                     Err(e) => {
-                        return Some(Recorded::Reject {
-                            reason: format!("the recorded decision cannot be read: {e}"),
-                        });
+                        let reason = format!("the recorded decision cannot be read: {e}");
+                        return Some((Recorded::Reject { reason }, None));
                     }
                 },
                 Ok(Answer::Cancelled) => {
@@ -100,7 +125,7 @@ const CANCELLED: &str = "cancelled while waiting for approval";
 impl Approver for DbApprover {
     fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
         if self.reviews.is_some() {
-            return PlanDecision::Approve;
+            return self.auto(PlanDecision::Approve);
         }
         let pending = Pending::plan(&plan.plan);
         match self.wait(&pending) {
@@ -120,8 +145,8 @@ impl Approver for DbApprover {
     fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {
         match self.reviews {
             None => {}
-            Some(ApprovalMode::Deny) => return StepDecision::NoApprover,
-            Some(ApprovalMode::Auto) => return StepDecision::Approve,
+            Some(ApprovalMode::Deny) => return self.auto(StepDecision::NoApprover),
+            Some(ApprovalMode::Auto) => return self.auto(StepDecision::Approve),
         }
         let pending = Pending::step(step, why);
         match self.wait(&pending) {
@@ -148,5 +173,9 @@ impl Approver for DbApprover {
                 Answered::Decline("a question takes an answer, not an approval".into())
             }
         }
+    }
+
+    fn decided_by(&self) -> Option<Decider> {
+        self.last.clone()
     }
 }

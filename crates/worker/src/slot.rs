@@ -275,6 +275,7 @@ impl Slot {
             } else {
                 Some(loaded.policy.approval)
             },
+            last: None,
         }
     }
 

@@ -4,6 +4,7 @@
 
 mod blobs;
 pub(crate) mod crash;
+mod decisions;
 mod durable;
 mod failure;
 mod moved;

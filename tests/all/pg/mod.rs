@@ -6,6 +6,7 @@
 mod cancel;
 mod cli;
 mod cost;
+mod decisions;
 mod failover;
 mod lease;
 mod migrate;

@@ -17,7 +17,7 @@ use crate::serve::{Api, Fixture, Server, inline_plan};
 const LEASE_MS: &str = "1500";
 
 /// A replica of database `t` in fixture `f`.
-fn replica(f: &Fixture, t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> Server {
+pub(super) fn replica(f: &Fixture, t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> Server {
     let mut args = vec![
         "--database",
         &t.url,
@@ -30,7 +30,7 @@ fn replica(f: &Fixture, t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> S
     f.start_with(&args, env)
 }
 
-fn id(run: &Value) -> String {
+pub(super) fn id(run: &Value) -> String {
     run["id"].as_str().unwrap().to_string()
 }
 
@@ -65,7 +65,7 @@ fn metric(api: &Api, series: &str) -> f64 {
         .unwrap()
 }
 
-fn verify(t: &TestDb, run: &str) {
+pub(super) fn verify(t: &TestDb, run: &str) {
     let out = Command::new(BIN)
         .args(["journal", "verify", run, "--database", &t.url])
         .env_remove("TOOLHOST_DATABASE_URL")

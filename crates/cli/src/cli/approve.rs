@@ -8,7 +8,9 @@
 use std::io::{BufRead, Write};
 
 use serde_json::Value;
-use toolhost_engine::approval::{Answered, Approver, PlanDecision, Question, StepDecision};
+use toolhost_engine::approval::{
+    Answered, Approver, Decider, How, PlanDecision, Question, StepDecision,
+};
 use toolhost_engine::ask;
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Plan, Step};
@@ -180,7 +182,25 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
     }
 }
 
+/// The terminal's user, who makes the decisions of `toolhost run --approve`: `$USER` (or
+/// `$LOGNAME`), else the process's uid.
+fn terminal_user() -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    ["USER", "LOGNAME"]
+        .into_iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .or_else(|| {
+            std::fs::metadata("/proc/self")
+                .ok()
+                .map(|m| format!("uid {}", m.uid()))
+        })
+}
+
 impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
+    fn decided_by(&self) -> Option<Decider> {
+        Some(Decider::person(terminal_user(), How::Terminal))
+    }
+
     fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
         let _paused = super::progress::pause();
         self.show(plan, catalog);

@@ -53,6 +53,10 @@ pub struct Entry {
 pub struct Report {
     pub verified: Verified,
     pub entries: Vec<Entry>,
+    /// What the server running it says the run is doing while its journal has no stop
+    /// (`waiting for approval of the plan r1`, set with [`Report::waiting`]): shown
+    /// instead of "crashed or still running".
+    pub live: Option<String>,
 }
 
 impl Report {
@@ -85,6 +89,13 @@ impl Report {
             .iter()
             .find(|e| e.kind == kind)
             .map(|e| &e.data)
+    }
+
+    /// Says that the run, its journal without a stop, waits for a person: `what` (the
+    /// plan under review, a step, a question).
+    pub fn waiting(mut self, what: String) -> Report {
+        self.live = Some(what);
+        self
     }
 
     /// The page.
@@ -131,7 +142,11 @@ pub fn load_bytes(run: &str, location: PathBuf, bytes: &[u8]) -> Report {
             _ => None,
         };
     }
-    Report { verified, entries }
+    Report {
+        verified,
+        entries,
+        live: None,
+    }
 }
 
 fn entry(line: usize, text: &str, verified: bool) -> Entry {

@@ -60,6 +60,7 @@ pub fn render(r: &Report) -> String {
     summary::header(&mut body, r);
     body.push_str("<main>");
     summary::cards(&mut body, r, &steps);
+    summary::answer(&mut body, r);
     if !session {
         budgets(&mut body, &model::budgets(r, &steps));
     }
@@ -270,7 +271,7 @@ fn approvals(s: &mut String, r: &Report) {
     if all.is_empty() {
         return;
     }
-    s.push_str("<h2>Approvals</h2><table><tr><th>line</th><th>subject</th><th>decision</th><th>why / reason</th></tr>");
+    s.push_str(r#"<h2>Approvals</h2><table><tr><th>line</th><th>subject</th><th>decision</th><th>by</th><th class="num">waited</th><th>why / reason</th></tr>"#);
     for e in all {
         let d = &e.data;
         let subject = match text(d, "subject") {
@@ -280,6 +281,7 @@ fn approvals(s: &mut String, r: &Report) {
                 text(d, "tool"),
                 text(d, "operation")
             ),
+            "question" => format!("question {}", text(d, "step")),
             _ => format!("plan r{}", num(d, "revision")),
         };
         let why: Vec<&str> = [text(d, "why"), text(d, "reason")]
@@ -287,13 +289,19 @@ fn approvals(s: &mut String, r: &Report) {
             .filter(|t| !t.is_empty())
             .collect();
         let decision = text(d, "decision");
+        let waited = d.get("waited_ms").and_then(Value::as_u64).map_or_else(
+            || "—".to_string(),
+            |ms| lanes::duration(ms.saturating_mul(1000)),
+        );
         let _ = write!(
             s,
-            r#"<tr><td>{}</td><td>{}</td><td><span class="badge {}">{}</span></td><td>{}</td></tr>"#,
+            r#"<tr><td>{}</td><td>{}</td><td><span class="badge {}">{}</span></td><td>{}</td><td class="num">{}</td><td>{}</td></tr>"#,
             e.line,
             escape(&subject),
             escape(decision),
             escape(decision),
+            escape(&crate::approvals::decider(d).unwrap_or_else(|| "—".into())),
+            escape(&waited),
             escape(&why.join(" — ")),
         );
     }

@@ -19,10 +19,10 @@ pub(super) fn header(s: &mut String, r: &Report) {
                 "✔ Chain verified: {} records, head <code>sha256:{}</code>{}",
                 v.records.len(),
                 escape(v.head.as_deref().unwrap_or("")),
-                if v.stop().is_some() {
-                    ""
-                } else {
-                    " — no stop record: the run crashed or is still running"
+                match (v.stop(), &r.live) {
+                    (Some(_), _) => String::new(),
+                    (None, Some(live)) => format!(" — no stop record yet: {}", escape(live)),
+                    (None, None) => " — no stop record: the run crashed or is still running".into(),
                 }
             ),
         ),
@@ -71,19 +71,29 @@ pub(super) fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
     stop_card(s, r);
     let count = |st: &str| steps.iter().filter(|x| x.status == st).count();
     let session = r.is_session();
+    // The steps that ran, as the steps budget counts them (the stop's `spent.steps` when
+    // there is one): a skipped step never ran and spends nothing.
+    let ran = r
+        .first("stopped")
+        .and_then(|d| d.pointer("/spent/steps"))
+        .and_then(Value::as_u64)
+        .unwrap_or((steps.len() - count("skipped")) as u64);
     card(
         s,
         "",
         if session { "calls" } else { "steps" },
-        &steps.len().to_string(),
+        &ran.to_string(),
         &format!(
-            "{} succeeded · {} failed · {} skipped{}",
+            "{} succeeded · {} failed{}{}",
             count("succeeded"),
             count("failed"),
-            count("skipped"),
             match count("unfinished") {
                 0 => String::new(),
                 n => format!(" · {n} unfinished"),
+            },
+            match count("skipped") {
+                0 => String::new(),
+                n => format!(" · {n} skipped, not run"),
             }
         ),
     );
@@ -133,7 +143,7 @@ fn stop_card(s: &mut String, r: &Report) {
         Some(stop) => {
             let reason = text(stop, "reason");
             let good = matches!(reason, "completed" | "planner_stopped" | "session_ended");
-            let line = model::stop_line(stop);
+            let line = model::stop_line(&without_answer(stop));
             let mut detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
                 Some(d) => format!("{} — {d}", model::explain(reason)),
                 None => model::explain(reason).to_string(),
@@ -163,6 +173,41 @@ fn stop_card(s: &mut String, r: &Report) {
                 &escape(&detail),
             );
         }
-        None => card(s, "stop-bad", "stop reason", "none", "no stop record"),
+        None => match &r.live {
+            Some(live) => card(s, "stop-warn", "state", "waiting", &escape(live)),
+            None => card(s, "stop-bad", "stop reason", "none", "no stop record"),
+        },
     }
+}
+
+/// The stop record without its `answer`, which the page shows apart ([`answer`]), and
+/// without the empty details (an `answer` of `null` was shown as a stray "null").
+fn without_answer(stop: &Value) -> Value {
+    let mut v = stop.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("answer");
+        m.retain(|_, x| !x.is_null());
+    }
+    v
+}
+
+/// The run's answer, on its own under the cards: a string as text, any other value as
+/// JSON. Nothing when the run gave none.
+pub(super) fn answer(s: &mut String, r: &Report) {
+    let Some(a) = r
+        .first("stopped")
+        .and_then(|d| d.get("answer"))
+        .filter(|a| !a.is_null())
+    else {
+        return;
+    };
+    let text = match a {
+        Value::String(t) => t.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    let _ = write!(
+        s,
+        r#"<section class="answer" id="answer"><h2>Answer</h2><pre>{}</pre></section>"#,
+        escape(&text)
+    );
 }

@@ -12,6 +12,8 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use toolhost_engine::approval::{Decider, How};
+
 use super::{ApiError, AppState, ErrorBody};
 use crate::auth::{Caller, Role};
 use crate::registry::{AnswerRequest, Decision, DecisionKind, RunState, RunView, SubmitRequest};
@@ -22,6 +24,12 @@ const DEFAULT_LIMIT: usize = 50;
 
 fn bad_json(e: JsonRejection) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, e.body_text())
+}
+
+/// Who decides through this request: the token's name (none on a server without tokens),
+/// over the API. Never taken from the request's body.
+fn decider(caller: &Caller) -> Decider {
+    Decider::person(caller.name().map(str::to_string), How::Api)
 }
 
 /// The run `id`, if the caller may read it.
@@ -289,7 +297,11 @@ pub(crate) async fn approval(
         return Err(ApiError::forbidden("approve", Role::Approve));
     }
     let Json(decision) = body.map_err(bad_json)?;
-    Ok(Json(state.registry.decide(&id, decision)?))
+    Ok(Json(state.registry.decide(
+        &id,
+        decision,
+        decider(&caller),
+    )?))
 }
 
 /// Answer the run's pending question (a `human.ask` step): the answer is checked against
@@ -324,7 +336,11 @@ pub(crate) async fn answer(
         plan: None,
         answer: Some(answer),
     };
-    Ok(Json(state.registry.decide(&id, decision)?))
+    Ok(Json(state.registry.decide(
+        &id,
+        decision,
+        decider(&caller),
+    )?))
 }
 
 /// Cancel a run: it stops at once, journaled `cancelled` (steps it cut off on record).

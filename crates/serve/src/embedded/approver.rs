@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolhost_engine::approval::{
-    Answered, ApprovalMode, Approver, PlanDecision, Question, StepDecision,
+    Answered, ApprovalMode, Approver, Decider, PlanDecision, Question, StepDecision,
 };
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Plan, Step};
@@ -26,23 +26,38 @@ pub(crate) struct ApiApprover {
     pub reviews: Option<ApprovalMode>,
     /// The plan under review, shown again when an edit of it fails validation.
     pub proposed: Option<Pending>,
+    /// Who made the last decision, for the journal.
+    pub last: Option<Decider>,
 }
 
 impl ApiApprover {
-    fn wait(&self, pending: Pending) -> Option<Answer> {
+    /// Waits for the answer to `pending`, noting who gave it (nobody, on a cancel).
+    fn wait(&mut self, pending: Pending) -> Option<Answer> {
         self.run.park(pending);
-        self.run.wait_for_answer(CANCEL_POLL)
+        self.take_answer()
+    }
+
+    fn take_answer(&mut self) -> Option<Answer> {
+        let answer = self.run.wait_for_answer(CANCEL_POLL);
+        self.last = answer.as_ref().map(|(_, by)| by.clone());
+        answer.map(|(a, _)| a)
+    }
+
+    /// The policy decides, nobody is asked.
+    fn auto<T>(&mut self, decision: T) -> T {
+        self.last = Some(Decider::auto());
+        decision
     }
 }
 
 impl ApiApprover {
-    fn decide_plan(&self, pending: Pending) -> PlanDecision {
+    fn decide_plan(&mut self, pending: Pending) -> PlanDecision {
         self.run.park(pending);
         self.decide_plan_parked()
     }
 
-    fn decide_plan_parked(&self) -> PlanDecision {
-        match self.run.wait_for_answer(CANCEL_POLL) {
+    fn decide_plan_parked(&mut self) -> PlanDecision {
+        match self.take_answer() {
             None => PlanDecision::Reject("cancelled while waiting for approval".into()),
             Some(Answer::Approve) => PlanDecision::Approve,
             Some(Answer::Edit(plan)) => PlanDecision::Edit(*plan),
@@ -56,14 +71,15 @@ impl ApiApprover {
 impl Approver for ApiApprover {
     fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
         if self.reviews.is_some() {
-            return PlanDecision::Approve;
+            return self.auto(PlanDecision::Approve);
         }
         let pending = Pending::plan(&plan.plan);
         self.proposed = Some(pending.clone());
         self.decide_plan(pending)
     }
 
-    /// The edit validated: it is the decision (the API's caller gets its 200).
+    /// The edit validated: it is the decision (the API's caller gets its 200), made by
+    /// whoever made the edit.
     fn confirm_edit(&mut self, _edited: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
         self.run.judged(EditVerdict::Accepted);
         PlanDecision::Approve
@@ -92,8 +108,8 @@ impl Approver for ApiApprover {
     fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {
         match self.reviews {
             None => {}
-            Some(ApprovalMode::Deny) => return StepDecision::NoApprover,
-            Some(ApprovalMode::Auto) => return StepDecision::Approve,
+            Some(ApprovalMode::Deny) => return self.auto(StepDecision::NoApprover),
+            Some(ApprovalMode::Auto) => return self.auto(StepDecision::Approve),
         }
         let pending = Pending::step(step, why);
         match self.wait(pending) {
@@ -122,5 +138,9 @@ impl Approver for ApiApprover {
                 Answered::Decline("a question takes an answer, not an approval".into())
             }
         }
+    }
+
+    fn decided_by(&self) -> Option<Decider> {
+        self.last.clone()
     }
 }

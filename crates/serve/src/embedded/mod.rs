@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolhost_engine::approval::Decider;
 use toolhost_journal::{self as journal, Kind};
 
 use self::approver::ApiApprover;
@@ -201,6 +202,7 @@ fn work(s: &Shared) {
                 Some(prepared.approval())
             },
             proposed: None,
+            last: None,
         };
         match prepared.execute(Some(&mut api), run.cancel.clone()) {
             Ok(report) => {
@@ -363,10 +365,10 @@ impl Registry for Embedded {
         Ok(tail::follow(self.run(id)?, after))
     }
 
-    fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
+    fn decide(&self, id: &str, decision: Decision, by: Decider) -> Result<RunView, RegistryError> {
         let run = self.run(id)?;
         let edit = decision.decision == DecisionKind::Edit;
-        let answered = run.answer(|pending| pending.take(id, decision));
+        let answered = run.answer(by, |pending| pending.take(id, decision));
         match answered {
             // An edit is validated by the run as `plan validate` would (with what the run
             // has done so far): an invalid one is refused with every problem, and the run
@@ -415,8 +417,12 @@ impl Registry for Embedded {
 
     fn report(&self, id: &str) -> Result<String, RegistryError> {
         let run = self.run(id)?;
+        let pending = run.view().pending;
         journal::report::load(&run.path)
-            .map(|r| r.html())
+            .map(|r| match pending {
+                Some(p) => r.waiting(p.describe()).html(),
+                None => r.html(),
+            })
             .map_err(|e| RegistryError::Internal(e.to_string()))
     }
 }

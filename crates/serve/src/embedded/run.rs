@@ -7,6 +7,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost_engine::approval::Decider;
 use toolhost_engine::{Cancel, RunReport, StepStatus};
 use toolhost_journal::{Kind, Record};
 
@@ -90,7 +91,8 @@ impl Outcome {
 struct Status {
     state: RunState,
     pending: Option<Pending>,
-    answer: Option<Answer>,
+    /// The answer, and who gave it.
+    answer: Option<(Answer, Decider)>,
     /// What the engine made of the last edit: set when it validated it (see
     /// [`Run::edit_verdict`]).
     verdict: Option<EditVerdict>,
@@ -204,8 +206,9 @@ impl Run {
         s.answer = None;
     }
 
-    /// The answer to the pending decision; `None` when the run was cancelled first.
-    pub(crate) fn wait_for_answer(&self, poll: Duration) -> Option<Answer> {
+    /// The answer to the pending decision, and who gave it; `None` when the run was
+    /// cancelled first.
+    pub(crate) fn wait_for_answer(&self, poll: Duration) -> Option<(Answer, Decider)> {
         let mut s = self.status();
         loop {
             if let Some(a) = s.answer.take() {
@@ -230,6 +233,7 @@ impl Run {
     /// subject; `Err` when nothing is pending or `check` refuses.
     pub(crate) fn answer(
         &self,
+        by: Decider,
         check: impl FnOnce(&Pending) -> Result<Answer, RegistryError>,
     ) -> Result<(), AnswerError> {
         let mut s = self.status();
@@ -238,7 +242,7 @@ impl Run {
             _ => return Err(AnswerError::NothingPending),
         };
         let a = check(pending).map_err(AnswerError::Refused)?;
-        s.answer = Some(a);
+        s.answer = Some((a, by));
         s.verdict = None;
         self.changed.notify_all();
         Ok(())

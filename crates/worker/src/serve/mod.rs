@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::json;
+use toolhost_engine::approval::Decider;
 use toolhost_serve::registry::SubmitRequest;
 use toolhost_serve::{
     Backend, Decision, DecisionKind, Overrides, Pending, RecordStream, Registry, RegistryError,
@@ -235,8 +236,8 @@ impl Registry for PgBackend {
         )))
     }
 
-    fn decide(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
-        blocking(|| self.decide_now(id, decision))
+    fn decide(&self, id: &str, decision: Decision, by: Decider) -> Result<RunView, RegistryError> {
+        blocking(|| self.decide_now(id, decision, by))
     }
 
     fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
@@ -250,7 +251,11 @@ impl Registry for PgBackend {
     fn report(&self, id: &str) -> Result<String, RegistryError> {
         let bytes = blocking(|| self.db.journal(id)).map_err(pg)?;
         let report = toolhost_journal::report::load_bytes(id, self.db.location(id).into(), &bytes);
-        Ok(report.html())
+        let pending = blocking(|| self.view_of(id))?.pending;
+        Ok(match pending {
+            Some(p) => report.waiting(p.describe()).html(),
+            None => report.html(),
+        })
     }
 }
 
@@ -266,7 +271,12 @@ impl PgBackend {
         }
     }
 
-    fn decide_now(&self, id: &str, decision: Decision) -> Result<RunView, RegistryError> {
+    fn decide_now(
+        &self,
+        id: &str,
+        decision: Decision,
+        by: Decider,
+    ) -> Result<RunView, RegistryError> {
         let info = self.db.run_info(id).map_err(pg)?;
         if info.status == Status::WaitingForDecision {
             self.decide_unfinished(&info, decision.decision)?;
@@ -283,12 +293,13 @@ impl PgBackend {
         };
         let pending: Pending = serde_json::from_str(pending_text)
             .map_err(|e| RegistryError::Internal(format!("the pending decision: {e}")))?;
-        let recorded = match pending.take(id, decision)? {
+        let mut recorded = match pending.take(id, decision)? {
             Taken::Approve => json!({"decision": "approve"}),
             Taken::Reject(reason) => json!({"decision": "reject", "reason": reason}),
             Taken::Edit(plan) => json!({"decision": "edit", "plan": plan}),
             Taken::Answer(answer) => json!({"decision": "answer", "answer": answer}),
         };
+        recorded["decider"] = json!(by);
         if !self
             .db
             .decide(id, pending_text, &recorded.to_string())

@@ -79,6 +79,7 @@ pub(super) fn state_of(status: Status) -> RunState {
         Status::WaitingForApproval | Status::WaitingForDecision => RunState::WaitingForApproval,
         Status::Completed => RunState::Completed,
         Status::Cancelled => RunState::Cancelled,
+        Status::Rejected => RunState::Rejected,
         _ => RunState::Failed,
     }
 }
