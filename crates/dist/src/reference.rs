@@ -33,22 +33,21 @@ impl OciRef {
         if host.is_empty() || path.is_empty() {
             return Err(bad("it names no registry or no repository"));
         }
+        if let Some((_, digest)) = path.split_once('@') {
+            let hex = digest
+                .strip_prefix("sha256:")
+                .ok_or_else(|| bad("its digest is not `sha256:`"))?;
+            if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                return Err(bad(
+                    "its digest is not `sha256:` and 64 lowercase hex digits",
+                ));
+            }
+        }
         let inner = Reference::try_from(rest).map_err(|e| bad(&e.to_string()))?;
         if inner.registry() != host {
             return Err(bad(
                 "the registry must be named explicitly (a host with a `.` or a port, or `localhost`)",
             ));
-        }
-        if let Some(digest) = inner.digest() {
-            let hex = digest
-                .strip_prefix("sha256:")
-                .ok_or_else(|| bad("its digest is not `sha256:`"))?;
-            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(bad("its digest is not `sha256:` and 64 hex digits"));
-            }
-            if hex.bytes().any(|b| b.is_ascii_uppercase()) {
-                return Err(bad("its digest must be lowercase hex"));
-            }
         }
         Ok(OciRef { inner })
     }

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::DigestError;
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 use oci_client::{Client, RegistryOperation};
@@ -162,11 +163,15 @@ pub async fn pull(
                 .pull_blob(reference.inner(), &layer, &mut bytes)
                 .await
                 .map_err(|e| match e {
-                    OciDistributionError::DigestError(_) => DistError::DigestMismatch {
+                    // oci-client hashes the blob as it streams it in.
+                    OciDistributionError::DigestError(DigestError::VerificationError {
+                        actual,
+                        ..
+                    }) => DistError::DigestMismatch {
                         reference: reference.to_string(),
                         what: "component",
                         expected: layer.digest.clone(),
-                        actual: "different".into(),
+                        actual,
                     },
                     e => fail(e),
                 })?;
@@ -280,7 +285,9 @@ fn classify(
         OciDistributionError::AuthenticationFailure(_)
         | OciDistributionError::UnauthorizedError { .. } => unauthorized(),
         OciDistributionError::ImageManifestNotFoundError(_) => not_found(),
-        OciDistributionError::ServerError { code: 401 | 403, .. } => unauthorized(),
+        OciDistributionError::ServerError {
+            code: 401 | 403, ..
+        } => unauthorized(),
         OciDistributionError::ServerError { code: 404, .. } => not_found(),
         OciDistributionError::RegistryError { ref envelope, .. } => {
             let codes: Vec<&OciErrorCode> = envelope.errors.iter().map(|e| &e.code).collect();
