@@ -77,9 +77,11 @@ pub fn load_tool(rt: &Runtime, path: &Path) -> Result<Tool, AppError> {
 /// `reference` pulled (or found in the store) and pinned by digest.
 fn resolve_oci(reference: &str) -> Result<toolhost_dist::Resolved, AppError> {
     let resolver = toolhost_dist::Resolver::from_env().map_err(AppError::Load)?;
-    let resolved = resolver
-        .resolve(reference)
-        .map_err(|e| AppError::Load(e.to_string()))?;
+    let resolved = resolver.resolve(reference).map_err(|e| match e {
+        toolhost_dist::DistError::BadReference { .. }
+        | toolhost_dist::DistError::InsecureNotLoopback { .. } => usage(e.to_string()),
+        e => AppError::Load(e.to_string()),
+    })?;
     tracing::info!(
         reference,
         pinned = %resolved.pinned,
