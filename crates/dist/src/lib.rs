@@ -3,7 +3,7 @@
 //!
 //! # Layout
 //!
-//! - [`reference`]: `oci://REGISTRY/REPOSITORY[:TAG|@sha256:HEX]` parsed and checked
+//! - [`reference`](mod@reference): `oci://REGISTRY/REPOSITORY[:TAG|@sha256:HEX]` parsed and checked
 //!   ([`OciRef`]); whether a registry is loopback (the only place `--insecure` is allowed).
 //! - [`auth`]: credentials from the environment and the Docker config file
 //!   ([`Credentials`]).
