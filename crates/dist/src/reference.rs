@@ -153,7 +153,12 @@ mod tests {
         let r = OciRef::parse("oci://localhost:1/calc").unwrap();
         assert_eq!(r.tag(), Some("latest"));
         assert!(
-            OciRef::parse("oci://[::1]:5000/calc:1")
+            OciRef::parse("oci://localhost:5000/calc:1")
+                .unwrap()
+                .is_loopback()
+        );
+        assert!(
+            !OciRef::parse("oci://127.example.com/calc:1")
                 .unwrap()
                 .is_loopback()
         );
