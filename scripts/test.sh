@@ -43,6 +43,18 @@ echo "== mock model server"
 echo "== service checks (schemathesis, kubernetes-validate)"
 ./scripts/service-checks.sh
 
+# Debian's docker-registry (CNCF distribution 2.8), unpacked under target/registry: the
+# registry tests start it on 127.0.0.1 (tests/all/oci.rs), and fail without it unless
+# TOOLHOST_SKIP_REGISTRY=1.
+echo "== OCI registry (docker-registry)"
+if [ "${TOOLHOST_SKIP_REGISTRY:-}" = 1 ]; then
+    echo "TOOLHOST_SKIP_REGISTRY=1: the registry tests are skipped"
+else
+    TOOLHOST_REGISTRY_BIN="$(./scripts/registry.sh)"
+    export TOOLHOST_REGISTRY_BIN
+    echo "found $TOOLHOST_REGISTRY_BIN"
+fi
+
 # agentdojo==0.1.35 (PyPI), pinned, under target/agentdojo/venv: the AgentDojo harness's
 # test with a live-model planner against aimock (tests/all/agentdojo.rs), and the gate below.
 echo "== agentdojo (venv)"

@@ -111,6 +111,18 @@ fn the_policy_model_brings_no_sandbox() {
     );
 }
 
+/// Pulling and storing components moves files and bytes: the distribution crate has no
+/// sandbox and no command line, and its HTTP client is the one reqwest of the tree.
+#[test]
+fn the_distribution_crate_brings_no_sandbox_or_command_line() {
+    let mut forbidden = ABOVE_RUNTIME.to_vec();
+    forbidden.extend(["toolhost-runtime", "toolhost-app", "wasmtime", "clap"]);
+    assert_none_of("toolhost-dist", &forbidden);
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let reqwests = lock.matches("\nname = \"reqwest\"\n").count();
+    assert_eq!(reqwests, 1, "more than one reqwest in Cargo.lock");
+}
+
 #[test]
 fn each_layer_depends_only_on_layers_below() {
     assert_none_of(

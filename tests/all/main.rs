@@ -25,6 +25,7 @@ mod layout;
 mod llm;
 mod mcp;
 mod metering;
+mod oci;
 mod openapi;
 mod output;
 mod people;

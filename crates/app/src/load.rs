@@ -57,8 +57,39 @@ pub fn load(
 }
 
 /// The component at `path`, compiled (or from the cache); a failure is [`AppError::Load`].
+///
+/// A `path` that is an `oci://` reference is resolved here, the one place every loader goes
+/// through (task files, and so resume, replay and eval; `tool call`, `tool inspect`, `plan
+/// validate`): a tag to a digest, once, at load; the component is pulled into the local store (or found there,
+/// offline) and loaded from it, verified (`toolhost_dist::Resolver`).
 pub fn load_tool(rt: &Runtime, path: &Path) -> Result<Tool, AppError> {
+    let resolved;
+    let path = match path.to_str().filter(|p| toolhost_dist::OciRef::is_oci(p)) {
+        Some(reference) => {
+            resolved = resolve_oci(reference)?;
+            resolved.path.as_path()
+        }
+        None => path,
+    };
     rt.load(path).map_err(|e| AppError::Load(e.to_string()))
+}
+
+/// `reference` pulled (or found in the store) and pinned by digest.
+fn resolve_oci(reference: &str) -> Result<toolhost_dist::Resolved, AppError> {
+    let resolver = toolhost_dist::Resolver::from_env().map_err(AppError::Load)?;
+    let resolved = resolver.resolve(reference).map_err(|e| match e {
+        toolhost_dist::DistError::BadReference { .. }
+        | toolhost_dist::DistError::InsecureNotLoopback { .. } => usage(e.to_string()),
+        e => AppError::Load(e.to_string()),
+    })?;
+    tracing::info!(
+        reference,
+        pinned = %resolved.pinned,
+        component = %resolved.component_digest,
+        offline = resolved.offline,
+        "resolved an OCI reference"
+    );
+    Ok(resolved)
 }
 
 /// Loads the task file a run's journal names, for `resume` and `replay`: an ordinary task

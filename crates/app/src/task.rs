@@ -8,6 +8,7 @@
 //! policy = "policy.toml"
 //! tools = ["calc"]                # names, found as NAME.wasm in --tools-dir …
 //! # tools = { calc = "build/calc.wasm" }   # … or paths
+//! # tools = { calc = "oci://ghcr.io/o/calc:1.0" }   # … or OCI references (pulled, pinned)
 //! max_parallel = 4
 //! confidence_threshold = 0.6
 //! quarantine = true               # replanning sees untrusted outputs' types, not their text
@@ -331,7 +332,14 @@ fn tools(
     tools_dir: Option<&Path>,
 ) -> Result<BTreeMap<String, PathBuf>, String> {
     match list {
-        ToolList::Paths(map) => Ok(map.iter().map(|(n, p)| (n.clone(), base.join(p))).collect()),
+        // An `oci://` reference is kept as written: `load::load_tool` resolves it.
+        ToolList::Paths(map) => Ok(map
+            .iter()
+            .map(|(n, p)| match toolhost_dist::OciRef::is_oci(p) {
+                true => (n.clone(), PathBuf::from(p)),
+                false => (n.clone(), base.join(p)),
+            })
+            .collect()),
         ToolList::Names(names) => match tools_dir {
             Some(dir) => Ok(names
                 .iter()

@@ -33,6 +33,7 @@ mod planner;
 mod policy;
 mod progress;
 mod question;
+mod registry;
 mod replay;
 mod report;
 mod resume;
@@ -183,6 +184,8 @@ enum ToolCommand {
     Inspect(inspect::Args),
     Call(call::Args),
     Pack(pack::Args),
+    Push(registry::PushArgs),
+    Pull(registry::PullArgs),
 }
 
 /// Runs the CLI with `args` (including the program name); returns the exit code.
@@ -229,6 +232,8 @@ fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn W
     let rt = || runtime(setup).map_err(|e| Failure::new(exit::LOAD, format!("{e:#}")));
     match cli.command {
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
+        Command::Tool(ToolCommand::Push(args)) => registry::push(args, out),
+        Command::Tool(ToolCommand::Pull(args)) => registry::pull(args, out),
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
         Command::Journal(cmd) => journal::run(cmd, state_dir, out),
@@ -269,7 +274,9 @@ fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn W
             match cmd {
                 ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
                 ToolCommand::Call(args) => call::run(&rt, args, out, err),
-                ToolCommand::Pack(_) => unreachable!("handled above"),
+                ToolCommand::Pack(_) | ToolCommand::Push(_) | ToolCommand::Pull(_) => {
+                    unreachable!("handled above")
+                }
             }
         }
     }
