@@ -70,22 +70,6 @@ impl Runtime {
             .await
     }
 
-    /// [`Runtime::call`], with the tool's questions (`toolhost:host/ask`) going to `asker`.
-    /// They reach it only when `caps` grant `ask`; without the grant, asking ends the call
-    /// `denied` whoever would answer.
-    pub async fn call_asking(
-        &self,
-        tool: &Tool,
-        operation: &str,
-        args: &Value,
-        caps: &Capabilities,
-        limits: &Limits,
-        asker: crate::sandbox::ask::Asker,
-    ) -> CallOutcome {
-        self.call_from(tool, operation, args, caps, limits, None, Some(asker))
-            .await
-    }
-
     /// [`Runtime::call`], with a program's calls going to `program` (the interpreter's) and
     /// the tool's questions to `asker`.
     #[allow(clippy::too_many_arguments)] // the call's parts, each used once

@@ -97,6 +97,24 @@ pub fn channel(offered: Vec<Kind>) -> (Asker, mpsc::Receiver<Ask>) {
     (Asker { offered, door }, asks)
 }
 
+impl crate::Runtime {
+    /// [`Runtime::call`](crate::Runtime::call), with the tool's questions
+    /// (`toolhost:host/ask`) going to `asker`. They reach it only when `caps` grant `ask`;
+    /// without the grant, asking ends the call `denied` whoever would answer.
+    pub async fn call_asking(
+        &self,
+        tool: &crate::Tool,
+        operation: &str,
+        args: &Value,
+        caps: &crate::Capabilities,
+        limits: &crate::Limits,
+        asker: Asker,
+    ) -> crate::CallOutcome {
+        self.call_from(tool, operation, args, caps, limits, None, Some(asker))
+            .await
+    }
+}
+
 /// A call that asked without the grant: the call ends `denied`.
 #[derive(Debug, thiserror::Error)]
 #[error(
