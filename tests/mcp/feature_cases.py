@@ -9,6 +9,12 @@ Cases:
   logging   log records reach the client only at the level it asked for: none without one
             (`logging/setLevel` on legacy, `_meta` logLevel on 2026-07-28), only warning
             and error at `warning`, the logger named after the tool
+  ask       a tool's question (`toolhost:host/ask`, granted by `ask = true`) put to the
+            client's user: an elicitation answered, declined and cancelled; an accepted
+            answer that fails the form's schema refused with an error naming the field (on
+            2026-07-28 through `input_required` results and the client's retries)
+  approve   a `sensitive` section's call approved by the client's user runs; refused, it
+            never runs, is an `isError` result of kind `denied`, and is journaled as such
   listen    2026-07-28 only: a `subscriptions/listen` stream hears
             `notifications/tools/list_changed` when the operator narrows the policy and
             `--watch` reloads it, and tools/list then shows the narrowed list
@@ -31,12 +37,15 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult
 from mcp.client.subscriptions import ToolsListChanged
 
 from client_cases import HttpServer, check, failed
 
 
-POLICY = "version = 1\n[tools.conformance]\n"
+POLICY = "version = 1\n[tools.conformance]\nask = true\n"
+SENSITIVE = POLICY + "sensitive = true\n"
 NARROWED = POLICY + 'operations = ["test-simple-text"]\n'
 
 
@@ -120,6 +129,83 @@ async def listen(a: argparse.Namespace, c: Client) -> None:
     check(names == ["test_simple_text"], "the narrowed tool list", names)
 
 
+def user(answers: list[ElicitResult], asked: list[Any]) -> Any:
+    """An elicitation callback that gives the next of `answers`, noting what it was asked."""
+
+    async def answer(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params)
+        return answers.pop(0)
+
+    return answer
+
+
+async def ask(a: argparse.Namespace, target: Any) -> None:
+    who = {"username": "ann", "email": "ann@example.com"}
+    answers = [
+        ElicitResult(action="accept", content=who),
+        ElicitResult(action="decline"),
+        ElicitResult(action="cancel"),
+        ElicitResult(action="accept", content={"username": 5, "email": "ann@example.com"}),
+    ]
+    asked: list[Any] = []
+    async with Client(target, mode=a.mode, elicitation_callback=user(answers, asked),
+                      read_timeout_seconds=60) as c:
+        for action in ("accept", "decline", "cancel"):
+            r = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+            said = r.content[0].text if r.content else ""
+            check(r.is_error is not True and f"action={action}" in said, f"the tool hears {action}", r)
+            if action == "accept":
+                check("ann@example.com" in said, "the tool gets the user's answer", said)
+        check(asked and asked[0].message == "Who are you?", "the user was asked the tool's message", asked)
+        try:
+            r = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+            raise AssertionError(f"an answer that fails the schema reached the tool: {r}")
+        except MCPError as e:
+            check(e.error.code == -32602, "a bad answer is invalid params", e.error)
+            check("does not match its schema" in e.error.message and "username" in e.error.message,
+                  "the error names the field and the schema", e.error.message)
+
+
+def journaled(a: argparse.Namespace) -> str:
+    text = ""
+    for base, _, files in os.walk(os.path.join(a.dir, "state")):
+        for f in files:
+            with open(os.path.join(base, f), errors="replace") as fh:
+                text += fh.read()
+    return text
+
+
+async def approve(a: argparse.Namespace) -> None:
+    with open(os.path.join(a.dir, "policy.toml"), "w") as f:
+        f.write(SENSITIVE)
+    http = HttpServer([a.bin, *server_args(a)]) if a.transport == "http" else None
+    target: Any = http.url if http else StdioServerParameters(command=a.bin, args=server_args(a))
+    answers = [
+        ElicitResult(action="accept", content={"approve": True}),
+        ElicitResult(action="accept", content={"approve": False}),
+        ElicitResult(action="decline"),
+    ]
+    asked: list[Any] = []
+    try:
+        async with Client(target, mode=a.mode, elicitation_callback=user(answers, asked),
+                          read_timeout_seconds=60) as c:
+            ran = await c.call_tool("test_simple_text", {})
+            check(ran.is_error is not True and ran.content[0].type == "text", "an approved call runs", ran)
+            check("test_simple_text" in asked[0].message, "the approval names the tool", asked)
+            for _ in range(2):
+                refused = await c.call_tool("test_simple_text", {})
+                check(refused.is_error is True, "a refused call is an error result", refused)
+                error = (refused.structured_content or {}).get("error", {})
+                check(error.get("kind") == "denied" and "did not run" in error.get("message", ""),
+                      "refused as denied, never run", refused)
+    finally:
+        if http:
+            http.stop()
+    journal = journaled(a)
+    check(journal.count("did not approve") + journal.count("was not approved") >= 2,
+          "the refused calls are journaled as refused", journal[-2000:])
+
+
 async def main(a: argparse.Namespace) -> int:
     with open(os.path.join(a.dir, "policy.toml"), "w") as f:
         f.write(POLICY)
@@ -142,6 +228,9 @@ async def main(a: argparse.Namespace) -> int:
         current = "logging"
         await logging(a, target)
         passed.append(current)
+        current = "ask"
+        await ask(a, target)
+        passed.append(current)
     except BaseException as e:
         return failed(e, f"{a.transport} {a.mode} {current}")
     finally:
@@ -149,6 +238,12 @@ async def main(a: argparse.Namespace) -> int:
             http.stop()
             if current not in passed:
                 print("server stderr:\n" + "".join(http.log), file=sys.stderr)
+    try:
+        current = "approve"
+        await approve(a)
+        passed.append(current)
+    except BaseException as e:
+        return failed(e, f"{a.transport} {a.mode} {current}")
     print(json.dumps({"transport": a.transport, "mode": a.mode, "passed": passed}))
     return 0
 

@@ -71,3 +71,44 @@ pub mod log {
         log(Level::Error, message);
     }
 }
+
+/// Questions to the caller's side through `toolhost:host/ask`: a form for the user, a
+/// message from the client's model, the client's roots.
+///
+/// A tool may ask only when its policy section says `ask = true`; without it the call ends
+/// `denied` at the first question. Answers come back as JSON text, checked by the host (an
+/// accepted form's content matches its schema). Under MCP revision 2026-07-28 a call that
+/// asks runs again from the start once the client has answered, each earlier question
+/// answered at once under its key: ask the same keys in the same order, and do nothing
+/// with effects before the last question.
+pub mod ask {
+    pub use super::bindings::toolhost::host::ask::{Form, Input, Kind, Request, ask, offered};
+
+    /// A form under `key`: `message` for the user, `schema` the JSON Schema of the answer.
+    pub fn form(key: &str, message: &str, schema: &str) -> Input {
+        Input {
+            key: key.to_string(),
+            request: Request::Form(Form {
+                message: message.to_string(),
+                schema: schema.to_string(),
+            }),
+        }
+    }
+
+    /// A message from the client's model under `key`: `params` are the
+    /// `sampling/createMessage` parameters as JSON text.
+    pub fn sample(key: &str, params: &str) -> Input {
+        Input {
+            key: key.to_string(),
+            request: Request::Sample(params.to_string()),
+        }
+    }
+
+    /// The client's roots under `key`.
+    pub fn roots(key: &str) -> Input {
+        Input {
+            key: key.to_string(),
+            request: Request::Roots,
+        }
+    }
+}

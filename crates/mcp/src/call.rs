@@ -10,12 +10,18 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, MetaObject, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, InputRequiredResult, InputResponses, MetaObject,
+    ProgressNotificationParam, ProgressToken,
+};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 use toolhost_runtime::CallOutcome;
+use toolhost_runtime::ask::{Ask, channel};
 
+use crate::ask::{self, Asking};
 use crate::catalog::Entry;
 use crate::logging;
 use crate::shared::Session;
@@ -23,18 +29,36 @@ use crate::shared::Shared;
 use crate::sink::{CallEnd, CallSink, CallStart};
 use crate::{content, errors, output};
 
-/// Runs `entry` (the tool `name`) with `args` for the request `ctx`.
+/// What a `tools/call` request brings besides the tool and its arguments: the answers of
+/// a 2026-07-28 client to earlier rounds' questions.
+pub(crate) struct Round {
+    pub responses: Option<InputResponses>,
+    pub state: Option<String>,
+}
+
+/// Runs `entry` (the tool `name`) with `args` for the request `ctx`: approved first when
+/// the section is `sensitive`, its questions put to the client's side.
 pub(crate) async fn call(
     shared: &Shared,
     session: &Session,
     name: &str,
     entry: &Entry,
     args: Value,
+    round: Round,
     ctx: RequestContext<RoleServer>,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<CallToolResponse, ErrorData> {
     refuse_if_broken(shared)?;
     // A 2026-07-28 request carries its revision in `_meta`; a session's requests do not.
     let stateless = ctx.meta.protocol_version().is_some() || ctx.peer.peer_info().is_none();
+    let mut asking = Asking::new(
+        &shared.codec,
+        name,
+        &args,
+        stateless,
+        round.responses,
+        round.state.as_deref(),
+        &ctx,
+    )?;
     let sink = session
         .sink(shared, stateless)
         .map_err(|e| broke(shared, e))?;
@@ -47,29 +71,105 @@ pub(crate) async fn call(
         effects: entry.effects,
     };
     record_start(shared, sink.as_ref(), &start)?;
+    if entry.section.sensitive
+        && let Some(end) = approve(shared, sink.as_ref(), &start, &mut asking).await?
+    {
+        return Ok(end);
+    }
     let limits = &entry.section.limits;
+    let (asker, mut asks) = match entry.section.capabilities.ask {
+        true => {
+            let (asker, asks) = channel(asking.offered());
+            (Some(asker), Some(asks))
+        }
+        false => (None, None),
+    };
     // Boxed, not `tokio::pin!`ed: dropping a stack pin drops only the `Pin<&mut _>`, and
     // the future (with its store and pool slot) would live until this function returns.
-    let run = Box::pin(shared.gate.call(
+    let run = Box::pin(shared.gate.call_asking(
         &shared.rt,
         &entry.section,
         &entry.tool,
         &entry.operation,
         &args,
         limits,
+        asker,
     ));
     let every = shared.config.progress_every;
     // The call's future is dropped when this returns, before the sink hears how it ended:
     // the sandbox of a cancelled call is gone by the time the cancellation is recorded.
-    let Some(outcome) = race(run, &ctx, every, limits.timeout).await else {
+    let raced = race(run, &ctx, every, limits.timeout, asks.as_mut(), &mut asking).await;
+    let Some(outcome) = raced else {
         sink.finished(&start, CallEnd::Cancelled)
             .map_err(|e| broke(shared, e))?;
         return Err(cancelled());
     };
+    if asking.stop.is_some() {
+        return stopped(shared, sink.as_ref(), &start, &asking);
+    }
     sink.finished(&start, CallEnd::Finished(&outcome))
         .map_err(|e| broke(shared, e))?;
     logging::forward(&session.level, &ctx, name, &outcome.report).await;
-    answer(name, entry, outcome, &ctx)
+    answer(name, entry, outcome, &ctx).map(Into::into)
+}
+
+/// Asks the client's user to approve a `sensitive` call; `Some` ends the call without
+/// running it (refused, or stopped for want of an answer).
+async fn approve(
+    shared: &Shared,
+    sink: &dyn CallSink,
+    start: &CallStart<'_>,
+    asking: &mut Asking,
+) -> Result<Option<CallToolResponse>, ErrorData> {
+    let why = match asking
+        .answers(&[ask::approval(start.name, start.args)])
+        .await
+    {
+        Some(Ok(answers)) if answers.first().is_some_and(ask::approves) => return Ok(None),
+        Some(Ok(_)) => format!(
+            "the client's user did not approve the call of `{}`; it did not run",
+            start.name
+        ),
+        Some(Err(e)) => format!(
+            "the call of `{}` was not approved ({e}); it did not run",
+            start.name
+        ),
+        None => return stopped(shared, sink, start, asking).map(Some),
+    };
+    sink.finished(
+        start,
+        CallEnd::Stopped {
+            kind: "denied",
+            message: &why,
+        },
+    )
+    .map_err(|e| broke(shared, e))?;
+    Ok(Some(errors::refused(&why).into()))
+}
+
+/// Records a call stopped for its questions and gives the client what it needs: the
+/// `input_required` result, or the error that names what is missing or wrong.
+fn stopped(
+    shared: &Shared,
+    sink: &dyn CallSink,
+    start: &CallStart<'_>,
+    asking: &Asking,
+) -> Result<CallToolResponse, ErrorData> {
+    let stop = asking.stop.as_ref().expect("a stopped call has a reason");
+    let (kind, message) = stop.record(&asking.pending);
+    sink.finished(
+        start,
+        CallEnd::Stopped {
+            kind,
+            message: &message,
+        },
+    )
+    .map_err(|e| broke(shared, e))?;
+    if let Some(e) = Asking::error(stop) {
+        return Err(e);
+    }
+    let state = asking.seal(&shared.codec)?;
+    Ok(InputRequiredResult::new(Some(asking.pending.clone()), Some(state)).into())
 }
 
 /// Tells the sink a call starts. An effectful call's record is synced before it runs: off
@@ -93,11 +193,14 @@ fn record_start(
 
 /// Runs the call to its end, reporting progress every `every` when the request asked for
 /// it; `None` when the request was cancelled first.
+/// Meanwhile the call's questions are put to the client's side, one at a time.
 async fn race<F: Future>(
     mut run: Pin<Box<F>>,
     ctx: &RequestContext<RoleServer>,
     every: Duration,
     deadline: Duration,
+    mut asks: Option<&mut mpsc::Receiver<Ask>>,
+    asking: &mut Asking,
 ) -> Option<F::Output> {
     let token = ctx.meta.get_progress_token();
     let started = Instant::now();
@@ -114,6 +217,16 @@ async fn race<F: Future>(
         tokio::select! {
             outcome = &mut run => break Some(outcome),
             () = ctx.ct.cancelled() => break None,
+            Some(ask) = async { asks.as_mut().expect("checked by the guard").recv().await }, if asks.is_some() => {
+                // Unanswered (the call stops for its answers), the question is dropped and
+                // the tool's wait ends with its call.
+                tokio::select! {
+                    answers = asking.answers(&ask.inputs) => if let Some(a) = answers {
+                        ask.answer(a);
+                    },
+                    () = ctx.ct.cancelled() => break None,
+                }
+            }
             _ = async { ticks.as_mut().expect("checked by the guard").tick().await }, if ticks.is_some() => {
                 let ran = started.elapsed();
                 if ran.as_millis() > reported.as_millis() {

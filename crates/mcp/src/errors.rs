@@ -42,6 +42,12 @@ pub(crate) fn bad_content(name: &str, why: &str) -> CallToolResult {
     }}))
 }
 
+/// A `sensitive` tool's call the client's user did not approve: it never ran. An `isError`
+/// result of kind `denied`.
+pub(crate) fn refused(message: &str) -> CallToolResult {
+    CallToolResult::structured_error(json!({"error": {"kind": "denied", "message": message}}))
+}
+
 /// `{"kind", "message"}` and what else the kind carries: the limit's name, the tool's
 /// error value, when to retry.
 pub(crate) fn error_json(e: &CallError) -> Value {

@@ -31,13 +31,16 @@ pub struct Server {
 }
 
 impl Server {
+    ///
+    /// Fails only when no key can be drawn for the request state of 2026-07-28 questions.
     pub fn new(
         rt: Arc<Runtime>,
         catalog: Catalog,
         sink: Arc<dyn CallSink>,
         config: ServerConfig,
-    ) -> Server {
-        Server {
+    ) -> Result<Server, String> {
+        let codec = crate::ask::codec()?;
+        Ok(Server {
             shared: Arc::new(Shared {
                 rt,
                 gate: Gate::new(),
@@ -47,10 +50,11 @@ impl Server {
                 broken: OnceLock::new(),
                 peers: Mutex::new(Vec::new()),
                 generation: tokio::sync::watch::Sender::new(0),
+                codec,
                 config,
             }),
             session: Arc::default(),
-        }
+        })
     }
 
     /// The server for one more session: everything shared but the session's own state (the
@@ -205,15 +209,19 @@ impl ServerHandler for Server {
             ));
         };
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let round = call::Round {
+            responses: request.input_responses,
+            state: request.request_state,
+        };
         call::call(
             &self.shared,
             &self.session,
             &request.name,
             entry,
             args,
+            round,
             context,
         )
         .await
-        .map(Into::into)
     }
 }

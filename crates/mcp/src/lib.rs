@@ -21,6 +21,9 @@
 //!   as MCP content blocks (text, image, audio, embedded resources).
 //! - `output`: `outputSchema` and `structuredContent` (non-object results wrapped as
 //!   `{"result": …}` in every protocol version).
+//! - `ask`: people in the loop: a tool's questions (`toolhost:host/ask`) and a `sensitive`
+//!   call's approval put to the client: server-to-client requests in a session,
+//!   `input_required` results with a sealed `requestState` on 2026-07-28.
 //! - `logging`: a call's log records forwarded to the client at the level it set.
 //! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
 //!   misuse.
@@ -38,6 +41,7 @@
 //! - [`watch`]: swapping in a changed policy or component, refusing a broken one.
 
 mod annotate;
+mod ask;
 mod call;
 pub mod catalog;
 mod content;

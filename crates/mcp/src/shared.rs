@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Bumped at each catalog swap: the `subscriptions/listen` streams (2026-07-28) watch it.
     pub(crate) generation: tokio::sync::watch::Sender<u64>,
+    /// Seals and opens the `requestState` of 2026-07-28 questions (`ask`).
+    pub(crate) codec: rmcp::model::RequestStateCodec,
     pub config: ServerConfig,
 }
 

@@ -33,6 +33,12 @@ pub enum CallEnd<'a> {
     Finished(&'a CallOutcome),
     /// The client cancelled it (or went away) and the sandbox was torn down.
     Cancelled,
+    /// The server stopped it for its questions, or before it ran: `kind` is `denied` (the
+    /// client's user did not approve a `sensitive` call, which never ran),
+    /// `input_required` (a 2026-07-28 call waits for the client's answers and runs again
+    /// with them), `missing_capability` (the client cannot answer what the tool asked) or
+    /// `invalid_answer` (an answer did not match what was asked).
+    Stopped { kind: &'a str, message: &'a str },
 }
 
 /// Records calls. Implementations must be cheap: they sit on the per-call path.

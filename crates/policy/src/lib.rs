@@ -24,6 +24,7 @@
 //! component = "tools/http.wasm"   # optional: the component this section is for
 //! operations = ["get-text"]       # optional: default all
 //! sensitive = true                # the engine asks for approval first
+//! ask = true                      # may ask the user through toolhost:host/ask
 //! idempotent = true               # the operator vouches a repeated call changes nothing more
 //! pool = "egress"                 # optional: calls run on the workers of this executor pool
 //! outputs = "untrusted"           # optional: "trusted" or "untrusted"; default below

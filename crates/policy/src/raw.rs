@@ -76,6 +76,8 @@ pub(crate) struct RawTool {
     #[serde(default)]
     pub sensitive: bool,
     #[serde(default)]
+    pub ask: bool,
+    #[serde(default)]
     pub idempotent: bool,
     /// The executor pool whose workers run this tool's calls.
     pub pool: Option<Spanned<String>>,

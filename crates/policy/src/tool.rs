@@ -106,6 +106,7 @@ pub(crate) fn tool_policy(
         files: files_granted(files, base, at, problems),
         env,
         network: network(&raw.network, at, problems),
+        ask: raw.ask,
     };
     let operations = raw
         .operations

@@ -66,11 +66,13 @@ impl Runtime {
         caps: &Capabilities,
         limits: &Limits,
     ) -> CallOutcome {
-        self.call_from(tool, operation, args, caps, limits, None)
+        self.call_from(tool, operation, args, caps, limits, None, None)
             .await
     }
 
-    /// [`Runtime::call`], with a program's calls going to `program` (the interpreter's).
+    /// [`Runtime::call`], with a program's calls going to `program` (the interpreter's) and
+    /// the tool's questions to `asker`.
+    #[allow(clippy::too_many_arguments)] // the call's parts, each used once
     pub(crate) async fn call_from(
         &self,
         tool: &Tool,
@@ -79,6 +81,7 @@ impl Runtime {
         caps: &Capabilities,
         limits: &Limits,
         program: Option<tokio::sync::mpsc::Sender<crate::sandbox::program::ProgramCall>>,
+        asker: Option<crate::sandbox::ask::Asker>,
     ) -> CallOutcome {
         let started = Instant::now();
         let mut report = CallReport::default();
@@ -94,6 +97,7 @@ impl Runtime {
                     limits,
                     audit: &audit,
                     program,
+                    asker,
                 },
                 &mut report,
             )
@@ -135,6 +139,7 @@ impl Runtime {
             limits,
             audit,
             program,
+            asker,
         } = armed;
         let op = tool
             .operation(operation)
@@ -155,6 +160,7 @@ impl Runtime {
                 reason: e.to_string(),
             })?;
         state.program = program;
+        state.ask.asker = asker;
         let _slot = self.pool_slot(limits, &mut budget).await?;
         let mut store = self.store(state, limits, budget);
 
@@ -310,6 +316,8 @@ struct Armed<'a> {
     audit: &'a AuditLog,
     /// Where the interpreter's tool calls go; `None` for every tool.
     program: Option<tokio::sync::mpsc::Sender<crate::sandbox::program::ProgramCall>>,
+    /// Where the tool's questions go; `None`: nobody answers.
+    asker: Option<crate::sandbox::ask::Asker>,
 }
 
 /// A tool error is the sandbox's refusal when the refusal was the last thing the sandbox

@@ -78,12 +78,18 @@
 //! - [`program`]: the code-mode interpreter, run like a call, its only way out the
 //!   `toolhost:host/tools` import, each of its tool calls handed to the embedder as a
 //!   [`program::ProgramCall`].
+//! - [`ask`]: a tool's questions to its caller's side (`toolhost:host/ask`, granted by
+//!   `ask = true`), each handed to the embedder as an [`ask::Ask`].
 //! - [`trace`]: the `tool_call` span and the target every toolhost span shares.
 //!
 //! `crates/runtime/wit/host.wit` (in this crate) is the `toolhost:host` interface tools may
 //! import, and the `interpreter` world of the code-mode interpreter.
 
 pub mod admission;
+/// A tool's questions to its caller's side (`toolhost:host/ask`).
+pub mod ask {
+    pub use crate::sandbox::ask::{Ask, Asker, Input, Kind, Request, channel};
+}
 pub mod cache;
 pub mod call;
 pub mod compile;

@@ -47,6 +47,7 @@ impl Runtime {
             &Capabilities::none(),
             limits,
             Some(calls),
+            None,
         )
         .await
     }

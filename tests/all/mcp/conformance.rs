@@ -31,7 +31,9 @@ fn node() -> PathBuf {
 /// `toolhost mcp --http` serving the conformance fixture as the suite names its tools.
 fn server(dir: &tempfile::TempDir) -> HttpServer {
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, "version = 1\n[tools.conformance]\n").expect("policy");
+    // `ask`: the fixture's elicitation, sampling and roots tools put their questions to the
+    // suite's client.
+    std::fs::write(&policy, "version = 1\n[tools.conformance]\nask = true\n").expect("policy");
     let mut cmd = Command::new(BIN);
     cmd.arg("--cache-dir")
         .arg(cache())

@@ -1,8 +1,9 @@
 //! What `toolhost mcp` serves beyond JSON results, with the official Python SDK against the
 //! conformance fixture (tests/mcp/feature_cases.py): content blocks (image, audio, embedded
 //! resources), logging at the level the client asked for and none without one, and
-//! `subscriptions/listen` hearing a `--watch` reload (2026-07-28); over stdio and HTTP, in
-//! both connection modes. And `--tool-names operation`, refused when two sections export
+//! `subscriptions/listen` hearing a `--watch` reload (2026-07-28), a tool's questions put to
+//! the client's user and a `sensitive` call's approval; over stdio and HTTP, in both
+//! connection modes. A tool without the `ask` grant cannot ask. And `--tool-names operation`, refused when two sections export
 //! the same operation.
 
 use std::process::Command;
@@ -36,23 +37,72 @@ fn run_cases(transport: &str, mode: &str) {
 }
 
 #[test]
-fn content_and_logging_over_stdio_with_the_initialize_handshake() {
+fn content_logging_asking_and_approval_over_stdio_with_the_initialize_handshake() {
     run_cases("stdio", "legacy");
 }
 
 #[test]
-fn content_logging_and_listen_over_stdio_at_2026_07_28() {
+fn content_logging_listen_asking_and_approval_over_stdio_at_2026_07_28() {
     run_cases("stdio", "2026-07-28");
 }
 
 #[test]
-fn content_and_logging_over_http_with_the_initialize_handshake() {
+fn content_logging_asking_and_approval_over_http_with_the_initialize_handshake() {
     run_cases("http", "legacy");
 }
 
 #[test]
-fn content_logging_and_listen_over_http_at_2026_07_28() {
+fn content_logging_listen_asking_and_approval_over_http_at_2026_07_28() {
     run_cases("http", "2026-07-28");
+}
+
+/// `toolhost:host/ask` is denied by default: the fixture's `test-elicitation` asks, and
+/// without `ask = true` its call ends `denied` naming the grant, before anyone is asked.
+/// With the grant and nobody to answer (`tool call`), the tool hears so as an error value.
+#[test]
+fn a_tool_without_the_ask_grant_cannot_ask() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let call = |policy: &str| {
+        let file = dir.path().join("policy.toml");
+        std::fs::write(&file, policy).unwrap();
+        let out = Command::new(BIN)
+            .arg("--cache-dir")
+            .arg(super::cache())
+            .args([
+                "tool",
+                "call",
+                path("conformance"),
+                "test-elicitation",
+                "--json",
+            ])
+            .arg("--policy")
+            .arg(&file)
+            .args(["--args", r#"{"message": "Who are you?"}"#])
+            .env_remove("TOOLHOST_LOG")
+            .output()
+            .expect("run toolhost tool call");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {out:?}"));
+        v["error"].clone()
+    };
+    let denied = call("version = 1\n[tools.conformance]\n");
+    assert_eq!(denied["kind"], "denied", "{denied}");
+    assert!(
+        denied["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not grant `ask`"),
+        "{denied}"
+    );
+    let unanswered = call("version = 1\n[tools.conformance]\nask = true\n");
+    assert_eq!(unanswered["kind"], "tool_error", "{unanswered}");
+    assert!(
+        unanswered["message"]
+            .as_str()
+            .unwrap()
+            .contains("nobody can answer"),
+        "{unanswered}"
+    );
 }
 
 #[test]

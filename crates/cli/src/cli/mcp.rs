@@ -123,7 +123,8 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
         None => Arc::new(NoSink),
     };
     let tools = loaded.catalog.len();
-    let server = Server::new(rt.clone(), loaded.catalog, sink, ServerConfig::default());
+    let server = Server::new(rt.clone(), loaded.catalog, sink, ServerConfig::default())
+        .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the MCP server: {e}")))?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

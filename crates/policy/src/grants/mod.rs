@@ -105,7 +105,8 @@ crate::settable! {
     ///   on which every filesystem call is refused and recorded as a denial;
     /// - no environment variables and no arguments;
     /// - stdin closed; stdout/stderr captured per call, capped by [`Limits`](crate::Limits);
-    /// - no network (see [`NetworkGrants`]).
+    /// - no network (see [`NetworkGrants`]);
+    /// - no questions to the caller's side (`ask` false: `toolhost:host/ask` refused).
     #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
     #[non_exhaustive]
     pub struct Capabilities {
@@ -114,6 +115,10 @@ crate::settable! {
         #[serde(serialize_with = "env_names")]
         pub env: Vec<(String, String)>,
         pub network: NetworkGrants,
+        /// Whether the tool may put questions to its caller's side through
+        /// `toolhost:host/ask` (a form for the user, a message from the client's model, the
+        /// client's roots): the policy's `ask = true`.
+        pub ask: bool,
     }
 }
 

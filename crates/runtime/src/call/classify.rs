@@ -23,6 +23,11 @@ pub(super) fn classify(
             budget: spent.budget,
         };
     }
+    if let Some(denied) = e.downcast_ref::<crate::sandbox::ask::AskDenied>() {
+        return CallError::Denied {
+            reason: denied.to_string(),
+        };
+    }
     if let Some(w) = e.downcast_ref::<WriteLimitExceeded>() {
         return CallError::WriteLimit {
             detail: w.0.clone(),

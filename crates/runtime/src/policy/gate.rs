@@ -66,11 +66,34 @@ impl Gate {
         args: &Value,
         limits: &crate::Limits,
     ) -> CallOutcome {
+        self.call_asking(rt, section, tool, operation, args, limits, None)
+            .await
+    }
+
+    /// [`Gate::call`], with the tool's questions going to `asker` (when the section grants
+    /// `ask`).
+    #[allow(clippy::too_many_arguments)] // `call`'s, and where questions go
+    pub async fn call_asking(
+        &self,
+        rt: &Runtime,
+        section: &ToolPolicy,
+        tool: &Tool,
+        operation: &str,
+        args: &Value,
+        limits: &crate::Limits,
+        asker: Option<crate::sandbox::ask::Asker>,
+    ) -> CallOutcome {
         match self.admit(section, tool, operation) {
-            Ok(()) => {
-                rt.call(tool, operation, args, &section.capabilities, limits)
-                    .await
-            }
+            Ok(()) => match asker {
+                Some(asker) => {
+                    rt.call_asking(tool, operation, args, &section.capabilities, limits, asker)
+                        .await
+                }
+                None => {
+                    rt.call(tool, operation, args, &section.capabilities, limits)
+                        .await
+                }
+            },
             Err(error) => {
                 let report = CallReport {
                     events: vec![AuditEvent::Call {

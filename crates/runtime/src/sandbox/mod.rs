@@ -12,6 +12,8 @@
 //!   for their work, host memory held for the call.
 //! - `random`: `wasi:random` draws, capped and charged.
 //! - `log`: the `toolhost:host/log` import.
+//! - [`ask`]: the `toolhost:host/ask` import, a tool's questions to its caller's side
+//!   (granted by `ask = true` only), handed to the embedder.
 //! - [`program`]: the `toolhost:host/tools` import, the code-mode interpreter's calls to
 //!   the run's tools, handed to the embedder.
 //! - `egress`: the gate for `wasi:http` requests (origins, DNS pinning, special ranges).
@@ -22,6 +24,7 @@
 //!   empty `/` that refuses paths outside every grant, symlink targets, the write budget.
 //! - `env`: the `wasi:cli/environment` audit (names read, never values).
 
+pub mod ask;
 pub mod audit;
 mod egress;
 mod env;
@@ -57,7 +60,11 @@ pub(crate) mod bindings {
         path: "wit",
         world: "toolhost:host/host",
         // A host function can end the call (the host-memory budget).
-        imports: { default: trappable },
+        imports: {
+            "toolhost:host/ask.offered": async | trappable,
+            "toolhost:host/ask.ask": async | trappable,
+            default: trappable,
+        },
     });
 }
 
@@ -89,6 +96,8 @@ pub(crate) struct HostState {
     /// Where a program's tool calls go (`toolhost:host/tools`): set only for the code-mode
     /// interpreter's calls; without it the import traps.
     pub(crate) program: Option<tokio::sync::mpsc::Sender<program::ProgramCall>>,
+    /// Whether the call may ask (`toolhost:host/ask`) and where its questions go.
+    pub(crate) ask: ask::AskState,
 }
 
 impl HostState {
@@ -156,6 +165,10 @@ impl HostState {
             fs,
             writes: fs_gate::WriteBudget::new(limits.max_written_bytes, limits.max_file_bytes),
             program: None,
+            ask: ask::AskState {
+                granted: caps.ask,
+                asker: None,
+            },
         })
     }
 }

@@ -138,6 +138,7 @@ impl CallSink for JournalSink {
                 0,
                 &[][..],
             ),
+            CallEnd::Stopped { kind, message } => (Ended::Failed { kind, message }, 0, &[][..]),
             _ => (
                 Ended::Failed {
                     kind: "trap",
