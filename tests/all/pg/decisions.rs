@@ -48,7 +48,13 @@ fn a_decision_on_one_replica_is_journaled_with_its_token_and_a_rejection_is_reje
         json!({"decision": "reject", "reason": "not today"}),
     );
     assert_eq!(status, 200, "{e}");
-    let rejected = ci.wait(&second, |r| r["state"] != "running");
+    // The decision is a row the owning replica picks up: until then the run still waits.
+    let rejected = ci.wait(&second, |r| {
+        !matches!(
+            r["state"].as_str(),
+            Some("running" | "waiting_for_approval")
+        )
+    });
     assert_eq!(rejected["state"], "rejected", "{rejected}");
     assert_eq!(
         t.sql(&format!("SELECT status FROM runs WHERE id = '{second}'")),

@@ -110,7 +110,12 @@ fn a_rejected_run_is_rejected_not_failed_and_its_report_says_so_plainly() {
         json!({"decision": "reject", "reason": "not today"}),
     );
     assert_eq!(status, 200, "{e}");
-    let rejected = server.wait(&id, |r| r["state"] != "running");
+    let rejected = server.wait(&id, |r| {
+        !matches!(
+            r["state"].as_str(),
+            Some("running" | "waiting_for_approval")
+        )
+    });
     assert_eq!(rejected["state"], "rejected", "{rejected}");
     assert_eq!(rejected["stop"]["reason"], "rejected_by_human");
     let (_, page) = server.get("/v1/runs?state=rejected");
