@@ -70,6 +70,9 @@ pub enum PlanDecision {
     /// Run this plan instead (it is validated again).
     Edit(Plan),
     Reject(String),
+    /// Nobody decided: the run was cancelled (or suspended) while it waited. Nothing is
+    /// journaled as a decision, and the run stops as its [`Cancel`](crate::Cancel) says.
+    Withdrawn,
 }
 
 /// A reviewer's answer to a step.
@@ -79,6 +82,8 @@ pub enum StepDecision {
     Reject(String),
     /// Nobody can approve: escalate.
     NoApprover,
+    /// Nobody decided: the run was cancelled (or suspended) while it waited.
+    Withdrawn,
 }
 
 /// A question a plan puts to a person (a `human.ask` step), with its arguments resolved.
@@ -100,6 +105,8 @@ pub enum Answered {
     Decline(String),
     /// Nobody can answer: the run escalates.
     NoOne,
+    /// Nobody answered: the run was cancelled (or suspended) while it waited.
+    Withdrawn,
 }
 
 /// Who approves and answers. [`Unattended`] for non-interactive runs; the CLI's terminal

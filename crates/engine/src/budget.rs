@@ -142,6 +142,10 @@ pub enum StopReason {
         what: String,
     },
     Cancelled,
+    /// The process running it shut down (`serve`'s SIGTERM after its grace period) while
+    /// it ran or waited for a person: nobody decided anything, and it carries on where it
+    /// stopped (`serve` does so at its next start; `toolhost resume` too).
+    Suspended,
     /// The policy refused as many of the run's actions as it allows (`max_refusals`):
     /// a planner that keeps proposing what it may not is treated as hijacked.
     RefusalLimit {
@@ -165,6 +169,7 @@ impl std::fmt::Display for StopReason {
             StopReason::Escalated { why } => write!(f, "escalated: {why}"),
             StopReason::RejectedByHuman { what } => write!(f, "rejected_by_human: {what}"),
             StopReason::Cancelled => f.write_str("cancelled"),
+            StopReason::Suspended => f.write_str("suspended"),
             StopReason::RefusalLimit { refused } => write!(
                 f,
                 "refusal_limit ({refused} action{} refused)",

@@ -267,7 +267,7 @@ impl Engine<'_> {
             record.finished_us = now;
             record.error = Some(StepError {
                 kind: "cancelled".into(),
-                message: "the run was cancelled while the step ran".into(),
+                message: format!("the run was {} while the step ran", st.cancel.stop_reason()),
                 value: None,
             });
             self.observer.step_finished(&record);

@@ -83,14 +83,19 @@ impl Engine<'_> {
                     .await
             }
         };
-        // An approver that was waiting when the run was cancelled answers "no": the run
-        // stopped because it was cancelled (by someone, or because a wait for a person
-        // outlasted `max_wait_ms`), not because a person rejected anything.
+        // An approver that was waiting when the run was cancelled withdraws (or, written
+        // before `Withdrawn`, answers "no"): the run stopped because it was cancelled (by
+        // someone, or because a wait for a person outlasted `max_wait_ms`) or suspended
+        // (its service shut down), not because a person rejected anything.
         let stop = match stop {
             _ if st.wait_expired => StopReason::BudgetExhausted {
                 which: Budget::Wait,
             },
-            StopReason::RejectedByHuman { .. } if st.cancel.is_cancelled() => StopReason::Cancelled,
+            StopReason::RejectedByHuman { .. } | StopReason::Cancelled
+                if st.cancel.is_cancelled() =>
+            {
+                st.cancel.stop_reason()
+            }
             stop => stop,
         };
         st.tick();
@@ -193,6 +198,7 @@ impl Engine<'_> {
             match decision {
                 PlanDecision::Approve => return Ok(plan),
                 PlanDecision::Reject(why) => return Err(StopReason::RejectedByHuman { what: why }),
+                PlanDecision::Withdrawn => return Err(st.cancel.stop_reason()),
                 PlanDecision::Edit(mut edited) => {
                     edited.revision = plan.plan.revision;
                     match self.validate_plan(&edited, st) {

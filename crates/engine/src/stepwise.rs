@@ -149,6 +149,7 @@ impl Engine<'_> {
                 PlanDecision::Reject(why) => {
                     return Some((StopReason::RejectedByHuman { what: why }, None));
                 }
+                PlanDecision::Withdrawn => return Some((st.cancel.stop_reason(), None)),
                 PlanDecision::Edit(_) => {
                     return Some((
                         StopReason::Escalated {

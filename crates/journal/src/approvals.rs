@@ -64,6 +64,8 @@ impl Approvals<'_> {
     /// confirmed (`"then": "confirm"`): the edited plan is shown for approval again.
     fn plan_decision(&self, decision: &PlanDecision, revision: u32, waited_ms: u64) {
         let mut data = match decision {
+            // Nobody decided: the run's stop says why.
+            PlanDecision::Withdrawn => return,
             PlanDecision::Approve => json!({"decision": "approve"}),
             PlanDecision::Edit(edited) => {
                 json!({"decision": "edit", "edited": edited, "then": "confirm"})
@@ -118,6 +120,8 @@ impl Approver for Approvals<'_> {
         let at = Instant::now();
         let reply = self.inner.answer(question);
         let (decision, answer, reason) = match &reply {
+            // Nobody answered: the step's record and the run's stop say why.
+            Answered::Withdrawn => return reply,
             Answered::Answer(v) => ("answer", Some(v.clone()), None),
             Answered::Decline(why) => ("decline", None, Some(why.as_str())),
             Answered::NoOne => ("no_one", None, None),
@@ -139,6 +143,8 @@ impl Approver for Approvals<'_> {
         let at = Instant::now();
         let decision = self.inner.approve_step(step, why, catalog);
         let (name, reason) = match &decision {
+            // Nobody decided: the run's stop says why.
+            StepDecision::Withdrawn => return decision,
             StepDecision::Approve => ("approve", None),
             StepDecision::Reject(r) => ("reject", Some(r.as_str())),
             StepDecision::NoApprover => ("no_approver", None),

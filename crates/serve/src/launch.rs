@@ -21,6 +21,12 @@ pub trait Launcher: Send + Sync {
         overrides: &Overrides,
     ) -> Result<Box<dyn Prepared>, RegistryError>;
 
+    /// Reopens run `run` of the state directory, which stopped `suspended` when the server
+    /// last shut down, to carry it on as `toolhost resume` would (the same task, policy
+    /// and tools, checked against its journal's digests) with the `overrides` it was
+    /// submitted with.
+    fn resume(&self, run: &str, overrides: &Overrides) -> Result<Box<dyn Prepared>, RegistryError>;
+
     /// Start-up work after which the server is ready (loading and compiling the tools).
     fn warm(&self) -> Result<(), String>;
 

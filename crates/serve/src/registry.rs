@@ -34,8 +34,9 @@ pub enum RunState {
     /// `rejected_by_human`, `stop.what` says why).
     Rejected,
     Cancelled,
-    /// Its journal ends without a stop: the process writing it went away (`toolhost
-    /// resume` carries it on).
+    /// Its journal ends without a stop (the process writing it went away), or `suspended`
+    /// (the server shut down while it ran or waited, and has not carried it on yet):
+    /// `toolhost resume` carries it on.
     Interrupted,
 }
 
@@ -83,6 +84,8 @@ impl RunState {
             "completed" | "planner_stopped" => RunState::Completed,
             "cancelled" => RunState::Cancelled,
             "rejected_by_human" => RunState::Rejected,
+            // Carried on at the server's next start; until then, as a crash leaves it.
+            "suspended" => RunState::Interrupted,
             _ => RunState::Failed,
         }
     }
@@ -103,7 +106,7 @@ pub enum TaskSource {
 
 /// Planner settings replacing the task's, as `toolhost run`'s flags do. The provider's URL
 /// and API-key variable are not among them: those stay the operator's.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Overrides {
     /// plan-then-execute, step-wise or react.

@@ -3,8 +3,8 @@
 //! `approve`; otherwise the policy's `approval` decides) or with a plan's question (every
 //! run: the API shows it `waiting_for_input`), and waits for the answer that any replica
 //! records (woken by the `toolhost_changes`
-//! notification, else polling). A cancellation asked for meanwhile ends the wait: the run
-//! stops `cancelled`. The journal wrapper around it records each decision before it takes
+//! notification, else polling). A cancellation asked for meanwhile ends the wait: nobody
+//! decided, and the run stops `cancelled`. The journal wrapper around it records each decision before it takes
 //! effect, as for `toolhost run --approve`.
 
 use std::time::Duration;
@@ -120,8 +120,6 @@ impl DbApprover {
     }
 }
 
-const CANCELLED: &str = "cancelled while waiting for approval";
-
 impl Approver for DbApprover {
     fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
         if self.reviews.is_some() {
@@ -129,7 +127,7 @@ impl Approver for DbApprover {
         }
         let pending = Pending::plan(&plan.plan);
         match self.wait(&pending) {
-            None => PlanDecision::Reject(CANCELLED.into()),
+            None => PlanDecision::Withdrawn,
             Some(Recorded::Approve) => PlanDecision::Approve,
             Some(Recorded::Reject { reason }) => PlanDecision::Reject(reason),
             Some(Recorded::Edit { plan }) => match serde_json::from_value::<Plan>(plan) {
@@ -150,7 +148,7 @@ impl Approver for DbApprover {
         }
         let pending = Pending::step(step, why);
         match self.wait(&pending) {
-            None => StepDecision::Reject(CANCELLED.into()),
+            None => StepDecision::Withdrawn,
             Some(Recorded::Approve) => StepDecision::Approve,
             Some(Recorded::Reject { reason }) => StepDecision::Reject(reason),
             Some(Recorded::Edit { .. } | Recorded::Answer { .. }) => {
@@ -166,7 +164,7 @@ impl Approver for DbApprover {
     fn answer(&mut self, q: &Question<'_>) -> Answered {
         let pending = Pending::question(q);
         match self.wait(&pending) {
-            None => Answered::Decline("cancelled while waiting for an answer".into()),
+            None => Answered::Withdrawn,
             Some(Recorded::Answer { answer }) => Answered::Answer(answer),
             Some(Recorded::Reject { reason }) => Answered::Decline(reason),
             Some(Recorded::Approve | Recorded::Edit { .. }) => {

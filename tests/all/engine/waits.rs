@@ -28,7 +28,7 @@ impl Approver for Slow {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        PlanDecision::Reject("cancelled while waiting for approval".into())
+        PlanDecision::Withdrawn
     }
 
     fn approve_step(&mut self, _step: &Step, _why: &str, _catalog: &Catalog) -> StepDecision {

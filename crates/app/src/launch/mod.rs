@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod inline;
+mod resumed;
 
 use crate::error::AppError;
 use crate::load::{self, Loaded};
@@ -213,7 +214,12 @@ impl Launcher for TaskLauncher {
             loaded,
             journal,
             planner,
+            resume: None,
         }))
+    }
+
+    fn resume(&self, run: &str, overrides: &Overrides) -> Result<Box<dyn Prepared>, RegistryError> {
+        self.reopen(run, overrides)
     }
 
     fn warm(&self) -> Result<(), String> {
@@ -246,6 +252,8 @@ struct ServedRun {
     loaded: Loaded,
     journal: Journal,
     planner: Box<dyn Planner>,
+    /// Where a carried-on run resumes.
+    resume: Option<(toolhost_engine::Checkpoint, toolhost_engine::Unfinished)>,
 }
 
 impl Prepared for ServedRun {
@@ -275,8 +283,12 @@ impl Prepared for ServedRun {
             loaded,
             journal,
             planner,
+            resume,
         } = *self;
         let mut session = Session::new(rt, loaded, planner).cancel(cancel);
+        if let Some((checkpoint, unfinished)) = resume {
+            session = session.resume(checkpoint, unfinished);
+        }
         if let Some(a) = approver {
             session = session.approver(a);
         }

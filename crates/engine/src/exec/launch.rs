@@ -104,6 +104,7 @@ impl Engine<'_> {
                     step.id
                 ),
             }),
+            StepDecision::Withdrawn => Err(st.cancel.stop_reason()),
         }
     }
 
@@ -337,6 +338,13 @@ impl Engine<'_> {
                         let why = format!("step `{}` asks a person and nobody answered", step.id);
                         fail(&mut record, "no_answer", why.clone(), None);
                         x.stop.get_or_insert(StopReason::Escalated { why });
+                    }
+                    // Cut off like a running step: carried on, the question is put again.
+                    Answered::Withdrawn => {
+                        let stop = st.cancel.stop_reason();
+                        let why = format!("the run was {stop} while the question waited");
+                        fail(&mut record, "cancelled", why, None);
+                        x.stop.get_or_insert(stop);
                     }
                 }
             }

@@ -1,6 +1,7 @@
 //! The approver of served runs: it parks the run in `waiting_for_approval` with the
 //! pending plan or step on show (or in `waiting_for_input` with a plan's question), and
-//! waits until the API answers (or the run is cancelled, which rejects). A run submitted
+//! waits until the API answers (or the run is cancelled or suspended, which withdraws the
+//! question: nobody decided). A run submitted
 //! without `approve` is parked for its questions only: the policy decides its steps. The journal wrapper around it (`Journal::approvals`)
 //! records each decision before it takes effect, as for `toolhost run --approve`.
 
@@ -58,7 +59,7 @@ impl ApiApprover {
 
     fn decide_plan_parked(&mut self) -> PlanDecision {
         match self.take_answer() {
-            None => PlanDecision::Reject("cancelled while waiting for approval".into()),
+            None => PlanDecision::Withdrawn,
             Some(Answer::Approve) => PlanDecision::Approve,
             Some(Answer::Edit(plan)) => PlanDecision::Edit(*plan),
             Some(Answer::Reject(why)) => PlanDecision::Reject(why),
@@ -113,7 +114,7 @@ impl Approver for ApiApprover {
         }
         let pending = Pending::step(step, why);
         match self.wait(pending) {
-            None => StepDecision::Reject("cancelled while waiting for approval".into()),
+            None => StepDecision::Withdrawn,
             Some(Answer::Approve) => StepDecision::Approve,
             Some(Answer::Reject(why)) => StepDecision::Reject(why),
             // `decide` refuses to edit a step or answer it; should one arrive, it is no
@@ -131,7 +132,7 @@ impl Approver for ApiApprover {
     fn answer(&mut self, q: &Question<'_>) -> Answered {
         let pending = Pending::question(q);
         match self.wait(pending) {
-            None => Answered::Decline("cancelled while waiting for an answer".into()),
+            None => Answered::Withdrawn,
             Some(Answer::Answer(v)) => Answered::Answer(v),
             Some(Answer::Reject(why)) => Answered::Decline(why),
             Some(Answer::Approve | Answer::Edit(_)) => {

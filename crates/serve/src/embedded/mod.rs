@@ -2,8 +2,12 @@
 //! worker threads (the rest queued, up to a bound: each queued run holds its journal
 //! open), journaled as files in the state directory, where
 //! `toolhost journal`, `report` and `resume` find them. At start it lists the runs the
-//! state directory holds; who submitted a run is kept next to its journal
-//! (`STATE/serve/RUN.json`).
+//! state directory holds; who submitted a run, whether people review it and its
+//! overrides are kept next to its journal (`STATE/serve/RUN.json`).
+//!
+//! At shutdown, runs still going after the grace period are suspended (journaled
+//! `suspended`: nobody decided anything, a run waiting for a person included), and the
+//! next start carries each on where it stopped: a run that waited waits again.
 
 mod approver;
 mod run;
@@ -16,7 +20,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use toolhost_engine::approval::Decider;
 use toolhost_journal::{self as journal, Kind};
 
@@ -27,7 +30,8 @@ use crate::backend::Backend;
 use crate::launch::{Launcher, Prepared};
 use crate::metrics::Metrics;
 use crate::registry::{
-    Decision, DecisionKind, RecordStream, Registry, RegistryError, RunState, RunView, SubmitRequest,
+    Decision, DecisionKind, Overrides, RecordStream, Registry, RegistryError, RunState, RunView,
+    SubmitRequest,
 };
 
 struct Job {
@@ -58,6 +62,21 @@ struct Shared {
     accepting: AtomicBool,
     ready: AtomicBool,
     metrics: Arc<Metrics>,
+    /// Runs suspended at the last shutdown, carried on once the server is warm.
+    suspended: Mutex<Vec<Submitted>>,
+}
+
+/// What `STATE/serve/RUN.json` keeps of a submission.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Submitted {
+    #[serde(skip)]
+    id: String,
+    #[serde(default)]
+    submitter: Option<String>,
+    #[serde(default)]
+    approve: bool,
+    #[serde(default)]
+    overrides: Overrides,
 }
 
 /// The embedded backend.
@@ -81,17 +100,19 @@ impl Embedded {
         metrics: Arc<Metrics>,
     ) -> Embedded {
         let workers = workers.max(1);
+        let (found, suspended) = found_runs(state_dir);
         let shared = Arc::new(Shared {
             launcher,
             workers,
             max_queued,
             state_dir: state_dir.to_path_buf(),
-            runs: Mutex::new(found_runs(state_dir)),
+            runs: Mutex::new(found),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             accepting: AtomicBool::new(true),
             ready: AtomicBool::new(false),
             metrics,
+            suspended: Mutex::new(suspended),
         });
         let handles = (0..workers)
             .map(|i| {
@@ -108,6 +129,36 @@ impl Embedded {
         }
     }
 
+    /// Queues the runs suspended at the last shutdown, each carried on from its journal;
+    /// one that cannot be (its task or a tool changed) stays as it stopped, with a warning.
+    fn carry_on(&self) {
+        let s = &self.shared;
+        let suspended = std::mem::take(&mut *lock(&s.suspended));
+        for sub in suspended {
+            let prepared = match s.launcher.resume(&sub.id, &sub.overrides) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(run = %sub.id, error = %e, "the suspended run cannot be carried on");
+                    continue;
+                }
+            };
+            tracing::info!(run = %sub.id, "carrying on the run suspended at the last shutdown");
+            let run = Arc::new(Run::queued(
+                sub.id.clone(),
+                prepared.goal().to_string(),
+                sub.submitter,
+                prepared.journal_path(),
+            ));
+            lock(&s.runs).insert(sub.id, run.clone());
+            lock(&s.queue).jobs.push_back(Job {
+                run,
+                prepared,
+                approve: sub.approve,
+            });
+        }
+        s.wake.notify_all();
+    }
+
     fn run(&self, id: &str) -> Result<Arc<Run>, RegistryError> {
         lock(&self.shared.runs)
             .get(id)
@@ -120,6 +171,7 @@ impl Backend for Embedded {
     /// Start-up work (the launcher's), after which the server is ready.
     fn warm(&self) -> Result<(), String> {
         self.shared.launcher.warm()?;
+        self.carry_on();
         self.shared.ready.store(true, Ordering::SeqCst);
         Ok(())
     }
@@ -158,10 +210,11 @@ impl Backend for Embedded {
                     .0;
             }
         }
+        // Nobody cancelled these: they stop `suspended`, to be carried on at the next start.
         for r in lock(&self.shared.runs).values() {
             if !r.state().is_final() {
-                tracing::warn!(run = %r.id, "cancelled at shutdown after the grace period");
-                r.cancel.cancel();
+                tracing::warn!(run = %r.id, state = r.state().name(), "suspended at shutdown after the grace period");
+                r.cancel.suspend();
             }
         }
         for h in lock(&self.workers).drain(..) {
@@ -259,11 +312,13 @@ impl Drop for Place<'_> {
     }
 }
 
-/// The runs whose journals `state_dir` holds (MCP sessions are not runs).
-fn found_runs(state_dir: &Path) -> BTreeMap<String, Arc<Run>> {
+/// The runs whose journals `state_dir` holds (MCP sessions are not runs), and those of
+/// them suspended at the last shutdown.
+fn found_runs(state_dir: &Path) -> (BTreeMap<String, Arc<Run>>, Vec<Submitted>) {
     let mut runs = BTreeMap::new();
+    let mut suspended = Vec::new();
     let Ok(dir) = std::fs::read_dir(state_dir.join("runs")) else {
-        return runs;
+        return (runs, suspended);
     };
     for e in dir.flatten() {
         let path = e.path();
@@ -286,20 +341,39 @@ fn found_runs(state_dir: &Path) -> BTreeMap<String, Arc<Run>> {
             continue;
         };
         let id = journal::run_id(&path);
-        // Who may see the run: only a file this user wrote says so.
-        let submitter = toolhost_runtime::owned::open_regular(&submitter_file(state_dir, &id))
-            .and_then(|mut f| {
-                let mut b = Vec::new();
-                std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
-            })
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v["submitter"].as_str().map(str::to_string));
+        let submitted = submitted(state_dir, &id);
         let outcome = Outcome::of_records(&v.records);
-        let run = Run::found(id.clone(), goal.to_string(), submitter, path, outcome);
+        if outcome.stop_reason() == Some("suspended") {
+            suspended.push(Submitted {
+                id: id.clone(),
+                submitter: submitted.submitter.clone(),
+                approve: submitted.approve,
+                overrides: submitted.overrides,
+            });
+        }
+        let run = Run::found(
+            id.clone(),
+            goal.to_string(),
+            submitted.submitter,
+            path,
+            outcome,
+        );
         runs.insert(id, Arc::new(run));
     }
-    runs
+    (runs, suspended)
+}
+
+/// What `STATE/serve/RUN.json` says of run `id`: only a file this user wrote counts (it
+/// says who may see the run); none, and the run has no submitter, no review, no overrides.
+fn submitted(state_dir: &Path, id: &str) -> Submitted {
+    toolhost_runtime::owned::open_regular(&submitter_file(state_dir, id))
+        .and_then(|mut f| {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+        })
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Submitted>(&b).ok())
+        .unwrap_or_default()
 }
 
 fn submitter_file(state_dir: &Path, id: &str) -> PathBuf {
@@ -326,15 +400,16 @@ impl Registry for Embedded {
         let _place = Place::take(s)?;
         let prepared = s.launcher.prepare(&request.task, &request.overrides)?;
         let id = prepared.run_id().to_string();
-        if let Some(name) = &submitter {
-            let file = submitter_file(&s.state_dir, &id);
-            let written = toolhost_runtime::owned::write_file(
-                &file,
-                json!({"submitter": name}).to_string().as_bytes(),
-            );
-            if let Err(e) = written {
-                tracing::warn!(run = %id, error = %e, "cannot record the run's submitter");
-            }
+        let record = Submitted {
+            id: id.clone(),
+            submitter: submitter.clone(),
+            approve: request.approve,
+            overrides: request.overrides.clone(),
+        };
+        let file = submitter_file(&s.state_dir, &id);
+        let text = serde_json::to_string(&record).expect("a submission serialises");
+        if let Err(e) = toolhost_runtime::owned::write_file(&file, text.as_bytes()) {
+            tracing::warn!(run = %id, error = %e, "cannot record the run's submission");
         }
         let run = Arc::new(Run::queued(
             id.clone(),

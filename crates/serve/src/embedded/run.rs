@@ -73,14 +73,25 @@ impl Outcome {
                     o.usage = stop.as_object_mut().and_then(|m| m.remove("spent"));
                     o.stop = Some(stop);
                 }
+                // Carried on: the stop before no longer holds.
+                Kind::Resumed => {
+                    o.stop = None;
+                    o.answer = None;
+                }
                 _ => {}
             }
         }
         o
     }
 
+    /// The stop's reason (`completed`, `suspended`, …); none while the run goes on or
+    /// after a crash.
+    pub(crate) fn stop_reason(&self) -> Option<&str> {
+        self.stop.as_ref().and_then(|s| s["reason"].as_str())
+    }
+
     fn state(&self) -> RunState {
-        match self.stop.as_ref().and_then(|s| s["reason"].as_str()) {
+        match self.stop_reason() {
             Some(reason) => RunState::of_stop(reason),
             None => RunState::Interrupted,
         }
