@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolhost_tests::{cli, path, root};
 
 mod decisions;
-mod edits;
+pub(crate) mod edits;
 pub(crate) mod hosts;
 mod inline;
 mod order;

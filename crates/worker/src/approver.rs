@@ -14,7 +14,7 @@ use serde_json::Value;
 use toolhost_engine::approval::{
     Answered, ApprovalMode, Approver, Decider, PlanDecision, Question, StepDecision,
 };
-use toolhost_engine::validate::{Catalog, ValidPlan};
+use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Cancel, Plan, Step};
 use toolhost_serve::Pending;
 use toolhost_store_pg::{Answer, Database, Lease};
@@ -48,6 +48,8 @@ pub(super) struct DbApprover {
     pub(super) reviews: Option<ApprovalMode>,
     /// Who made the last decision, for the journal.
     pub(super) last: Option<Decider>,
+    /// The plan under review, shown again when an edit of it fails validation.
+    pub(super) proposed: Option<Pending>,
 }
 
 /// Reads a recorded decision: who made it (`decider`, which the replica that took it
@@ -75,6 +77,22 @@ impl DbApprover {
     fn auto<T>(&mut self, decision: T) -> T {
         self.last = Some(Decider::auto());
         decision
+    }
+
+    /// Parks the run on the plan review `pending` and waits for the decision.
+    fn decide_plan(&mut self, pending: &Pending) -> PlanDecision {
+        match self.wait(pending) {
+            None => PlanDecision::Withdrawn,
+            Some(Recorded::Approve) => PlanDecision::Approve,
+            Some(Recorded::Reject { reason }) => PlanDecision::Reject(reason),
+            Some(Recorded::Edit { plan }) => match serde_json::from_value::<Plan>(plan) {
+                Ok(p) => PlanDecision::Edit(p),
+                Err(e) => PlanDecision::Reject(format!("the edited plan is not a plan: {e}")),
+            },
+            Some(Recorded::Answer { .. }) => {
+                PlanDecision::Reject("an answer is no approval".into())
+            }
+        }
     }
 
     fn wait_recorded(&self, pending: &Pending) -> Option<(Recorded, Option<Decider>)> {
@@ -126,18 +144,24 @@ impl Approver for DbApprover {
             return self.auto(PlanDecision::Approve);
         }
         let pending = Pending::plan(&plan.plan);
-        match self.wait(&pending) {
-            None => PlanDecision::Withdrawn,
-            Some(Recorded::Approve) => PlanDecision::Approve,
-            Some(Recorded::Reject { reason }) => PlanDecision::Reject(reason),
-            Some(Recorded::Edit { plan }) => match serde_json::from_value::<Plan>(plan) {
-                Ok(p) => PlanDecision::Edit(p),
-                Err(e) => PlanDecision::Reject(format!("the edited plan is not a plan: {e}")),
-            },
-            Some(Recorded::Answer { .. }) => {
-                PlanDecision::Reject("an answer is no approval".into())
-            }
-        }
+        self.proposed = Some(pending.clone());
+        self.decide_plan(&pending)
+    }
+
+    /// The edit did not validate (its problems are journaled, where the replica that took
+    /// it reads them for its 422): the run waits again on the plan under review, to be
+    /// approved, rejected or edited anew.
+    fn revise_edit(
+        &mut self,
+        edited: &Plan,
+        _problems: &[Problem],
+        _catalog: &Catalog,
+    ) -> Option<PlanDecision> {
+        let pending = self
+            .proposed
+            .clone()
+            .unwrap_or_else(|| Pending::plan(edited));
+        Some(self.decide_plan(&pending))
     }
 
     fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {

@@ -276,6 +276,7 @@ impl Slot {
                 Some(loaded.policy.approval)
             },
             last: None,
+            proposed: None,
         }
     }
 

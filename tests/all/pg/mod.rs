@@ -7,6 +7,7 @@ mod cancel;
 mod cli;
 mod cost;
 mod decisions;
+mod edits;
 mod failover;
 mod lease;
 mod migrate;
@@ -16,6 +17,7 @@ mod pools;
 mod queue;
 mod replay;
 mod serve;
+mod shutdown;
 mod throughput;
 
 use std::time::Duration;

@@ -35,7 +35,7 @@ pub(super) fn id(run: &Value) -> String {
 }
 
 /// The replica (by pid) holding run `run`'s lease, once one does.
-fn holder(t: &TestDb, run: &str) -> u32 {
+pub(super) fn holder(t: &TestDb, run: &str) -> u32 {
     let start = Instant::now();
     loop {
         let owner = t.sql(&format!(
@@ -157,6 +157,9 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
     let cancelled = b.wait(&second, |r| r["state"] == "cancelled");
     assert_eq!(cancelled["stop"]["reason"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["steps"]["succeeded"], 0);
+    // Nobody rejected it, and its journal says no one did.
+    let (_, journal) = b.text(&format!("/v1/runs/{second}/journal"));
+    assert!(!journal.contains("\"kind\":\"approval\""), "{journal}");
     let (status, e) = b.post(&format!("/v1/runs/{second}/cancel"), json!({}));
     assert_eq!(status, 409, "{e}");
     verify(&t, &second);

@@ -8,27 +8,22 @@ use toolhost_tests::cli;
 
 use super::{Fixture, inline_plan};
 
-fn step(id: &str, tool: &str, expression: &str) -> Value {
+pub(crate) fn step(id: &str, tool: &str, expression: &str) -> Value {
     json!({"id": id, "tool": tool, "operation": "eval", "args": {"expression": expression}})
 }
 
-#[test]
-fn an_invalid_edit_is_refused_with_every_problem_and_the_run_still_waits() {
-    let f = Fixture::new();
-    let server = f.start(&[]);
-    let (status, run) = server.post("/v1/runs", inline_plan("2 + 3"));
-    assert_eq!(status, 201, "{run}");
-    let id = run["id"].as_str().unwrap().to_string();
-    let at = format!("/v1/runs/{id}/approval");
-    server.wait(&id, |r| r["state"] == "waiting_for_approval");
-
-    // Parses, does not validate: an unknown tool and a reference to no step.
-    let invalid = json!({"goal": "g", "steps": [
+/// An edit that parses and does not validate: an unknown tool and a reference to no step.
+pub(crate) fn invalid_edit() -> Value {
+    let plan = json!({"goal": "g", "steps": [
         step("a", "nosuchtool", "1"),
         step("b", "calc", "${nowhere.output} + 1"),
     ]});
-    let (status, e) = server.post(&at, json!({"decision": "edit", "plan": invalid}));
-    assert_eq!(status, 422, "{e}");
+    json!({"decision": "edit", "plan": plan})
+}
+
+/// Asserts that the 422 `e` to [`invalid_edit`] lists both its problems, each naming its
+/// step.
+pub(crate) fn assert_both_problems(e: &Value) {
     let problems: Vec<&str> = e["problems"]
         .as_array()
         .expect("problems")
@@ -48,6 +43,21 @@ fn an_invalid_edit_is_refused_with_every_problem_and_the_run_still_waits() {
             .any(|p| p.contains("`b`") && p.contains("nowhere")),
         "{e}"
     );
+}
+
+#[test]
+fn an_invalid_edit_is_refused_with_every_problem_and_the_run_still_waits() {
+    let f = Fixture::new();
+    let server = f.start(&[]);
+    let (status, run) = server.post("/v1/runs", inline_plan("2 + 3"));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let at = format!("/v1/runs/{id}/approval");
+    server.wait(&id, |r| r["state"] == "waiting_for_approval");
+
+    let (status, e) = server.post(&at, invalid_edit());
+    assert_eq!(status, 422, "{e}");
+    assert_both_problems(&e);
     let waiting = server.get(&format!("/v1/runs/{id}")).1;
     assert_eq!(waiting["state"], "waiting_for_approval", "{waiting}");
     assert_eq!(waiting["pending"]["subject"], "plan");

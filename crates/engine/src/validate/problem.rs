@@ -2,12 +2,12 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::StepId;
 
 /// The class of a plan problem, stable for machines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ProblemKind {
@@ -33,15 +33,15 @@ pub enum ProblemKind {
     NobodyToAnswer,
 }
 
-/// One thing wrong with a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One thing wrong with a plan (read back from a `plan_rejected` journal record too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Problem {
     pub kind: ProblemKind,
     /// The step it concerns, if one.
     pub step: Option<StepId>,
     /// Which of the steps sharing a duplicated id it concerns: `(n, of)`, 1-based.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nth: Option<(usize, usize)>,
     pub message: String,
 }

@@ -27,6 +27,7 @@ use toolhost_serve::{
 };
 use toolhost_store_pg::{Cancelled, Database, PgError, RunInfo, Status};
 
+mod edit;
 mod follow;
 mod view;
 
@@ -293,7 +294,9 @@ impl PgBackend {
         };
         let pending: Pending = serde_json::from_str(pending_text)
             .map_err(|e| RegistryError::Internal(format!("the pending decision: {e}")))?;
-        let mut recorded = match pending.take(id, decision)? {
+        let taken = pending.take(id, decision)?;
+        let edit = matches!(taken, Taken::Edit(_));
+        let mut recorded = match taken {
             Taken::Approve => json!({"decision": "approve"}),
             Taken::Reject(reason) => json!({"decision": "reject", "reason": reason}),
             Taken::Edit(plan) => json!({"decision": "edit", "plan": plan}),
@@ -306,6 +309,11 @@ impl PgBackend {
             .map_err(pg)?
         {
             return Err(not_waiting());
+        }
+        // An edit is validated by the run's holder: an invalid one is refused with every
+        // problem, and the run waits again.
+        if edit {
+            self.edit_verdict(id, u64::try_from(info.records).unwrap_or(0))?;
         }
         self.view_of(id)
     }
