@@ -103,7 +103,7 @@ impl Claim {
 pub fn status_of(report: &RunReport, waiting: bool) -> (Status, String) {
     let status = match &report.stop {
         StopReason::Completed | StopReason::PlannerStopped => Status::Completed,
-        StopReason::Cancelled => Status::Cancelled,
+        StopReason::Cancelled { .. } => Status::Cancelled,
         StopReason::RejectedByHuman { .. } => Status::Rejected,
         StopReason::Escalated { .. } if waiting => Status::WaitingForDecision,
         _ => Status::Failed,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::approval::How;
 use super::asked::Ask;
 
 /// What one run may spend. `Budgets::default()`:
@@ -141,7 +142,14 @@ pub enum StopReason {
     RejectedByHuman {
         what: String,
     },
-    Cancelled,
+    Cancelled {
+        /// Who cancelled it (an API token's name, the terminal's user), when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// How: through the API or console, or at the terminal (Ctrl-C).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        how: Option<How>,
+    },
     /// The process running it shut down (`serve`'s SIGTERM after its grace period) while
     /// it ran or waited for a person: nobody decided anything, and it carries on where it
     /// stopped (`serve` does so at its next start; `toolhost resume` too).
@@ -158,6 +166,16 @@ pub enum StopReason {
     },
 }
 
+impl StopReason {
+    /// `cancelled`, by nobody named (Ctrl-C unattributed, a task that stopped itself).
+    pub fn cancelled() -> StopReason {
+        StopReason::Cancelled {
+            by: None,
+            how: None,
+        }
+    }
+}
+
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -168,7 +186,15 @@ impl std::fmt::Display for StopReason {
             StopReason::EvaluatorFailed { step } => write!(f, "evaluator_failed (step `{step}`)"),
             StopReason::Escalated { why } => write!(f, "escalated: {why}"),
             StopReason::RejectedByHuman { what } => write!(f, "rejected_by_human: {what}"),
-            StopReason::Cancelled => f.write_str("cancelled"),
+            StopReason::Cancelled { by, how } => {
+                f.write_str("cancelled")?;
+                match (by, how) {
+                    (Some(by), Some(how)) => write!(f, " by {by} ({})", how.as_str()),
+                    (Some(by), None) => write!(f, " by {by}"),
+                    (None, Some(how)) => write!(f, " ({})", how.as_str()),
+                    (None, None) => Ok(()),
+                }
+            }
             StopReason::Suspended => f.write_str("suspended"),
             StopReason::RefusalLimit { refused } => write!(
                 f,

@@ -4,16 +4,26 @@
 //! a service that shuts down: the run ends `suspended`, which nobody decided, to be
 //! carried on where it stopped.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use crate::approval::Decider;
 use crate::budget::StopReason;
 
 /// Cheap to clone; every clone cancels the same run.
 #[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<(AtomicBool, Notify, AtomicBool)>);
+pub struct Cancel(Arc<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    cancelled: AtomicBool,
+    notify: Notify,
+    suspended: AtomicBool,
+    /// Who cancelled, when they said.
+    by: Mutex<Option<Decider>>,
+}
 
 impl Cancel {
     pub fn new() -> Cancel {
@@ -22,39 +32,55 @@ impl Cancel {
 
     /// Cancels the run; idempotent.
     pub fn cancel(&self) {
-        self.0.0.store(true, Ordering::SeqCst);
-        self.0.1.notify_waiters();
+        self.0.cancelled.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+
+    /// Cancels the run on behalf of `by` (an API token's name, the terminal's user), who
+    /// the stop then names; the first to say who they are is the one named.
+    pub fn cancel_by(&self, by: Decider) {
+        {
+            let mut who = self.0.by.lock().unwrap_or_else(|p| p.into_inner());
+            if who.is_none() {
+                *who = Some(by);
+            }
+        }
+        self.cancel();
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.0.0.load(Ordering::SeqCst)
+        self.0.cancelled.load(Ordering::SeqCst)
     }
 
     /// Stops the run because the process running it shuts down: nobody cancelled it,
     /// and it ends `suspended` (see [`StopReason::Suspended`]), not `cancelled`.
     pub fn suspend(&self) {
-        self.0.2.store(true, Ordering::SeqCst);
+        self.0.suspended.store(true, Ordering::SeqCst);
         self.cancel();
     }
 
     /// Whether the run was stopped by [`Cancel::suspend`].
     pub fn is_suspended(&self) -> bool {
-        self.0.2.load(Ordering::SeqCst)
+        self.0.suspended.load(Ordering::SeqCst)
     }
 
-    /// Why a run stopped by this token stops: `suspended` or `cancelled`.
+    /// Why a run stopped by this token stops: `suspended`, or `cancelled` (naming who
+    /// cancelled it when they said).
     pub fn stop_reason(&self) -> StopReason {
         if self.is_suspended() {
-            StopReason::Suspended
-        } else {
-            StopReason::Cancelled
+            return StopReason::Suspended;
+        }
+        let who = self.0.by.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        StopReason::Cancelled {
+            by: who.as_ref().and_then(|d| d.by.clone()),
+            how: who.map(|d| d.how),
         }
     }
 
     /// Completes once the run is cancelled.
     pub async fn cancelled(&self) {
         loop {
-            let notified = self.0.1.notified();
+            let notified = self.0.notify.notified();
             if self.is_cancelled() {
                 return;
             }

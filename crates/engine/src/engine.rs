@@ -256,7 +256,7 @@ impl Engine<'_> {
             st.provenance.shown(t);
         }
         if st.cancel.is_cancelled() {
-            return Err(StopReason::Cancelled);
+            return Err(StopReason::cancelled());
         }
         // A run whose journal failed spends nothing more.
         self.journal_ok()?;
@@ -282,7 +282,7 @@ impl Engine<'_> {
         let span = trace::planner_span(&planner.name(), &estimate, req.revision);
         let result = tokio::select! {
             r = planner.plan(&req).instrument(span.clone()) => r,
-            () = cancel.cancelled() => return Err(StopReason::Cancelled),
+            () = cancel.cancelled() => return Err(StopReason::cancelled()),
         };
         trace::record_planner(&span, &result);
         st.spent.planner_calls += 1;

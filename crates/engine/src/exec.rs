@@ -91,7 +91,7 @@ impl Engine<'_> {
         let mut x = Progress::new(plan, std::mem::take(&mut st.prior), confidence);
         loop {
             if st.cancel.is_cancelled() {
-                x.stop.get_or_insert(StopReason::Cancelled);
+                x.stop.get_or_insert(StopReason::cancelled());
             }
             self.skip_blocked(&mut x, st);
             let batch = self.launch_ready(&mut x, st);
@@ -102,7 +102,7 @@ impl Engine<'_> {
                 () = cancel.cancelled() => {
                     x.running.abort_all();
                     self.cut_off(&x.in_flight, st);
-                    return Err(StopReason::Cancelled);
+                    return Err(StopReason::cancelled());
                 }
             };
             let Some(joined) = joined else {

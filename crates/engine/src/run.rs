@@ -91,7 +91,7 @@ impl Engine<'_> {
             _ if st.wait_expired => StopReason::BudgetExhausted {
                 which: Budget::Wait,
             },
-            StopReason::RejectedByHuman { .. } | StopReason::Cancelled
+            StopReason::RejectedByHuman { .. } | StopReason::Cancelled { .. }
                 if st.cancel.is_cancelled() =>
             {
                 st.cancel.stop_reason()

@@ -263,7 +263,7 @@ fn stopped(d: &Value) -> Vec<String> {
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "answer"))
+        .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "answer" | "by" | "how"))
         .map(|(_, v)| cut_to(v, STOP_SHOWN))
         .collect();
     let detail = if detail.is_empty() {
@@ -271,7 +271,11 @@ fn stopped(d: &Value) -> Vec<String> {
     } else {
         format!(": {}", detail.join(", "))
     };
-    vec![format!("stop      {}{detail}", text(d, "reason"))]
+    // Who cancelled it, as decisions are shown.
+    let by = crate::approvals::decider(d)
+        .map(|who| format!(" · by {who}"))
+        .unwrap_or_default();
+    vec![format!("stop      {}{detail}{by}", text(d, "reason"))]
 }
 
 /// The timeline: a header, one or more lines per record with its offset from the start,

@@ -407,7 +407,8 @@ pub trait Registry: Send + Sync {
     /// Answers the run's pending decision, made `by` the caller the server authenticated
     /// (journaled with the decision).
     fn decide(&self, id: &str, decision: Decision, by: Decider) -> Result<RunView, RegistryError>;
-    fn cancel(&self, id: &str) -> Result<RunView, RegistryError>;
+    /// Cancels run `id` on behalf of `by`, whom its stop names.
+    fn cancel(&self, id: &str, by: Decider) -> Result<RunView, RegistryError>;
     /// The journal, JSON lines as stored.
     fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError>;
     /// The HTML report, as `toolhost report` writes it.

@@ -225,8 +225,8 @@ impl Database {
                     () = asked.asked() => {}
                 }
                 match db.renew_now(&l).await {
-                    Ok((_, false)) => {}
-                    Ok((_, true)) => on(LeaseEvent::CancelRequested),
+                    Ok((_, None)) => {}
+                    Ok((_, Some(by))) => on(LeaseEvent::CancelRequested { by }),
                     Err(e) => {
                         tracing::error!(run = %l.run, error = %e, "lease lost; the run's appends will be refused");
                         on(LeaseEvent::Lost(e));
@@ -241,19 +241,27 @@ impl Database {
 
 impl Shared {
     /// Renews `l`; returns the new expiry and whether cancelling the run was asked for.
-    pub(crate) async fn renew_now(&self, l: &Lease) -> Result<(SystemTime, bool), PgError> {
+    /// Renews `l`: its new expiry, and whether (and by whom, JSON text) its run's
+    /// cancellation was asked for.
+    pub(crate) async fn renew_now(
+        &self,
+        l: &Lease,
+    ) -> Result<(SystemTime, Option<Option<String>>), PgError> {
         let c = self.client().await?;
         let row = c
             .query_opt(
                 "UPDATE runs SET lease_expires = now() + $4::float8 * interval '1 millisecond'
                  WHERE id = $1 AND epoch = $2 AND lease_owner = $3 AND lease_expires > now()
-                 RETURNING lease_expires, cancel_requested",
+                 RETURNING lease_expires, cancel_requested, cancelled_by::text",
                 &[&l.run, &l.epoch, &l.owner, &millis(l.ttl)],
             )
             .await
             .map_err(|e| self.query_err(&e))?;
         match row {
-            Some(row) => Ok((row.get(0), row.get(1))),
+            Some(row) => {
+                let asked: bool = row.get(1);
+                Ok((row.get(0), asked.then(|| row.get(2))))
+            }
             None => Err(self.fenced(&c, l).await.into()),
         }
     }
@@ -309,8 +317,9 @@ fn lease(run: String, owner: String, ttl: Duration, row: &Row) -> Lease {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum LeaseEvent {
-    /// Someone asked for the run to be cancelled.
-    CancelRequested,
+    /// Someone asked for the run to be cancelled: who and how (JSON text, as given to
+    /// [`Database::cancel`](crate::Database::cancel)), when they said.
+    CancelRequested { by: Option<String> },
     /// The lease is no longer held (taken over, expired, released); nothing more of the
     /// holder's is written.
     Lost(PgError),

@@ -42,6 +42,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "rejected_status",
         include_str!("../migrations/0006_rejected_status.sql"),
     ),
+    (
+        7,
+        "cancelled_by",
+        include_str!("../migrations/0007_cancelled_by.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

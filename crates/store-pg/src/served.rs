@@ -30,7 +30,9 @@ pub enum Cancelled {
 pub enum Answer {
     /// The decision (JSON text), taken: the run is `running` again.
     Decided(String),
-    Cancelled,
+    /// A cancellation was asked for, by whom when they said (JSON text, as given to
+    /// [`Database::cancel`]).
+    Cancelled(Option<String>),
     Waiting,
 }
 
@@ -66,7 +68,7 @@ impl Database {
             let c = db.client().await?;
             let row = c
                 .query_opt(
-                    "SELECT cancel_requested, decision::text FROM runs
+                    "SELECT cancel_requested, decision::text, cancelled_by::text FROM runs
                      WHERE id = $1 AND epoch = $2 AND lease_owner = $3",
                     &[&l.run, &l.epoch, &l.owner],
                 )
@@ -77,7 +79,7 @@ impl Database {
             };
             let (cancel, decision): (bool, Option<String>) = (row.get(0), row.get(1));
             if cancel {
-                return Ok(Answer::Cancelled);
+                return Ok(Answer::Cancelled(row.get(2)));
             }
             let Some(decision) = decision else {
                 return Ok(Answer::Waiting);
@@ -145,21 +147,21 @@ impl Database {
         })
     }
 
-    /// Cancels run `run`: stopped at once when nobody carries it on, else its holder is
-    /// asked to stop it.
-    pub fn cancel(&self, run: &str) -> Result<Cancelled, PgError> {
-        let (db, run) = (self.db.clone(), run.to_string());
+    /// Cancels run `run` on behalf of `by` (JSON text: who and how, for the run's stop):
+    /// stopped at once when nobody carries it on, else its holder is asked to stop it.
+    pub fn cancel(&self, run: &str, by: &str) -> Result<Cancelled, PgError> {
+        let (db, run, by) = (self.db.clone(), run.to_string(), by.to_string());
         self.block(async move {
             let c = db.client().await?;
             let n = c
                 .execute(
                     "UPDATE runs SET state = 'stopped', status = 'cancelled',
                          stop_reason = 'cancelled', cancel_requested = true, pending = NULL,
-                         decision = NULL, updated_at = now()
+                         decision = NULL, cancelled_by = $2::text::jsonb, updated_at = now()
                      WHERE id = $1 AND lease_owner IS NULL
                        AND ((state = 'active' AND status = 'queued')
                             OR (state = 'stopped' AND status = 'waiting_for_decision'))",
-                    &[&run],
+                    &[&run, &by],
                 )
                 .await
                 .map_err(|e| db.query_err(&e))?;
@@ -168,8 +170,10 @@ impl Database {
             }
             let n = c
                 .execute(
-                    "UPDATE runs SET cancel_requested = true WHERE id = $1 AND state = 'active'",
-                    &[&run],
+                    "UPDATE runs SET cancel_requested = true,
+                         cancelled_by = coalesce(cancelled_by, $2::text::jsonb)
+                     WHERE id = $1 AND state = 'active'",
+                    &[&run, &by],
                 )
                 .await
                 .map_err(|e| db.query_err(&e))?;

@@ -52,6 +52,15 @@ pub(super) struct DbApprover {
     pub(super) proposed: Option<Pending>,
 }
 
+/// Cancels `cancel` on behalf of `by` (the `cancelled_by` a replica or `toolhost cancel`
+/// recorded: who and how), named in the run's stop when it can be read.
+pub(super) fn cancel_by(cancel: &Cancel, by: Option<&str>) {
+    match by.and_then(|b| serde_json::from_str::<Decider>(b).ok()) {
+        Some(d) => cancel.cancel_by(d),
+        None => cancel.cancel(),
+    }
+}
+
 /// Reads a recorded decision: who made it (`decider`, which the replica that took it
 /// wrote from the caller's token; absent in rows recorded before it was), and what it is.
 fn read_recorded(text: &str) -> Result<(Recorded, Option<Decider>), serde_json::Error> {
@@ -116,8 +125,8 @@ impl DbApprover {
                         return Some((Recorded::Reject { reason }, None));
                     }
                 },
-                Ok(Answer::Cancelled) => {
-                    self.cancel.cancel();
+                Ok(Answer::Cancelled(by)) => {
+                    cancel_by(&self.cancel, by.as_deref());
                     return None;
                 }
                 // Still waiting.

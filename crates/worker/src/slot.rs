@@ -69,7 +69,9 @@ impl Slot {
         let renewer = {
             let (cancel, lost) = (cancel.clone(), lost.clone());
             self.db.keep_watching(&lease, move |event| match event {
-                LeaseEvent::CancelRequested => cancel.cancel(),
+                LeaseEvent::CancelRequested { by } => {
+                    crate::approver::cancel_by(&cancel, by.as_deref());
+                }
                 LeaseEvent::Lost(_) => {
                     lost.store(true, Ordering::SeqCst);
                     // Stop at once: nothing of this run is ours to write any more.

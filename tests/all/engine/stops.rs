@@ -301,7 +301,7 @@ fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
             });
             engine.run_until("wait", &mut planner, &cancel).await
         });
-    assert_eq!(report.stop, StopReason::Cancelled, "{report:#?}");
+    assert_eq!(report.stop, StopReason::cancelled(), "{report:#?}");
     let long = record(&report, "long");
     assert_eq!(long.status, StepStatus::Failed);
     assert_eq!(error_kind(long), "cancelled");
@@ -315,6 +315,6 @@ fn cancelling_a_run_stops_it_and_records_the_step_it_cut_off() {
         .build()
         .unwrap()
         .block_on(engine.run_until("g", &mut second, &cancel));
-    assert_eq!(report.stop, StopReason::Cancelled);
+    assert_eq!(report.stop, StopReason::cancelled());
     assert!(second.requests.is_empty());
 }

@@ -156,6 +156,8 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
     assert_eq!(status, 202, "{e}");
     let cancelled = b.wait(&second, |r| r["state"] == "cancelled");
     assert_eq!(cancelled["stop"]["reason"], "cancelled", "{cancelled}");
+    // Through the API (no tokens here, so no name): the holder on either replica says so.
+    assert_eq!(cancelled["stop"]["how"], "api", "{cancelled}");
     assert_eq!(cancelled["steps"]["succeeded"], 0);
     // Nobody rejected it, and its journal says no one did.
     let (_, journal) = b.text(&format!("/v1/runs/{second}/journal"));

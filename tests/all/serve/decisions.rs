@@ -186,3 +186,38 @@ fn the_report_of_a_waiting_run_says_what_it_waits_for_then_shows_the_answer_apar
         "{html}"
     );
 }
+
+#[test]
+fn a_cancel_is_journaled_with_the_token_that_made_it() {
+    let f = Fixture::new();
+    let config = write_config(f.dir.path());
+    let server = f.start(&["--config", config.to_str().unwrap()]);
+    let ci = server.as_token("tok-ci");
+    let (status, run) = ci.post("/v1/runs", inline_plan("1 + 1"));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    ci.wait(&id, |r| r["state"] == "waiting_for_approval");
+    let (status, e) = ci.post(&format!("/v1/runs/{id}/cancel"), json!({}));
+    assert_eq!(status, 202, "{e}");
+    let cancelled = ci.wait(&id, |r| r["state"] == "cancelled");
+    assert_eq!(cancelled["stop"]["by"], "ci", "{cancelled}");
+    assert_eq!(cancelled["stop"]["how"], "api", "{cancelled}");
+
+    let (_, journal) = ci.text(&format!("/v1/runs/{id}/journal"));
+    let stop: Value = serde_json::from_str(journal.lines().last().unwrap()).unwrap();
+    assert_eq!(stop["kind"], "stopped");
+    assert_eq!(stop["data"]["by"], "ci", "{stop}");
+    assert!(approvals(&journal).is_empty(), "nobody decided: {journal}");
+    let state = f.state().display().to_string();
+    let show = cli(["--state-dir", &state, "journal", "show", &id]);
+    assert!(
+        show.stdout.contains("stop      cancelled · by ci (api)"),
+        "{}",
+        show.stdout
+    );
+    let (_, html) = ci.text(&format!("/v1/runs/{id}/report"));
+    assert!(
+        html.contains("the run was cancelled — by ci (api)"),
+        "{html}"
+    );
+}

@@ -184,7 +184,7 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
 
 /// The terminal's user, who makes the decisions of `toolhost run --approve`: `$USER` (or
 /// `$LOGNAME`), else the process's uid.
-fn terminal_user() -> Option<String> {
+pub(crate) fn terminal_user() -> Option<String> {
     use std::os::unix::fs::MetadataExt as _;
     ["USER", "LOGNAME"]
         .into_iter()

@@ -5,12 +5,13 @@ use std::io::Write;
 use super::database::DatabaseArg;
 use super::{CmdResult, Failure, exit};
 use toolhost_app::database;
+use toolhost_engine::approval::{Decider, How};
 use toolhost_store_pg::Cancelled;
 
 /// Cancel a run of a PostgreSQL database: a queued run (or one waiting for a decision on
 /// its unfinished steps) stops `cancelled` at once; a running one is stopped by the
 /// worker or server replica holding it, which sees the request at its next lease renewal
-/// (or while it waits for an approval). Prints `cancelled RUN` or `cancelling RUN`; a run
+/// (or while it waits for an approval), and names this terminal's user in its stop. Prints `cancelled RUN` or `cancelling RUN`; a run
 /// that has stopped already exits 2.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -28,7 +29,10 @@ pub(crate) fn run(args: Args, out: &mut dyn Write) -> CmdResult {
         ));
     };
     let db = database::connect(&url)?;
-    match db.cancel(&args.run).map_err(database::failure)? {
+    // The run's stop names who cancelled it: this terminal's user.
+    let by = Decider::person(super::approve::terminal_user(), How::Terminal);
+    let by = serde_json::to_string(&by).expect("a decider serialises");
+    match db.cancel(&args.run, &by).map_err(database::failure)? {
         Cancelled::Stopped => {
             let _ = writeln!(out, "cancelled {}", args.run);
         }

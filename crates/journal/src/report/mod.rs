@@ -91,6 +91,20 @@ impl Report {
             .map(|e| &e.data)
     }
 
+    /// The data of the run's stop: the last `stopped` record, unless a `resumed` record
+    /// carried the run on after it (then it has not stopped again yet).
+    pub fn stop(&self) -> Option<&Value> {
+        let mut stop = None;
+        for e in &self.entries {
+            match e.kind.as_str() {
+                "stopped" => stop = Some(&e.data),
+                "resumed" => stop = None,
+                _ => {}
+            }
+        }
+        stop
+    }
+
     /// Says that the run, its journal without a stop, waits for a person: `what` (the
     /// plan under review, a step, a question).
     pub fn waiting(mut self, what: String) -> Report {

@@ -190,7 +190,7 @@ pub struct BudgetRow {
 /// planner calls, replans from revisions, wall time from the timestamps).
 pub fn budgets(r: &Report, steps: &[StepRun]) -> Vec<BudgetRow> {
     let limits = r.first("run_started").and_then(|d| d.get("budgets"));
-    let stop = r.first("stopped");
+    let stop = r.stop();
     let recorded = stop.and_then(|s| s.get("spent"));
     let which = stop.map(|s| text(s, "which")).unwrap_or("");
     let calls: Vec<&Value> = r.of_kind("planner_called").map(|e| &e.data).collect();
@@ -272,16 +272,19 @@ pub(crate) fn stop_line(stop: &Value) -> String {
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(k, _)| *k != "reason" && *k != "spent")
+        .filter(|(k, _)| !matches!(k.as_str(), "reason" | "spent" | "by" | "how"))
         .map(|(_, v)| match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         })
         .collect();
+    let by = crate::approvals::decider(stop)
+        .map(|who| format!(" by {who}"))
+        .unwrap_or_default();
     if detail.is_empty() {
-        reason.to_string()
+        format!("{reason}{by}")
     } else {
-        format!("{reason}: {}", detail.join(", "))
+        format!("{reason}{by}: {}", detail.join(", "))
     }
 }
 
@@ -296,6 +299,9 @@ pub(crate) fn explain(reason: &str) -> &'static str {
         "escalated" => "it needs a person",
         "rejected_by_human" => "a reviewer rejected it",
         "cancelled" => "the run was cancelled",
+        "suspended" => {
+            "the server running it shut down; it is carried on where it stopped at the next start"
+        }
         "refusal_limit" => {
             "the policy refused as many of the run's actions as it allows (max_refusals)"
         }

@@ -74,7 +74,7 @@ pub(super) fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
     // The steps that ran, as the steps budget counts them (the stop's `spent.steps` when
     // there is one): a skipped step never ran and spends nothing.
     let ran = r
-        .first("stopped")
+        .stop()
         .and_then(|d| d.pointer("/spent/steps"))
         .and_then(Value::as_u64)
         .unwrap_or((steps.len() - count("skipped")) as u64);
@@ -139,14 +139,18 @@ pub(super) fn cards(s: &mut String, r: &Report, steps: &[StepRun]) {
 
 /// How the run ended, green only when it ended well and the policy refused nothing.
 fn stop_card(s: &mut String, r: &Report) {
-    match r.first("stopped") {
+    match r.stop() {
         Some(stop) => {
             let reason = text(stop, "reason");
             let good = matches!(reason, "completed" | "planner_stopped" | "session_ended");
             let line = model::stop_line(&without_answer(stop));
-            let mut detail = match line.strip_prefix(reason).and_then(|d| d.strip_prefix(": ")) {
-                Some(d) => format!("{} — {d}", model::explain(reason)),
-                None => model::explain(reason).to_string(),
+            // What the stop line adds to the reason: who cancelled, the details.
+            let rest = line.strip_prefix(reason).unwrap_or_default();
+            let rest = rest.strip_prefix(": ").unwrap_or(rest).trim();
+            let mut detail = if rest.is_empty() {
+                model::explain(reason).to_string()
+            } else {
+                format!("{} — {rest}", model::explain(reason))
             };
             // A run that ended well after the policy refused what it tried is not green:
             // refusals are security events (a hijacked planner, a misbehaving tool).
@@ -195,7 +199,7 @@ fn without_answer(stop: &Value) -> Value {
 /// JSON. Nothing when the run gave none.
 pub(super) fn answer(s: &mut String, r: &Report) {
     let Some(a) = r
-        .first("stopped")
+        .stop()
         .and_then(|d| d.get("answer"))
         .filter(|a| !a.is_null())
     else {

@@ -343,7 +343,8 @@ pub(crate) async fn answer(
     )?))
 }
 
-/// Cancel a run: it stops at once, journaled `cancelled` (steps it cut off on record).
+/// Cancel a run: it stops at once, journaled `cancelled` (steps it cut off on record) with
+/// who cancelled it (`by`: the token's name) and how (`api`).
 #[utoipa::path(post, path = "/v1/runs/{id}/cancel", tag = "runs",
     params(("id" = String, Path, description = "The run id")),
     responses(
@@ -366,7 +367,8 @@ pub(crate) async fn cancel(
             Role::Admin,
         ));
     }
-    Ok((StatusCode::ACCEPTED, Json(state.registry.cancel(&id)?)).into_response())
+    let cancelled = state.registry.cancel(&id, decider(&caller))?;
+    Ok((StatusCode::ACCEPTED, Json(cancelled)).into_response())
 }
 
 /// The run's HTML report, as `toolhost report RUN --html` writes it.

@@ -463,7 +463,7 @@ impl Registry for Embedded {
         }
     }
 
-    fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
+    fn cancel(&self, id: &str, by: Decider) -> Result<RunView, RegistryError> {
         let run = self.run(id)?;
         if run.state().is_final() {
             return Err(RegistryError::Conflict(format!(
@@ -471,7 +471,7 @@ impl Registry for Embedded {
                 run.state().name()
             )));
         }
-        run.cancel.cancel();
+        run.cancel.cancel_by(by);
         Ok(run.view())
     }
 

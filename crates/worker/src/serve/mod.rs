@@ -241,8 +241,8 @@ impl Registry for PgBackend {
         blocking(|| self.decide_now(id, decision, by))
     }
 
-    fn cancel(&self, id: &str) -> Result<RunView, RegistryError> {
-        blocking(|| self.cancel_now(id))
+    fn cancel(&self, id: &str, by: Decider) -> Result<RunView, RegistryError> {
+        blocking(|| self.cancel_now(id, &by))
     }
 
     fn journal(&self, id: &str) -> Result<Vec<u8>, RegistryError> {
@@ -318,8 +318,9 @@ impl PgBackend {
         self.view_of(id)
     }
 
-    fn cancel_now(&self, id: &str) -> Result<RunView, RegistryError> {
-        match self.db.cancel(id).map_err(pg)? {
+    fn cancel_now(&self, id: &str, by: &Decider) -> Result<RunView, RegistryError> {
+        let by = serde_json::to_string(by).expect("a decider serialises");
+        match self.db.cancel(id, &by).map_err(pg)? {
             Cancelled::Over(status) => Err(RegistryError::Conflict(format!(
                 "run `{id}` is {} already",
                 state_of(status).name()
