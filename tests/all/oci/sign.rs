@@ -146,6 +146,16 @@ fn a_policy_requires_signed_files() {
         &digest,
         "it is not signed",
     );
+    let check = toolhost(home, &["policy", "check", policy], &[]);
+    let line = format!("  signature:   required, from release ({:.12})\n", release);
+    assert!(check.stdout.contains(&line), "{check:?}");
+    let mcp = ["mcp", "--policy", policy, file];
+    refused(
+        &toolhost(home, &mcp, &[]),
+        file,
+        &digest,
+        "it is not signed",
+    );
 
     assert_eq!(sign(home, file, "other").code, 0);
     let other = run(home, &task);
@@ -183,6 +193,20 @@ fn a_policy_requires_signed_files() {
     journaled_signer(home, &ok, &digest, &release);
     let called = toolhost(home, &call, &[]);
     assert_eq!((called.code, called.stdout.trim()), (0, "5"), "{called:?}");
+    // `toolhost mcp` serves it and journals the signer (then finds its stdin closed before
+    // any client's handshake).
+    let served = toolhost(home, &mcp, &[]);
+    assert!(
+        served.stderr.contains("serving 1 tools over stdio"),
+        "{served:?}"
+    );
+    let signer = format!(r#""signer":{{"key":"release","key_id":"{release}"}}"#);
+    assert!(
+        journals(&home.join("state"))
+            .iter()
+            .any(|text| text.contains("MCP session over stdio") && text.contains(&signer)),
+        "no MCP session journal records {signer}"
+    );
     let out = verify(home, file, &home.join("release.pub"));
     assert_eq!((out.code, out.field("key id")), (0, release), "{out:?}");
 }
@@ -348,4 +372,18 @@ fn keygen_writes_a_private_key_only_its_owner_reads() {
             .contains("exists: keygen never overwrites a key"),
         "{again:?}"
     );
+}
+
+/// The text of every journal (`*.jsonl`) under `dir`.
+fn journals(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            found.extend(journals(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            found.push(std::fs::read_to_string(&p).unwrap_or_default());
+        }
+    }
+    found
 }
