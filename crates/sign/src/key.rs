@@ -1,6 +1,6 @@
 //! ECDSA P-256 keys as cosign writes them: the public key a PEM `PUBLIC KEY`
 //! (SubjectPublicKeyInfo, DER), the private key PKCS#8 (`PRIVATE KEY`, what `toolhost tool
-//! keygen` writes) or cosign's encrypted form ([`crate::cosign`]). Signatures are ASN.1 DER
+//! keygen` writes) or cosign's encrypted form (`cosign.rs`). Signatures are ASN.1 DER
 //! ECDSA over SHA-256 of the bytes, written base64 (what `cosign sign-blob` prints).
 
 use std::fmt;
