@@ -63,6 +63,7 @@ fn journal(state: &Path) -> Journal {
     let digest = FileDigest {
         path: "bench".into(),
         sha256: "0".repeat(64),
+        signer: None,
     };
     let start = RunStart {
         goal: "evaluate".into(),

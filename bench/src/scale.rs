@@ -103,6 +103,7 @@ fn journal(state: &Path, budgets: &Budgets) -> Journal {
     let digest = FileDigest {
         path: "bench".into(),
         sha256: "0".repeat(64),
+        signer: None,
     };
     let start = RunStart {
         goal: "evaluate".into(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{AppError, usage};
 use crate::load::Loaded;
-use toolhost_journal::writer::FileDigest;
+use toolhost_journal::writer::{FileDigest, SignedBy};
 use toolhost_journal::{self as journal, Journal, Redactor, RunStart};
 use toolhost_runtime::policy::Policy;
 
@@ -142,6 +142,10 @@ pub fn run_start(
                 let file = FileDigest {
                     path: path.unwrap_or_default(),
                     sha256: e.tool.digest.clone(),
+                    signer: loaded.signers.get(name).map(|s| SignedBy {
+                        key: s.key.clone(),
+                        key_id: s.key_id.clone(),
+                    }),
                 };
                 (name.to_string(), file)
             })

@@ -14,6 +14,7 @@
 //! - [`task`]: task files (`toolhost run TASK`): goal, tools, policy, planner, budgets;
 //!   their `[planner]` and `[extractor]` tables and the overrides a front door gives.
 //! - [`load`]: a task with its policy and loaded tools ([`Loaded`]).
+//! - [`trust`]: the signatures a policy requires, checked before a tool is compiled.
 //! - [`planner`]: the run's planner and extractor, built from the task and
 //!   [`PlannerOptions`]; plan memory.
 //! - [`reach`]: a model server that refuses connections, refused before the run starts.
@@ -46,6 +47,7 @@ pub mod resume;
 pub mod session;
 pub mod task;
 pub mod telemetry;
+pub mod trust;
 
 pub use self::error::AppError;
 pub use self::journal::JournalOptions;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::error::{AppError, usage};
 use crate::task::{PlannerOverrides, Task};
+use crate::trust::{self, Signer};
 use toolhost_engine::validate::Entry;
 use toolhost_engine::{Extractor, ToolName};
 use toolhost_runtime::policy::Policy;
@@ -20,6 +21,9 @@ pub struct Loaded {
     pub task: Task,
     pub policy: Policy,
     pub tools: BTreeMap<ToolName, Entry>,
+    /// Who signed each tool whose section requires a signature (`[trust]`), checked
+    /// before the tool was compiled; what the journal records beside its digest.
+    pub signers: BTreeMap<ToolName, Signer>,
     pub extractor: Option<Arc<dyn Extractor>>,
 }
 
@@ -152,7 +156,8 @@ pub fn recorded_tools_dir(
 }
 
 /// Loads a task's policy and its tools (each of which the policy must name), each tool
-/// by `tool` (which may hand out one already loaded).
+/// by `tool` (which may hand out one already loaded). A tool whose section requires a
+/// signature is checked first ([`trust::check`]), and `tool` is handed the file checked.
 pub fn load_task(
     mut task: Task,
     tool: &mut dyn FnMut(&Path) -> Result<Arc<Tool>, AppError>,
@@ -161,6 +166,7 @@ pub fn load_task(
     // The operator's word on how many refusals a run may collect, whatever the task says.
     task.config.max_refusals = policy.max_refusals;
     let mut tools = BTreeMap::new();
+    let mut signers = BTreeMap::new();
     for (name, path) in &task.tools {
         let section = policy.tools.get(name).ok_or_else(|| {
             AppError::Denied(format!(
@@ -168,10 +174,19 @@ pub fn load_task(
                 task.policy.display()
             ))
         })?;
+        let loaded = match &section.signature {
+            None => tool(path)?,
+            Some(rule) => {
+                let checked = trust::check(name, path, rule, &policy.keys, false)?;
+                let loaded = signed(tool(&checked.file)?, name, path, &checked)?;
+                signers.insert(name.as_str().into(), checked.signer);
+                loaded
+            }
+        };
         tools.insert(
             name.as_str().into(),
             Entry {
-                tool: tool(path)?,
+                tool: loaded,
                 policy: section.clone(),
             },
         );
@@ -180,6 +195,26 @@ pub fn load_task(
         task,
         policy,
         tools,
+        signers,
         extractor: None,
     })
+}
+
+/// `tool`, compiled from the file whose signature was `checked`, if it is still the
+/// bytes that were checked (a file replaced in between is refused, never run).
+pub fn signed(
+    tool: Arc<Tool>,
+    name: &str,
+    path: &Path,
+    checked: &trust::Checked,
+) -> Result<Arc<Tool>, AppError> {
+    if tool.digest == checked.digest {
+        return Ok(tool);
+    }
+    Err(AppError::Denied(format!(
+        "[denied] tool `{name}` (`{}`) changed while it was loaded: its signature was checked on sha256:{}, the bytes compiled are sha256:{}",
+        path.display(),
+        checked.digest,
+        tool.digest
+    )))
 }

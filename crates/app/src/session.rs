@@ -264,6 +264,7 @@ impl<'s> Session<'s> {
             policy,
             tools,
             extractor,
+            ..
         } = loaded;
         // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
         let interrupt = ctrl_c || cancel.is_none();

@@ -9,6 +9,8 @@
 //!   ([`Credentials`]).
 //! - [`registry`]: push and pull in the CNCF Wasm OCI artifact layout over `oci-client`;
 //!   every manifest and component checked against its digest.
+//! - [`signature`]: cosign's signature artifacts beside a component (`sha256-HEX.sig`),
+//!   pulled and pushed ([`SignatureLayer`]); checking them is `toolhost_sign`'s.
 //! - [`store`]: the local store, blobs named by digest, atomic 0600 writes, verified on
 //!   every read ([`Store`]).
 //! - [`resolve`]: the one entry loaders use: reference → pinned digest → a verified file in
@@ -23,6 +25,7 @@ pub mod error;
 pub mod reference;
 pub mod registry;
 pub mod resolve;
+pub mod signature;
 pub mod store;
 
 pub use auth::Credentials;
@@ -30,4 +33,5 @@ pub use error::DistError;
 pub use reference::OciRef;
 pub use registry::{Connect, Fetched};
 pub use resolve::{Resolved, Resolver};
+pub use signature::SignatureLayer;
 pub use store::Store;

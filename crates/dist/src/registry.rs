@@ -62,7 +62,7 @@ pub struct Fetched {
     pub component: Vec<u8>,
 }
 
-fn client(reference: &OciRef, connect: &Connect) -> Result<Client, DistError> {
+pub(crate) fn client(reference: &OciRef, connect: &Connect) -> Result<Client, DistError> {
     if connect.insecure && !reference.is_loopback() {
         return Err(DistError::InsecureNotLoopback {
             registry: reference.registry().to_string(),
@@ -213,7 +213,7 @@ pub fn stored(reference: &OciRef, store: &Store) -> Result<Fetched, DistError> {
     })
 }
 
-fn check(
+pub(crate) fn check(
     reference: &OciRef,
     what: &'static str,
     expected: &str,
@@ -264,7 +264,7 @@ fn component_layer(
 }
 
 /// A registry's answer as an error that says what to do.
-fn classify(
+pub(crate) fn classify(
     e: OciDistributionError,
     reference: &OciRef,
     what: &'static str,

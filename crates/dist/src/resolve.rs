@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use crate::registry::{self, Connect, Fetched};
+use crate::signature::{self, SignatureLayer};
 use crate::{Credentials, DistError, OciRef, Store};
 
 /// The environment variable that allows plain HTTP to loopback registries for loaders
@@ -83,6 +84,13 @@ impl Resolver {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// The cosign signatures stored beside `pinned` in its registry (none when it has
+    /// none), blocking like [`Resolver::resolve`].
+    pub fn signatures(&self, pinned: &OciRef) -> Result<Vec<SignatureLayer>, DistError> {
+        let connect = Connect::new(Credentials::find(pinned.registry())?).insecure(self.insecure);
+        block_on(signature::pull_signatures(pinned, &connect))
     }
 
     fn resolved(&self, f: Fetched, offline: bool) -> Resolved {

@@ -129,7 +129,15 @@ fn run_started(d: &Value) -> Vec<String> {
         .and_then(Value::as_object)
         .map(|t| {
             t.iter()
-                .map(|(n, f)| format!("{n} {:.12}", text(f, "sha256")))
+                .map(|(n, f)| match f.get("signer") {
+                    Some(s) => format!(
+                        "{n} {:.12} signed by {} (key {:.12})",
+                        text(f, "sha256"),
+                        text(s, "key"),
+                        text(s, "key_id")
+                    ),
+                    None => format!("{n} {:.12}", text(f, "sha256")),
+                })
                 .collect()
         })
         .unwrap_or_default();

@@ -31,6 +31,19 @@ pub struct FileDigest {
     pub path: String,
     /// Hex SHA-256 of the file's bytes.
     pub sha256: String,
+    /// Who signed a tool's component, when its policy section required a signature
+    /// (checked before it was compiled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<SignedBy>,
+}
+
+/// The key whose signature of a component was verified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignedBy {
+    /// The key's name in the policy's `[trust.keys]`.
+    pub key: String,
+    /// The key id: hex SHA-256 of its SubjectPublicKeyInfo.
+    pub key_id: String,
 }
 
 impl FileDigest {
@@ -39,6 +52,7 @@ impl FileDigest {
         Ok(FileDigest {
             path: path.display().to_string(),
             sha256: sha256_hex(&std::fs::read(path)?),
+            signer: None,
         })
     }
 }
@@ -181,7 +195,11 @@ fn start_fields(start: &RunStart, redactor: &Redactor) -> Value {
 /// A file as `run_started` records it: the path redacted component by component
 /// ([`Redactor::path`]), the digest as it is.
 pub(crate) fn file_json(redactor: &Redactor, f: &FileDigest) -> Value {
-    json!({"path": redactor.path(&f.path), "sha256": f.sha256})
+    let mut v = json!({"path": redactor.path(&f.path), "sha256": f.sha256});
+    if let Some(s) = &f.signer {
+        v["signer"] = json!({"key": s.key, "key_id": s.key_id});
+    }
+    v
 }
 
 /// Tool name → [`file_json`] of its component.

@@ -36,6 +36,10 @@
 //!
 //! [flows]
 //! untrusted_may_reach = ["fetch"]  # optional: the only tools untrusted data may reach
+//!
+//! [trust]                          # optional: signed components (see `trust`)
+//! require_signature = true
+//! keys = { release = "keys/release.pub" }
 //! ```
 //!
 //! A tool's `outputs` default to untrusted when its section grants files or network, and
@@ -63,6 +67,8 @@
 //!   reach, and [`file_grant`] / [`env_grant`], which check a grant against this host.
 //! - `limits`: [`Limits`], the budget of one call (defaults for untrusted code), and the
 //!   `[…limits]` tables applied over them.
+//! - [`trust`]: `[trust]`, the public keys components may be signed with
+//!   ([`TrustedKey`]) and each tool's [`SignatureRule`] (who may sign it).
 //! - `names`: [`ToolName`], [`OperationName`] and [`PoolName`], kept apart by type.
 //! - `settable`: the macro that gives a configuration struct a setter per field (also used
 //!   by `toolhost-runtime`).
@@ -79,6 +85,7 @@ mod suggest;
 #[cfg(test)]
 mod tests;
 mod tool;
+pub mod trust;
 
 pub use self::error::{Located, PolicyError};
 pub use self::flow::{Flow, Trust};
@@ -89,3 +96,4 @@ pub use self::policy::{Policy, VERSION};
 pub use self::raw::{ApprovalMode, EnvValue};
 pub use self::suggest::did_you_mean;
 pub use self::tool::ToolPolicy;
+pub use self::trust::{SignatureRule, TrustedKey};

@@ -12,6 +12,7 @@ use crate::limits::{self, Limits};
 use crate::names::{PoolName, check_tool_name};
 use crate::raw::{ApprovalMode, RawPolicy};
 use crate::tool::{Grants, ToolPolicy, tool_policy};
+use crate::trust::{self, TrustedKey};
 
 /// The only policy format version.
 pub const VERSION: u32 = 1;
@@ -30,6 +31,8 @@ pub struct Policy {
     /// (the default): each such action is refused and counted, and the run goes on.
     pub max_refusals: Option<u64>,
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// The public keys of `[trust.keys]`, by name.
+    pub keys: BTreeMap<String, TrustedKey>,
 }
 
 impl Policy {
@@ -91,6 +94,7 @@ impl Policy {
                 )),
             })
         });
+        let keys = trust::keys(&raw.trust, base, &at, &mut problems);
         let defaults = limits::apply(Limits::default(), &raw.defaults.limits, &at, &mut problems);
         let mut tools = BTreeMap::new();
         for (name, section) in &raw.tools {
@@ -108,7 +112,8 @@ impl Policy {
                 &at,
                 &mut problems,
             ) {
-                tools.insert(name.get_ref().clone(), tool);
+                let signature = trust::rule(section, &raw.trust, &keys, &at, &mut problems);
+                tools.insert(name.get_ref().clone(), ToolPolicy { signature, ..tool });
             }
         }
         let sections: Vec<&str> = raw.tools.keys().map(|k| k.get_ref().as_str()).collect();
@@ -127,6 +132,7 @@ impl Policy {
             approval: raw.approval,
             max_refusals,
             tools,
+            keys,
         })
     }
 

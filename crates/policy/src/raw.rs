@@ -34,6 +34,21 @@ pub(crate) struct RawPolicy {
     pub tools: BTreeMap<Spanned<String>, RawTool>,
     #[serde(default)]
     pub flows: RawFlows,
+    #[serde(default)]
+    pub trust: RawTrust,
+}
+
+/// `[trust]`: the public keys components may be signed with, and whether every tool needs
+/// a signature.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTrust {
+    /// Every tool's component must carry a valid signature from an allowed key.
+    #[serde(default)]
+    pub require_signature: bool,
+    /// Key name → a PEM public key, inline or the path of a `.pub` file.
+    #[serde(default)]
+    pub keys: BTreeMap<Spanned<String>, Spanned<String>>,
 }
 
 /// `[flows]`: rules on where untrusted data may go, beyond each tool's `trusted_args`.
@@ -85,6 +100,10 @@ pub(crate) struct RawTool {
     /// Operation (or `*`) → arguments that must not derive from untrusted data.
     #[serde(default)]
     pub trusted_args: BTreeMap<Spanned<String>, Vec<Spanned<String>>>,
+    /// The `[trust.keys]` that may sign this tool's component (a signature is then required).
+    pub signers: Option<Spanned<Vec<Spanned<String>>>>,
+    /// This tool's component must carry a valid signature.
+    pub require_signature: Option<Spanned<bool>>,
 }
 
 /// `read` or `read-write`.

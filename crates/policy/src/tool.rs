@@ -14,6 +14,7 @@ use crate::grants::{self, Capabilities, FileGrant, NetworkGrants};
 use crate::limits::{self, Limits};
 use crate::names::PoolName;
 use crate::raw::{Access, EnvValue, RawFile, RawNetwork, RawTool};
+use crate::trust::SignatureRule;
 
 /// What one tool may do: its grants, limits and call rules.
 #[derive(Debug, Clone, Serialize)]
@@ -53,6 +54,10 @@ pub struct ToolPolicy {
     /// Calls allowed per tool in any 60-second window of one run or process; `None`:
     /// unlimited.
     pub max_calls_per_minute: Option<u32>,
+    /// The component must carry a valid signature from one of these keys, checked before
+    /// it is compiled (`[trust]`); `None`: no signature is required.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<SignatureRule>,
 }
 
 fn limits_json<S: serde::Serializer>(l: &Limits, s: S) -> Result<S::Ok, S::Error> {
@@ -138,6 +143,7 @@ pub(crate) fn tool_policy(
         flow,
         limits,
         max_calls_per_minute: rate.or(defaults.1),
+        signature: None,
     })
 }
 

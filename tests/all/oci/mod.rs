@@ -3,9 +3,11 @@
 //! binary: push, pull by tag and digest, the Wasm OCI layout on the wire, two tools in one
 //! repository, a tampered blob and a corrupted store entry refused, a missing tag's error,
 //! basic auth (right, wrong and missing credentials; environment and Docker config), and a
-//! task that runs offline from the store once its tool was pulled.
+//! task that runs offline from the store once its tool was pulled. Signatures the policy
+//! requires are `sign.rs`.
 
 mod registry;
+mod sign;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -285,28 +287,7 @@ fn a_task_runs_from_the_store_offline() {
     let pushed = push(home, "calc", &tag, &[]);
     let pinned = pushed.field("pinned");
     let policy = toolhost_tests::root().join("examples/tasks/policy.toml");
-    let task = home.join("task.toml");
-    std::fs::write(
-        &task,
-        format!(
-            r#"goal = "What is 12 * 4 + 5?"
-mode = "step-wise"
-policy = "{}"
-tools = {{ calc = "{tag}" }}
-
-[[planner.turns]]
-tool = "calc"
-operation = "eval"
-arguments = {{ expression = "12 * 4 + 5" }}
-
-[[planner.turns]]
-stop = true
-answer = 53
-"#,
-            policy.display()
-        ),
-    )
-    .unwrap();
+    let task = calc_task(home, &policy.display().to_string(), &tag);
     let insecure = [("TOOLHOST_REGISTRY_INSECURE", "1")];
     let run = |home: &Path| toolhost(home, &["run", task.to_str().unwrap(), "--json"], &insecure);
     let online = run(home);
@@ -342,4 +323,31 @@ answer = 53
         "{}",
         out.stderr
     );
+}
+
+/// Writes `DIR/task.toml`: a scripted run of `calc` (`tool`: a file or a reference) that
+/// computes 12 * 4 + 5 under `policy` (a path, relative to `dir` or absolute).
+fn calc_task(dir: &Path, policy: &str, tool: &str) -> std::path::PathBuf {
+    let task = dir.join("task.toml");
+    std::fs::write(
+        &task,
+        format!(
+            r#"goal = "What is 12 * 4 + 5?"
+mode = "step-wise"
+policy = "{policy}"
+tools = {{ calc = "{tool}" }}
+
+[[planner.turns]]
+tool = "calc"
+operation = "eval"
+arguments = {{ expression = "12 * 4 + 5" }}
+
+[[planner.turns]]
+stop = true
+answer = 53
+"#
+        ),
+    )
+    .unwrap();
+    task
 }

@@ -56,6 +56,7 @@ fn run_start() -> toolhost_journal::RunStart {
     let digest = toolhost_journal::writer::FileDigest {
         path: "p".into(),
         sha256: "0".repeat(64),
+        signer: None,
     };
     toolhost_journal::RunStart {
         goal: "g".into(),

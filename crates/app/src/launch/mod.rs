@@ -223,9 +223,10 @@ impl Launcher for TaskLauncher {
     }
 
     fn warm(&self) -> Result<(), String> {
-        if let Some(p) = &self.policy {
-            toolhost_runtime::policy::Policy::load(p).map_err(|e| e.to_string())?;
-        }
+        let policy = match &self.policy {
+            Some(p) => Some(toolhost_runtime::policy::Policy::load(p).map_err(|e| e.to_string())?),
+            None => None,
+        };
         let Some(dir) = &self.tools_dir else {
             return Ok(());
         };
@@ -234,7 +235,18 @@ impl Launcher for TaskLauncher {
         // Compiled once here (and cached), so the first run does not wait for it.
         for e in entries.flatten() {
             let path = e.path();
-            if path.extension().is_some_and(|x| x == "wasm") {
+            // A tool whose policy requires a signature is compiled only once a run has
+            // checked it (`load::load_task`), never ahead of that.
+            let signed = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|name| {
+                    policy
+                        .as_ref()
+                        .and_then(|p| p.tools.get(name))
+                        .is_some_and(|t| t.signature.is_some())
+                });
+            if path.extension().is_some_and(|x| x == "wasm") && !signed {
                 self.rt.load(&path).map_err(|e| e.to_string())?;
             }
         }

@@ -1,15 +1,18 @@
 //! `toolhost tool call`: one sandboxed call, result as JSON on stdout.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::grants::GrantArgs;
 use super::{CmdResult, Failure, exit, load_tool};
+use toolhost_app::trust;
 use toolhost_runtime::error::{CallError, ErrorKind};
-use toolhost_runtime::policy::{Gate, Policy, ToolPolicy};
+use toolhost_runtime::policy::{Gate, Policy, ToolPolicy, TrustedKey};
 use toolhost_runtime::{Capabilities, Limits, Runtime, terminal};
 
 /// Call one operation of a component in a fresh sandboxed instance.
@@ -130,7 +133,15 @@ fn exit_code(kind: ErrorKind) -> i32 {
 pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn Write) -> CmdResult {
     let call_args = call_args(&args.args)?;
     let plan = plan(&args)?;
-    let tool = load_tool(rt, &args.path)?;
+    let tool = match &plan {
+        // A section that requires a signature: checked before the component is compiled.
+        Plan::Policy(section, _, keys) if let Some(rule) = &section.signature => {
+            let checked = trust::check(&section.name, &args.path, rule, keys, false)?;
+            let tool = Arc::new(load_tool(rt, &checked.file)?);
+            toolhost_app::load::signed(tool, &section.name, &args.path, &checked)?
+        }
+        _ => Arc::new(load_tool(rt, &args.path)?),
+    };
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -139,7 +150,7 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn W
         Plan::Flags(caps, limits) => {
             tokio.block_on(rt.call(&tool, &args.operation, &call_args, caps, limits))
         }
-        Plan::Policy(section, limits) => tokio.block_on(Gate::new().call(
+        Plan::Policy(section, limits, _) => tokio.block_on(Gate::new().call(
             rt,
             section,
             &tool,
@@ -192,7 +203,8 @@ fn error_json(e: &CallError) -> Value {
 /// Where the call's grants and limits come from.
 enum Plan {
     Flags(Capabilities, Limits),
-    Policy(Box<ToolPolicy>, Limits),
+    /// The section, its limits, and the policy's keys (`[trust]`).
+    Policy(Box<ToolPolicy>, Limits, BTreeMap<String, TrustedKey>),
 }
 
 fn plan(args: &Args) -> Result<Plan, Failure> {
@@ -226,7 +238,11 @@ fn plan(args: &Args) -> Result<Plan, Failure> {
         )
     })?;
     let limits = limits_from_flags(args, &section.limits, Some(&section.name))?;
-    Ok(Plan::Policy(Box::new(section.clone()), limits))
+    Ok(Plan::Policy(
+        Box::new(section.clone()),
+        limits,
+        policy.keys.clone(),
+    ))
 }
 
 /// `base` with the limit flags applied; under a policy (`tool` set) a flag may only

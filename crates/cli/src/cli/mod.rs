@@ -40,6 +40,7 @@ mod resume;
 mod run;
 mod runs;
 mod serve;
+mod sign;
 mod stdin;
 mod submit;
 mod worker;
@@ -186,6 +187,9 @@ enum ToolCommand {
     Pack(pack::Args),
     Push(registry::PushArgs),
     Pull(registry::PullArgs),
+    Keygen(sign::KeygenArgs),
+    Sign(sign::SignArgs),
+    Verify(sign::VerifyArgs),
 }
 
 /// Runs the CLI with `args` (including the program name); returns the exit code.
@@ -234,6 +238,9 @@ fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn W
         Command::Tool(ToolCommand::Pack(args)) => pack::run(args, out),
         Command::Tool(ToolCommand::Push(args)) => registry::push(args, out),
         Command::Tool(ToolCommand::Pull(args)) => registry::pull(args, out),
+        Command::Tool(ToolCommand::Keygen(args)) => sign::keygen(args, out),
+        Command::Tool(ToolCommand::Sign(args)) => sign::sign(args, out),
+        Command::Tool(ToolCommand::Verify(args)) => sign::verify(args, out),
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args, out),
         Command::Plan(PlanCommand::Schema(args)) => plan::schema(args, out),
         Command::Journal(cmd) => journal::run(cmd, state_dir, out),
@@ -274,9 +281,12 @@ fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn W
             match cmd {
                 ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
                 ToolCommand::Call(args) => call::run(&rt, args, out, err),
-                ToolCommand::Pack(_) | ToolCommand::Push(_) | ToolCommand::Pull(_) => {
-                    unreachable!("handled above")
-                }
+                ToolCommand::Pack(_)
+                | ToolCommand::Push(_)
+                | ToolCommand::Pull(_)
+                | ToolCommand::Keygen(_)
+                | ToolCommand::Sign(_)
+                | ToolCommand::Verify(_) => unreachable!("handled above"),
             }
         }
     }

@@ -128,6 +128,20 @@ fn identity(t: &ToolPolicy) -> String {
     if let Some(pin) = &t.sha256 {
         s += &format!("  sha256:      {pin}\n");
     }
+    if let Some(rule) = &t.signature {
+        let signers: Vec<String> = rule
+            .signers
+            .iter()
+            .map(|k| format!("{} ({:.12})", k.name, k.key_id))
+            .collect();
+        s += &format!(
+            "  signature:   required, from {}\n",
+            match signers.is_empty() {
+                true => "no key: every component is refused".to_string(),
+                false => signers.join(", "),
+            }
+        );
+    }
     s += &format!(
         "  operations:  {}\n",
         t.operations

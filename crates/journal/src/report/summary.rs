@@ -45,7 +45,7 @@ pub(super) fn header(s: &mut String, r: &Report) {
     };
     let _ = write!(
         s,
-        r#"<header class="top"><div class="inner"><div class="brand">toolhost {what} report</div><h1>{id}</h1><p class="goal">{goal}</p><div class="meta"><span>mode {mode}</span><span>started {ts}</span><span>toolhost {ver}</span><span>{n} lines</span><span>{path}</span></div><div class="verdict {class}" id="verdict">{verdict}</div></div></header>"#,
+        r#"<header class="top"><div class="inner"><div class="brand">toolhost {what} report</div><h1>{id}</h1><p class="goal">{goal}</p><div class="meta"><span>mode {mode}</span><span>started {ts}</span><span>toolhost {ver}</span><span>{n} lines</span><span>{path}</span>{tools}</div><div class="verdict {class}" id="verdict">{verdict}</div></div></header>"#,
         what = if r.is_session() { "MCP session" } else { "run" },
         id = escape(&r.run_id()),
         goal = escape(text(&start, "goal")),
@@ -54,7 +54,36 @@ pub(super) fn header(s: &mut String, r: &Report) {
         ver = escape(text(&start, "toolhost")),
         n = r.entries.len(),
         path = escape(&r.path().display().to_string()),
+        tools = tools(&start),
     );
+}
+
+/// Each tool of `run_started` by the digest of its component, and the key that signed
+/// it when its policy required a signature.
+fn tools(start: &Value) -> String {
+    let mut out = String::new();
+    for (name, f) in start
+        .get("tools")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let signed = match f.get("signer") {
+            Some(s) => format!(
+                " · signed by {} (key {})",
+                escape(text(s, "key")),
+                escape(text(s, "key_id"))
+            ),
+            None => String::new(),
+        };
+        let _ = write!(
+            out,
+            r#"<span class="tool">tool {} <code>sha256:{}</code>{signed}</span>"#,
+            escape(name),
+            escape(text(f, "sha256"))
+        );
+    }
+    out
 }
 
 fn card(s: &mut String, class: &str, key: &str, value: &str, detail: &str) {

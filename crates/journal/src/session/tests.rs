@@ -11,6 +11,7 @@ fn digest(path: &str, fill: char) -> FileDigest {
     FileDigest {
         path: path.into(),
         sha256: fill.to_string().repeat(64),
+        signer: None,
     }
 }
 

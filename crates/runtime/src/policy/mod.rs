@@ -12,6 +12,6 @@ pub mod gate;
 pub use self::gate::Gate;
 pub use toolhost_policy::flow;
 pub use toolhost_policy::{
-    ApprovalMode, EnvValue, Flow, Located, OperationName, Policy, PolicyError, PoolName, ToolName,
-    ToolPolicy, Trust, VERSION, env_grant, file_grant,
+    ApprovalMode, EnvValue, Flow, Located, OperationName, Policy, PolicyError, PoolName,
+    SignatureRule, ToolName, ToolPolicy, Trust, TrustedKey, VERSION, env_grant, file_grant,
 };

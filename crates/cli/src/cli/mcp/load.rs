@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolhost_journal::session::SessionStart;
-use toolhost_journal::writer::FileDigest;
+use toolhost_journal::writer::{FileDigest, SignedBy};
 use toolhost_journal::{Journal, Redactor};
 use toolhost_mcp::{Catalog, Offered};
 use toolhost_runtime::policy::Policy;
@@ -30,6 +30,8 @@ pub(super) struct Source {
 pub(super) struct Loaded {
     pub policy: Policy,
     pub files: Vec<(String, PathBuf)>,
+    /// Who signed each tool whose section requires a signature (`[trust]`).
+    pub signers: BTreeMap<String, toolhost_app::trust::Signer>,
     pub catalog: Catalog,
 }
 
@@ -143,8 +145,24 @@ impl Source {
             Policy::load(&self.policy).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
         let mut offered = Vec::new();
         let mut files = Vec::new();
+        let mut signers = BTreeMap::new();
         for (path, section) in self.components(&policy)? {
-            let tool = load_tool(rt, &path)?;
+            let tool = match &section.signature {
+                None => Arc::new(load_tool(rt, &path)?),
+                Some(rule) => {
+                    let checked = toolhost_app::trust::check(
+                        &section.name,
+                        &path,
+                        rule,
+                        &policy.keys,
+                        false,
+                    )?;
+                    let tool = Arc::new(load_tool(rt, &checked.file)?);
+                    let tool = toolhost_app::load::signed(tool, &section.name, &path, &checked)?;
+                    signers.insert(section.name.clone(), checked.signer);
+                    tool
+                }
+            };
             if let Some(pin) = &section.sha256
                 && *pin != tool.digest
             {
@@ -161,7 +179,7 @@ impl Source {
             files.push((section.name.clone(), path));
             offered.push(Offered {
                 section: Arc::new(section.clone()),
-                tool: Arc::new(tool),
+                tool,
             });
         }
         let catalog = Catalog::with_names(&offered, self.names)
@@ -169,6 +187,7 @@ impl Source {
         Ok(Loaded {
             policy,
             files,
+            signers,
             catalog,
         })
     }
@@ -256,7 +275,14 @@ impl JournalOpener {
         let tools: BTreeMap<String, FileDigest> = loaded
             .files
             .iter()
-            .map(|(name, path)| Ok((name.clone(), digest(path)?)))
+            .map(|(name, path)| {
+                let mut file = digest(path)?;
+                file.signer = loaded.signers.get(name).map(|s| SignedBy {
+                    key: s.key.clone(),
+                    key_id: s.key_id.clone(),
+                });
+                Ok((name.clone(), file))
+            })
             .collect::<Result<_, Failure>>()?;
         let secrets = loaded
             .policy
