@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::approval::How;
 use super::asked::Ask;
+use super::decider::How;
 
 /// What one run may spend. `Budgets::default()`:
 /// - `max_steps`: 20 tool calls;

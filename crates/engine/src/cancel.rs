@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::approval::Decider;
 use crate::budget::StopReason;
+use crate::decider::Decider;
 
 /// Cheap to clone; every clone cancels the same run.
 #[derive(Debug, Clone, Default)]

@@ -30,7 +30,8 @@
 //! - [`approval`]: plan review, step approval and answers from people; [`ask`]: the
 //!   built-in `human.ask` step; [`extract`]: the built-in `model.extract` step and the
 //!   [`Extractor`] an embedder gives to make it (a model with no tools, whose value is as
-//!   untrusted as what it read); [`cancel`]: cancelling a run.
+//!   untrusted as what it read); [`cancel`]: cancelling a run; `decider`: who made a
+//!   decision and how ([`Decider`], [`How`], under both `approval` and `budget`).
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - `engine`: the [`Engine`] (built with [`Engine::builder`], which lists its closed
@@ -65,6 +66,7 @@ pub mod budget;
 pub mod cancel;
 pub mod canned;
 pub mod code;
+mod decider;
 pub mod dispatch;
 mod engine;
 pub mod ensemble;
@@ -97,6 +99,7 @@ pub use self::approval::{
 pub use self::budget::{Budget, Budgets, Price, Prices, Spent, StopReason};
 pub use self::cancel::Cancel;
 pub use self::canned::{Answer, Canned, Order, Serves};
+pub use self::decider::{Decider, How};
 pub use self::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
 pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};

@@ -284,9 +284,9 @@ impl Engine<'_> {
 }
 
 impl Engine<'_> {
-    /// Asks a person a `human.ask` step's question and waits (the wait is not the run's
-    /// time); the answer, checked against the step's schema, is its output. Nobody
-    /// answering stops the run `escalated`.
+    /// Asks a `human.ask` step's question and waits (not the run's time); the answer, checked
+    /// against the step's schema, is its output. Nobody answering stops the run `escalated`;
+    /// a withdrawn question (cancelled, suspended) is cut off like a running step.
     fn put_question(
         &mut self,
         step: &Step,
@@ -339,7 +339,6 @@ impl Engine<'_> {
                         fail(&mut record, "no_answer", why.clone(), None);
                         x.stop.get_or_insert(StopReason::Escalated { why });
                     }
-                    // Cut off like a running step: carried on, the question is put again.
                     Answered::Withdrawn => {
                         let stop = st.cancel.stop_reason();
                         let why = format!("the run was {stop} while the question waited");
