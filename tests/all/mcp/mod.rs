@@ -11,6 +11,8 @@ mod journal;
 mod python;
 mod rmcp_client;
 mod sessions;
+mod state_key;
+mod tasks;
 mod watch;
 
 use std::io::{BufRead, BufReader};
