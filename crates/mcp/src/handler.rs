@@ -18,7 +18,7 @@ use toolhost_runtime::{Gate, Runtime};
 
 use crate::shared::{Session, Shared};
 use crate::sink::CallSink;
-use crate::tasks::{self, Tasks};
+use crate::tasks;
 use crate::{Catalog, ServerConfig, call, errors};
 
 /// Serves a [`Catalog`] to MCP clients. Cheap to clone: clones share the catalog, the
@@ -218,7 +218,7 @@ impl ServerHandler for Server {
             state: request.request_state,
         };
         if tasks::wanted(entry.task, &context) {
-            return Tasks::start(
+            return call::start_task(
                 &self.shared,
                 &self.session,
                 catalog.clone(),
@@ -243,7 +243,7 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let owner = tasks::owner(&self.session, &context);
+        let owner = tasks::owner(self.session.id, &context);
         self.shared
             .tasks
             .get(&request.task_id, owner, self.shared.config.task_ttl)
@@ -254,7 +254,7 @@ impl ServerHandler for Server {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let owner = tasks::owner(&self.session, &context);
+        let owner = tasks::owner(self.session.id, &context);
         self.shared.tasks.cancel(&request.task_id, owner)
     }
 
@@ -263,7 +263,7 @@ impl ServerHandler for Server {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let owner = tasks::owner(&self.session, &context);
+        let owner = tasks::owner(self.session.id, &context);
         self.shared.tasks.update(&request.task_id, owner)
     }
 }

@@ -16,21 +16,18 @@
 //! with the process.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject,
-    Task, TaskPayload,
+    Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-
-use crate::shared::{Session, Shared};
-use crate::{Catalog, call};
 
 /// How often a client is asked to poll a task that is still working.
 const POLL_MS: u64 = 500;
@@ -44,7 +41,7 @@ pub(crate) enum Owner {
 
 /// What happened to the call so far.
 #[derive(Clone)]
-enum State {
+pub(crate) enum State {
     Working,
     Completed(JsonObject),
     Failed(JsonObject),
@@ -77,12 +74,42 @@ pub(crate) fn wanted(task_operation: bool, ctx: &RequestContext<RoleServer>) -> 
             .is_some_and(|caps| caps.supports_tasks())
 }
 
-/// The owner of what `ctx` starts or asks about.
-pub(crate) fn owner(session: &Session, ctx: &RequestContext<RoleServer>) -> Owner {
+/// The owner of what `ctx` starts or asks about, in the session `session`.
+pub(crate) fn owner(session: u64, ctx: &RequestContext<RoleServer>) -> Owner {
     if ctx.meta.protocol_version().is_some() || ctx.peer.peer_info().is_none() {
         Owner::Stateless
     } else {
-        Owner::Session(session.id)
+        Owner::Session(session)
+    }
+}
+
+/// The seed a `tools/call` answers with: the task `id`, working since `created`.
+pub(crate) fn seed(id: String, created: &str, ttl: Duration) -> CallToolResponse {
+    let mut task =
+        Task::new(id, TaskStatus::Working, created, created).with_poll_interval_ms(POLL_MS);
+    task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+    CallToolResponse::Task(CreateTaskResult::new(task))
+}
+
+/// How a task's call ended, from what the call returned; `cancelled` when `tasks/cancel`
+/// stopped it.
+pub(crate) fn ended(
+    name: &str,
+    returned: Result<CallToolResponse, ErrorData>,
+    cancelled: bool,
+) -> State {
+    match returned {
+        _ if cancelled => State::Cancelled,
+        Ok(CallToolResponse::Complete(result)) => {
+            State::Completed(object(serde_json::to_value(result)))
+        }
+        Ok(_) => State::Failed(object(serde_json::to_value(ErrorData::internal_error(
+            format!(
+                "the call of `{name}` asked for input, which a task cannot put to a stateless client"
+            ),
+            None,
+        )))),
+        Err(e) => State::Failed(object(serde_json::to_value(e))),
     }
 }
 
@@ -127,70 +154,39 @@ fn object(v: serde_json::Result<Value>) -> JsonObject {
 }
 
 impl Tasks {
-    /// Starts the call of the tool `name` as a task of `owner`: the call runs in the
-    /// background, the client gets the task to poll.
-    pub(crate) fn start(
-        shared: &Arc<Shared>,
-        session: &Arc<Session>,
-        catalog: Arc<Catalog>,
-        (name, args, round): (String, Value, call::Round),
-        mut ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let owner = owner(session, &ctx);
-        let config = &shared.config;
-        let ct = CancellationToken::new();
+    /// Makes room for and records a new working task of `owner`: its id, its creation
+    /// time and the token that cancels its call; the `overloaded` result when `owner`
+    /// holds `max` tasks that all still work.
+    pub(crate) fn open(
+        &self,
+        owner: Owner,
+        max: usize,
+        ttl: Duration,
+    ) -> Result<Result<(String, String, CancellationToken), CallToolResult>, ErrorData> {
         let id = fresh_id()?;
         let created = now();
-        {
-            let mut slots = shared.tasks.slots.lock().expect("tasks lock");
-            expire(&mut slots, config.task_ttl);
-            if let Some(full) = make_room(&mut slots, owner, config.max_tasks) {
-                return Ok(full.into());
-            }
-            slots.insert(
-                id.clone(),
-                Slot {
-                    owner,
-                    created: created.clone(),
-                    updated: created.clone(),
-                    state: State::Working,
-                    ct: ct.clone(),
-                    born: Instant::now(),
-                },
-            );
+        let ct = CancellationToken::new();
+        let mut slots = self.slots.lock().expect("tasks lock");
+        expire(&mut slots, ttl);
+        if let Some(full) = make_room(&mut slots, owner, max) {
+            return Ok(Err(full));
         }
-        // The call is cancelled by `tasks/cancel`, no longer by its `tools/call` request,
-        // which ends with this answer.
-        ctx.ct = ct.clone();
-        let (shared2, session2, task) = (shared.clone(), session.clone(), id.clone());
-        tokio::spawn(async move {
-            let entry = catalog
-                .get(&name)
-                .expect("the catalog holds the tool it named");
-            let ended = call::call(&shared2, &session2, &name, entry, args, round, ctx).await;
-            let state = match ended {
-                _ if ct.is_cancelled() => State::Cancelled,
-                Ok(CallToolResponse::Complete(result)) => {
-                    State::Completed(object(serde_json::to_value(result)))
-                }
-                Ok(_) => State::Failed(object(serde_json::to_value(ErrorData::internal_error(
-                    format!(
-                        "the call of `{name}` asked for input, which a task cannot put to a stateless client"
-                    ),
-                    None,
-                )))),
-                Err(e) => State::Failed(object(serde_json::to_value(e))),
-            };
-            shared2.tasks.settle(&task, state);
-        });
-        let mut seed = Task::new(id, rmcp::model::TaskStatus::Working, &created, &created)
-            .with_poll_interval_ms(POLL_MS);
-        seed.ttl_ms = Some(u64::try_from(config.task_ttl.as_millis()).unwrap_or(u64::MAX));
-        Ok(CallToolResponse::Task(CreateTaskResult::new(seed)))
+        slots.insert(
+            id.clone(),
+            Slot {
+                owner,
+                created: created.clone(),
+                updated: created.clone(),
+                state: State::Working,
+                ct: ct.clone(),
+                born: Instant::now(),
+            },
+        );
+        Ok(Ok((id, created, ct)))
     }
 
     /// Records how the call ended, unless the task was cancelled first.
-    fn settle(&self, id: &str, state: State) {
+    pub(crate) fn settle(&self, id: &str, state: State) {
         let mut slots = self.slots.lock().expect("tasks lock");
         if let Some(slot) = slots.get_mut(id)
             && matches!(slot.state, State::Working)
