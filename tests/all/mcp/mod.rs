@@ -9,6 +9,7 @@ mod hostile;
 mod http;
 mod journal;
 mod python;
+mod rmcp_asks;
 mod rmcp_client;
 mod sessions;
 mod state_key;
