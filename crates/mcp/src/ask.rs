@@ -95,9 +95,13 @@ pub(crate) fn offered(caps: Option<&ClientCapabilities>) -> Vec<Kind> {
     kinds
 }
 
-/// The server's key for `requestState`, drawn at start: a state verifies only against the
-/// process that sealed it.
-pub(crate) fn codec() -> Result<RequestStateCodec, String> {
+/// The server's key for `requestState`: `shared` (read from `--state-key-file`, so that
+/// replicas behind one address open each other's states), else drawn at start, so that a
+/// state verifies only against the process that sealed it.
+pub(crate) fn codec(shared: Option<&[u8]>) -> Result<RequestStateCodec, String> {
+    if let Some(key) = shared {
+        return RequestStateCodec::try_new(key.to_vec()).map_err(|e| e.to_string());
+    }
     let mut key = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key))

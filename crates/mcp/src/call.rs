@@ -6,6 +6,7 @@
 //! millisecond, so a spinning tool stops within one yield of the cancellation.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ use crate::logging;
 use crate::shared::Session;
 use crate::shared::Shared;
 use crate::sink::{CallEnd, CallSink, CallStart};
-use crate::{content, errors, output};
+use crate::{Catalog, content, errors, output, tasks};
 
 /// What a `tools/call` request brings besides the tool and its arguments: the answers of
 /// a 2026-07-28 client to earlier rounds' questions.
@@ -111,6 +112,35 @@ pub(crate) async fn call(
         .map_err(|e| broke(shared, e))?;
     logging::forward(&session.level, &ctx, name, &outcome.report).await;
     answer(name, entry, outcome, &ctx).map(Into::into)
+}
+
+/// Starts the call of the tool `name` as an MCP task (`tasks`): the call runs in the
+/// background, cancelled by `tasks/cancel` rather than by its `tools/call` request (which
+/// ends with this answer); the client gets the task to poll.
+pub(crate) fn start_task(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    catalog: Arc<Catalog>,
+    (name, args, round): (String, Value, Round),
+    mut ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let owner = tasks::owner(session.id, &ctx);
+    let (max, ttl) = (shared.config.max_tasks, shared.config.task_ttl);
+    let (id, created, ct) = match shared.tasks.open(owner, max, ttl)? {
+        Ok(opened) => opened,
+        Err(full) => return Ok(full.into()),
+    };
+    ctx.ct = ct.clone();
+    let (shared2, session2, task) = (shared.clone(), session.clone(), id.clone());
+    tokio::spawn(async move {
+        let entry = catalog
+            .get(&name)
+            .expect("the catalog holds the tool it named");
+        let returned = call(&shared2, &session2, &name, entry, args, round, ctx).await;
+        let state = tasks::ended(&name, returned, ct.is_cancelled());
+        shared2.tasks.settle(&task, state);
+    });
+    Ok(tasks::seed(id, &created, ttl))
 }
 
 /// Asks the client's user to approve a `sensitive` call; `Some` ends the call without

@@ -35,6 +35,9 @@ pub struct Entry {
     pub(crate) effects: bool,
     /// Whether results are MCP content blocks (the `content` convention), not JSON.
     pub(crate) content: bool,
+    /// Whether a call runs as an MCP task for a client that declares the extension (the
+    /// section's `tasks`).
+    pub(crate) task: bool,
     pub(crate) descriptor: McpTool,
 }
 
@@ -129,9 +132,10 @@ impl Catalog {
                     pool: pool.to_string(),
                 });
             }
-            if let Some(allowed) = &o.section.operations
-                && let Some(missing) = allowed.iter().find(|a| o.tool.operation(a).is_none())
-            {
+            // `tasks` names operations too: one the component lacks is the same mistake.
+            let named = o.section.operations.iter().flatten();
+            let lacking = |a: &&String| *a != "*" && o.tool.operation(a).is_none();
+            if let Some(missing) = named.chain(&o.section.tasks).find(lacking) {
                 return Err(CatalogError::UnknownOperation {
                     section: section.clone(),
                     operation: missing.clone(),
@@ -183,6 +187,7 @@ impl Catalog {
                         wrapped,
                         effects,
                         content,
+                        task: o.section.tasks.iter().any(|t| t == "*" || *t == op.name),
                         descriptor,
                     },
                 );

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, Tool as McpTool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -17,6 +18,7 @@ use toolhost_runtime::{Gate, Runtime};
 
 use crate::shared::{Session, Shared};
 use crate::sink::CallSink;
+use crate::tasks;
 use crate::{Catalog, ServerConfig, call, errors};
 
 /// Serves a [`Catalog`] to MCP clients. Cheap to clone: clones share the catalog, the
@@ -39,7 +41,7 @@ impl Server {
         sink: Arc<dyn CallSink>,
         config: ServerConfig,
     ) -> Result<Server, String> {
-        let codec = crate::ask::codec()?;
+        let codec = crate::ask::codec(config.state_key.as_deref())?;
         Ok(Server {
             shared: Arc::new(Shared {
                 rt,
@@ -51,6 +53,7 @@ impl Server {
                 peers: Mutex::new(Vec::new()),
                 generation: tokio::sync::watch::Sender::new(0),
                 codec,
+                tasks: crate::tasks::Tasks::default(),
                 config,
             }),
             session: Arc::default(),
@@ -108,6 +111,7 @@ impl ServerHandler for Server {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -213,6 +217,15 @@ impl ServerHandler for Server {
             responses: request.input_responses,
             state: request.request_state,
         };
+        if tasks::wanted(entry.task, &context) {
+            return call::start_task(
+                &self.shared,
+                &self.session,
+                catalog.clone(),
+                (request.name.to_string(), args, round),
+                context,
+            );
+        }
         call::call(
             &self.shared,
             &self.session,
@@ -223,5 +236,34 @@ impl ServerHandler for Server {
             context,
         )
         .await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let owner = tasks::owner(self.session.id, &context);
+        self.shared
+            .tasks
+            .get(&request.task_id, owner, self.shared.config.task_ttl)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = tasks::owner(self.session.id, &context);
+        self.shared.tasks.cancel(&request.task_id, owner)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = tasks::owner(self.session.id, &context);
+        self.shared.tasks.update(&request.task_id, owner)
     }
 }

@@ -33,6 +33,9 @@
 //! - `handler`: [`Server`], the `ServerHandler`: `list_tools`, `call_tool`, `get_tool`.
 //! - `call`: one call: progress ticks, cancellation; the calls in flight and the queue of
 //!   those waiting are bounded by the runtime's call budget.
+//! - `tasks`: the MCP tasks extension: a call of an operation the policy lists under
+//!   `tasks` answers with a task id; the call runs on, its status and result polled with
+//!   `tasks/get`, ended with `tasks/cancel`; each task visible to its own client only.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
@@ -54,6 +57,7 @@ pub mod sessions;
 mod shared;
 pub mod sink;
 pub mod stdio;
+mod tasks;
 pub mod watch;
 
 pub use self::catalog::{Catalog, CatalogError, Offered, ToolNames};
@@ -63,3 +67,6 @@ pub use self::sessions::SessionLimits;
 pub use self::shared::ServerConfig;
 pub use self::sink::{CallEnd, CallSink, CallStart, NoSink};
 pub use toolhost_listen::ConnLimits;
+
+/// The shortest key `ServerConfig::state_key` takes, in bytes.
+pub const STATE_KEY_MIN: usize = rmcp::model::RequestStateCodec::MIN_KEY_LENGTH;

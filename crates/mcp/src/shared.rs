@@ -16,18 +16,45 @@ use crate::sink::CallSink;
 /// How a server runs calls. How many run at once, over all sessions, and how many may
 /// wait is the runtime's [`CallBudget`](toolhost_runtime::CallBudget): a call past it is an
 /// `isError` result of kind `overloaded`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ServerConfig {
     /// How often a long call reports progress to a client that sent a progress token (the
     /// first report comes after one interval, so fast calls send none).
     pub progress_every: Duration,
+    /// The most MCP tasks one client holds at once (`toolhost mcp --max-tasks`): its
+    /// oldest finished one is forgotten to make room; past this many working ones, a call
+    /// that would start a task is refused (an `isError` result of kind `overloaded`).
+    pub max_tasks: usize,
+    /// How long a finished task's status and result are kept for `tasks/get`.
+    pub task_ttl: Duration,
+    /// The key that seals and opens the `requestState` of 2026-07-28 questions, shared by
+    /// replicas (`--state-key-file`); `None`: one drawn at start, known to this process only.
+    pub state_key: Option<Vec<u8>>,
+}
+
+/// The key never shows: only whether there is one.
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("progress_every", &self.progress_every)
+            .field("max_tasks", &self.max_tasks)
+            .field("task_ttl", &self.task_ttl)
+            .field("state_key", &self.state_key.as_ref().map(|_| "(set)"))
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
+    /// - progress every 250 ms;
+    /// - at most 16 tasks per client, each finished one kept an hour;
+    /// - a `requestState` key of this process's own.
     fn default() -> ServerConfig {
         ServerConfig {
             progress_every: Duration::from_millis(250),
+            max_tasks: 16,
+            task_ttl: Duration::from_secs(3600),
+            state_key: None,
         }
     }
 }
@@ -35,6 +62,16 @@ impl Default for ServerConfig {
 impl ServerConfig {
     pub fn progress_every(mut self, every: Duration) -> ServerConfig {
         self.progress_every = every;
+        self
+    }
+
+    pub fn max_tasks(mut self, max: usize) -> ServerConfig {
+        self.max_tasks = max;
+        self
+    }
+
+    pub fn state_key(mut self, key: Vec<u8>) -> ServerConfig {
+        self.state_key = Some(key);
         self
     }
 }
@@ -53,17 +90,32 @@ pub(crate) struct Shared {
     pub(crate) generation: tokio::sync::watch::Sender<u64>,
     /// Seals and opens the `requestState` of 2026-07-28 questions (`ask`).
     pub(crate) codec: rmcp::model::RequestStateCodec,
+    /// The MCP tasks of every client (`tasks`).
+    pub(crate) tasks: crate::tasks::Tasks,
     pub config: ServerConfig,
 }
 
 /// What one session has of its own: the log level its client set, and its sink when the
 /// server's sink gives each session one ([`CallSink::session`]).
-#[derive(Default)]
 pub(crate) struct Session {
+    /// Tells this session's tasks from others' (never shown to anyone).
+    pub id: u64,
     pub level: SessionLevel,
     sink: OnceLock<Arc<dyn CallSink>>,
     /// Held while the session's sink is opened, so it is opened once.
     opening: Mutex<()>,
+}
+
+impl Default for Session {
+    fn default() -> Session {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Session {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            level: SessionLevel::default(),
+            sink: OnceLock::new(),
+            opening: Mutex::new(()),
+        }
+    }
 }
 
 impl Session {

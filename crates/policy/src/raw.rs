@@ -94,6 +94,10 @@ pub(crate) struct RawTool {
     pub ask: bool,
     #[serde(default)]
     pub idempotent: bool,
+    /// Operations (or `*`) that `toolhost mcp` runs as MCP tasks for clients that declare
+    /// the tasks extension.
+    #[serde(default)]
+    pub tasks: Vec<Spanned<String>>,
     /// The executor pool whose workers run this tool's calls.
     pub pool: Option<Spanned<String>>,
     pub outputs: Option<RawOutputs>,

@@ -35,6 +35,11 @@ pub struct ToolPolicy {
     /// arguments has the effect of calling them once; advertised to MCP clients as
     /// `idempotentHint`. Not checked by the sandbox.
     pub idempotent: bool,
+    /// Operations (`*`: all of them) that `toolhost mcp` runs as MCP tasks (the
+    /// `io.modelcontextprotocol/tasks` extension) for a client that declares it: the call
+    /// answers at once with a task id to poll. Empty: every call answers when it ends.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
     /// The executor pool whose workers run this tool's calls (they hold its grants); `None`:
     /// calls run in the process that runs the plan. Only a run on the PostgreSQL backend
     /// can route a call to a pool.
@@ -117,6 +122,7 @@ pub(crate) fn tool_policy(
         .operations
         .as_ref()
         .map(|ops| operations(ops, at, problems));
+    let tasks = tasks(&raw.tasks, operations.as_deref(), at, problems);
     let (limits, rate) = limits::apply(defaults.0.clone(), &raw.limits, at, problems);
     let flow = flow::flow(raw, at, problems);
     let pool = raw.pool.as_ref().and_then(|p| {
@@ -138,6 +144,7 @@ pub(crate) fn tool_policy(
         operations,
         sensitive: raw.sensitive,
         idempotent: raw.idempotent,
+        tasks,
         pool,
         grants_on_pool: grants == Grants::OnPool,
         flow,
@@ -288,6 +295,36 @@ fn operations(
             problems.push(at(op.span(), format!("operation `{n}` is listed twice")));
         } else {
             names.push(n.clone());
+        }
+    }
+    names
+}
+
+/// The operations run as MCP tasks: names (or `*`), each listed once and, when the section
+/// lists its `operations`, one of them.
+fn tasks(
+    written: &[Spanned<String>],
+    allowed: Option<&[String]>,
+    at: &At<'_>,
+    problems: &mut Problems,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for op in written {
+        let n = op.get_ref();
+        let why = if n.is_empty() || n.contains(char::is_whitespace) {
+            Some(format!("`{n}` in `tasks` is not an operation name"))
+        } else if names.contains(n) {
+            Some(format!("operation `{n}` is listed twice in `tasks`"))
+        } else if n != "*" && allowed.is_some_and(|ops| !ops.contains(n)) {
+            Some(format!(
+                "`tasks` names operation `{n}`, which `operations` does not allow"
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => problems.push(at(op.span(), why)),
+            None => names.push(n.clone()),
         }
     }
     names

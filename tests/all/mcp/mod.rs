@@ -9,8 +9,11 @@ mod hostile;
 mod http;
 mod journal;
 mod python;
+mod rmcp_asks;
 mod rmcp_client;
 mod sessions;
+mod state_key;
+mod tasks;
 mod watch;
 
 use std::io::{BufRead, BufReader};

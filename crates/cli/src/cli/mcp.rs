@@ -74,6 +74,17 @@ pub(crate) struct Args {
     /// A session with no call or stream open for this long is closed [default: 120000].
     #[arg(long, value_name = "MS", requires = "http")]
     session_idle_ms: Option<u64>,
+    /// MCP tasks one client holds at once (operations a policy section lists under
+    /// `tasks`): its oldest finished task is forgotten to make room, and past this many
+    /// working ones a call that would start a task is an `isError` result of kind
+    /// `overloaded` [default: 16].
+    #[arg(long, value_name = "N")]
+    max_tasks: Option<usize>,
+    /// Seal the `requestState` of 2026-07-28 questions with the key in FILE (at least 32
+    /// bytes, readable by its owner only), so that replicas behind one address given the
+    /// same file answer each other's rounds; without it each process draws its own.
+    #[arg(long, value_name = "FILE")]
+    state_key_file: Option<PathBuf>,
     /// How tools are named: `qualified` is `SECTION.OPERATION`; `operation` is the
     /// operation alone with `-` written `_` (`test-simple-text` as `test_simple_text`),
     /// refused when two sections export the same operation.
@@ -123,7 +134,8 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
         None => Arc::new(NoSink),
     };
     let tools = loaded.catalog.len();
-    let server = Server::new(rt.clone(), loaded.catalog, sink, ServerConfig::default())
+    let config = server_config(&args)?;
+    let server = Server::new(rt.clone(), loaded.catalog, sink, config)
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the MCP server: {e}")))?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -273,6 +285,48 @@ fn http_limits(args: &Args) -> Result<(ConnLimits, SessionLimits), Failure> {
         sessions = sessions.idle(Duration::from_millis(ms));
     }
     Ok((conns, sessions))
+}
+
+/// How the server runs calls: `--max-tasks`, `--state-key-file`.
+fn server_config(args: &Args) -> Result<ServerConfig, Failure> {
+    let usage = |m: String| Failure::new(exit::USAGE, m);
+    let mut config = ServerConfig::default();
+    match args.max_tasks {
+        Some(0) => {
+            return Err(usage(
+                "--max-tasks 0 would refuse every task: give at least 1".into(),
+            ));
+        }
+        Some(n) => config = config.max_tasks(n),
+        None => {}
+    }
+    if let Some(file) = &args.state_key_file {
+        config = config.state_key(state_key(file).map_err(usage)?);
+    }
+    Ok(config)
+}
+
+/// The `requestState` key in `file`: whoever reads it can forge the answers of a round, so
+/// it must be the owner's alone, and long enough to resist guessing.
+fn state_key(file: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let named = |why: String| format!("--state-key-file {}: {why}", file.display());
+    let meta = std::fs::metadata(file).map_err(|e| named(format!("cannot read it: {e}")))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(named(format!(
+            "its mode is {mode:03o}, so others may read the key: make it 600 (chmod 600)"
+        )));
+    }
+    let key = std::fs::read(file).map_err(|e| named(format!("cannot read it: {e}")))?;
+    let min = toolhost_mcp::STATE_KEY_MIN;
+    if key.len() < min {
+        return Err(named(format!(
+            "it holds {} bytes; a key needs at least {min} (e.g. `head -c 32 /dev/urandom > FILE`)",
+            key.len()
+        )));
+    }
+    Ok(key)
 }
 
 /// The bearer token: `--token-file`, else `TOOLHOST_MCP_TOKEN` (HTTP only).

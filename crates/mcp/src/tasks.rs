@@ -1,0 +1,293 @@
+//! The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663, on revision
+//! 2026-07-28): a call of an operation the policy lists under `tasks`, from a client that
+//! declares the extension (at `initialize` or in the request's `_meta`), answers at once
+//! with a task; the call runs on, and the client polls `tasks/get` for its status and, once
+//! it ended, its result inlined, or ends it with `tasks/cancel`.
+//!
+//! A task belongs to the client that started it: the session that started it, or, for a
+//! stateless 2026-07-28 request, whoever holds its id (128 random bits, like a bearer
+//! token). Any other session's `tasks/get` or `tasks/cancel` gets the same `-32602`
+//! "unknown task" an id never issued gets, so ids cannot be probed. Each client holds at
+//! most [`ServerConfig::max_tasks`](crate::ServerConfig) tasks: the oldest finished one is
+//! forgotten to make room, and a call past that many unfinished ones is an `isError`
+//! result of kind `overloaded`. A finished task is kept [`ServerConfig::task_ttl`].
+//!
+//! Tasks live in this process's memory: another replica does not know them, and they end
+//! with the process.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData;
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject,
+    Task, TaskPayload, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// How often a client is asked to poll a task that is still working.
+const POLL_MS: u64 = 500;
+
+/// Who may see a task: the session that started it, or any stateless request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Session(u64),
+    Stateless,
+}
+
+/// What happened to the call so far.
+#[derive(Clone)]
+pub(crate) enum State {
+    Working,
+    Completed(JsonObject),
+    Failed(JsonObject),
+    Cancelled,
+}
+
+struct Slot {
+    owner: Owner,
+    created: String,
+    updated: String,
+    state: State,
+    /// Cancels the call (`tasks/cancel`).
+    ct: CancellationToken,
+    /// When it was created; a finished task is forgotten `ttl` after.
+    born: Instant,
+}
+
+/// The tasks of every client of a server.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+/// Whether the call of `request` runs as a task: its operation is listed under `tasks` and
+/// the request's client declared the extension.
+pub(crate) fn wanted(task_operation: bool, ctx: &RequestContext<RoleServer>) -> bool {
+    task_operation
+        && ctx
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks())
+}
+
+/// The owner of what `ctx` starts or asks about, in the session `session`.
+pub(crate) fn owner(session: u64, ctx: &RequestContext<RoleServer>) -> Owner {
+    if ctx.meta.protocol_version().is_some() || ctx.peer.peer_info().is_none() {
+        Owner::Stateless
+    } else {
+        Owner::Session(session)
+    }
+}
+
+/// The seed a `tools/call` answers with: the task `id`, working since `created`.
+pub(crate) fn seed(id: String, created: &str, ttl: Duration) -> CallToolResponse {
+    let mut task =
+        Task::new(id, TaskStatus::Working, created, created).with_poll_interval_ms(POLL_MS);
+    task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+    CallToolResponse::Task(CreateTaskResult::new(task))
+}
+
+/// How a task's call ended, from what the call returned; `cancelled` when `tasks/cancel`
+/// stopped it.
+pub(crate) fn ended(
+    name: &str,
+    returned: Result<CallToolResponse, ErrorData>,
+    cancelled: bool,
+) -> State {
+    match returned {
+        _ if cancelled => State::Cancelled,
+        Ok(CallToolResponse::Complete(result)) => {
+            State::Completed(object(serde_json::to_value(result)))
+        }
+        Ok(_) => State::Failed(object(serde_json::to_value(ErrorData::internal_error(
+            format!(
+                "the call of `{name}` asked for input, which a task cannot put to a stateless client"
+            ),
+            None,
+        )))),
+        Err(e) => State::Failed(object(serde_json::to_value(e))),
+    }
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+/// A fresh task id: 128 bits from the system's random source, in hex.
+fn fresh_id() -> Result<String, ErrorData> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| {
+            ErrorData::internal_error(
+                format!("cannot draw a task id from /dev/urandom: {e}"),
+                None,
+            )
+        })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("unknown task `{id}`: no task of this client has that id"),
+        Some(json!({"kind": "unknown_task", "taskId": id})),
+    )
+}
+
+/// A result or error as the JSON object a task inlines.
+fn object(v: serde_json::Result<Value>) -> JsonObject {
+    match v {
+        Ok(Value::Object(o)) => o,
+        Ok(other) => json!({ "value": other })
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        Err(e) => json!({"code": -32603, "message": format!("cannot encode the result: {e}")})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+impl Tasks {
+    /// Makes room for and records a new working task of `owner`: its id, its creation
+    /// time and the token that cancels its call; the `overloaded` result when `owner`
+    /// holds `max` tasks that all still work.
+    pub(crate) fn open(
+        &self,
+        owner: Owner,
+        max: usize,
+        ttl: Duration,
+    ) -> Result<Result<(String, String, CancellationToken), CallToolResult>, ErrorData> {
+        let id = fresh_id()?;
+        let created = now();
+        let ct = CancellationToken::new();
+        let mut slots = self.slots.lock().expect("tasks lock");
+        expire(&mut slots, ttl);
+        if let Some(full) = make_room(&mut slots, owner, max) {
+            return Ok(Err(full));
+        }
+        slots.insert(
+            id.clone(),
+            Slot {
+                owner,
+                created: created.clone(),
+                updated: created.clone(),
+                state: State::Working,
+                ct: ct.clone(),
+                born: Instant::now(),
+            },
+        );
+        Ok(Ok((id, created, ct)))
+    }
+
+    /// Records how the call ended, unless the task was cancelled first.
+    pub(crate) fn settle(&self, id: &str, state: State) {
+        let mut slots = self.slots.lock().expect("tasks lock");
+        if let Some(slot) = slots.get_mut(id)
+            && matches!(slot.state, State::Working)
+        {
+            slot.state = state;
+            slot.updated = now();
+        }
+    }
+
+    /// `tasks/get`: the task's status, with its result or error once it ended.
+    pub(crate) fn get(
+        &self,
+        id: &str,
+        owner: Owner,
+        ttl: Duration,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let mut slots = self.slots.lock().expect("tasks lock");
+        expire(&mut slots, ttl);
+        let slot = slots
+            .get(id)
+            .filter(|s| s.owner == owner)
+            .ok_or_else(|| unknown(id))?;
+        let payload = match &slot.state {
+            State::Working => TaskPayload::Working,
+            State::Completed(result) => TaskPayload::Completed {
+                result: result.clone(),
+            },
+            State::Failed(error) => TaskPayload::Failed {
+                error: error.clone(),
+            },
+            State::Cancelled => TaskPayload::Cancelled,
+        };
+        let mut task = Task::new(id, payload.status(), &slot.created, &slot.updated);
+        task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        if matches!(slot.state, State::Working) {
+            task = task.with_poll_interval_ms(POLL_MS);
+        }
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// `tasks/cancel`: stops the call (its sandbox is dropped at once) and marks the task
+    /// cancelled; a task that already ended stays as it ended.
+    pub(crate) fn cancel(&self, id: &str, owner: Owner) -> Result<(), ErrorData> {
+        let mut slots = self.slots.lock().expect("tasks lock");
+        let slot = slots
+            .get_mut(id)
+            .filter(|s| s.owner == owner)
+            .ok_or_else(|| unknown(id))?;
+        if matches!(slot.state, State::Working) {
+            slot.state = State::Cancelled;
+            slot.updated = now();
+            slot.ct.cancel();
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: a toolhost task never waits for input (its questions go to the
+    /// session's client as requests), so there is nothing to answer.
+    pub(crate) fn update(&self, id: &str, owner: Owner) -> Result<(), ErrorData> {
+        let slots = self.slots.lock().expect("tasks lock");
+        slots
+            .get(id)
+            .filter(|s| s.owner == owner)
+            .ok_or_else(|| unknown(id))?;
+        Err(ErrorData::invalid_params(
+            format!("task `{id}` asks for no input"),
+            Some(json!({"kind": "no_input_requested", "taskId": id})),
+        ))
+    }
+}
+
+/// Forgets the finished tasks older than `ttl`.
+fn expire(slots: &mut HashMap<String, Slot>, ttl: Duration) {
+    slots.retain(|_, s| matches!(s.state, State::Working) || s.born.elapsed() < ttl);
+}
+
+/// Makes room for one more task of `owner`: forgets its oldest finished task when it holds
+/// `max`; the `overloaded` result when all of them are still working.
+fn make_room(
+    slots: &mut HashMap<String, Slot>,
+    owner: Owner,
+    max: usize,
+) -> Option<CallToolResult> {
+    let mine = || slots.iter().filter(|(_, s)| s.owner == owner);
+    if mine().count() < max {
+        return None;
+    }
+    let oldest = mine()
+        .filter(|(_, s)| !matches!(s.state, State::Working))
+        .min_by_key(|(_, s)| s.born)
+        .map(|(id, _)| id.clone());
+    match oldest {
+        Some(id) => {
+            slots.remove(&id);
+            None
+        }
+        None => Some(CallToolResult::structured_error(json!({"error": {
+            "kind": "overloaded",
+            "message": format!(
+                "this client has {max} tasks working, the most it may (`--max-tasks {max}`): wait for one to finish, or cancel one"
+            ),
+        }}))),
+    }
+}
