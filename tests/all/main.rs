@@ -11,6 +11,7 @@ mod calc;
 mod cli;
 mod code;
 mod compile;
+mod console;
 mod deploy;
 mod docs;
 mod doors;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper_util::service::TowerToHyperService;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::CsrfKey;
 use crate::api::{AllowedHosts, AppState, router};
 use crate::auth::Tokens;
 use crate::backend::Backend;
@@ -89,6 +90,10 @@ pub async fn serve_backend(
             config.max_followers,
             config.max_followers_per_token,
         )),
+        csrf: Arc::new(
+            CsrfKey::new()
+                .map_err(|e| ServeError::Serve(format!("no random key for the console: {e}")))?,
+        ),
     };
     let _ = writeln!(out, "listening on http://{addr}");
     let _ = out.flush();

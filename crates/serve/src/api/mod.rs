@@ -1,8 +1,10 @@
 //! The HTTP API: the router, who is calling ([`Caller`] from the bearer token), and errors
 //! as JSON. Handlers of runs are in `runs`; the service endpoints (`/healthz`, `/readyz`,
 //! `/metrics`, `/openapi.json`) in `service`; the OpenAPI document in `doc`; the `Host`/`Origin`
-//! check every request passes first in `origin`.
+//! check every request passes first in `origin`; the operator console's pages and forms
+//! (at `/`, under the same tokens, roles and checks) in `console`.
 
+mod console;
 mod doc;
 mod origin;
 mod runs;
@@ -20,6 +22,7 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
+pub(crate) use self::console::CsrfKey;
 pub use self::doc::ApiDoc;
 pub(crate) use self::origin::AllowedHosts;
 use crate::auth::{Caller, Refused, Role, Tokens};
@@ -38,6 +41,8 @@ pub(crate) struct AppState {
     /// The `Host` names served besides IP addresses and `localhost`.
     pub hosts: Arc<AllowedHosts>,
     pub followers: Arc<Followers>,
+    /// The key the console's CSRF tokens are derived from.
+    pub csrf: Arc<CsrfKey>,
 }
 
 /// What a client refused for want of room (429, 503) is told to wait, in seconds.
@@ -59,6 +64,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/readyz", get(service::readyz))
         .route("/metrics", get(service::metrics))
         .route("/openapi.json", get(service::openapi))
+        .merge(console::routes())
         .fallback(service::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.hosts.clone(),

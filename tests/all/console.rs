@@ -1,0 +1,287 @@
+//! The operator console (issue 39) through a real `toolhost serve`, as a browser speaks
+//! to it (cookies, forms, redirects): sign-in keeps the token in an HttpOnly,
+//! SameSite=Strict cookie; pages carry a strict Content-Security-Policy; a tool's markup
+//! stays text; decisions are journaled `how: console` with the token's name; and the
+//! deny cases: a form without its CSRF token, a request from another origin, and a `read`
+//! token deciding are refused, the run still waiting.
+
+use reqwest::blocking::{Client, Response};
+use reqwest::redirect::Policy;
+use serde_json::Value;
+
+use crate::serve::{Fixture, Server, TIMEOUT, inline_plan, sha256_hex};
+
+/// A browser signed in (or not) to the console at `url`.
+struct Browser {
+    url: String,
+    cookie: Option<String>,
+}
+
+fn client() -> Client {
+    Client::builder()
+        .redirect(Policy::none())
+        .timeout(TIMEOUT)
+        .build()
+        .unwrap()
+}
+
+impl Browser {
+    /// Signs in with `token` (a `tok-NAME` of [`started`]).
+    fn sign_in(server: &Server, token: &str) -> Browser {
+        let r = client()
+            .post(format!("{}/console/sign-in", server.url))
+            .form(&[("token", token)])
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 303, "sign-in of {token}");
+        let set = r.headers()["set-cookie"].to_str().unwrap().to_string();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        let cookie = set.split(';').next().unwrap().to_string();
+        Browser {
+            url: server.url.clone(),
+            cookie: Some(cookie),
+        }
+    }
+
+    fn get(&self, p: &str) -> (u16, String) {
+        let mut r = client().get(format!("{}{p}", self.url));
+        if let Some(c) = &self.cookie {
+            r = r.header("cookie", c);
+        }
+        let r = r.send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    }
+
+    fn post(&self, p: &str, form: &[(&str, &str)], origin: Option<&str>) -> Response {
+        let mut r = client().post(format!("{}{p}", self.url)).form(form);
+        if let Some(c) = &self.cookie {
+            r = r.header("cookie", c);
+        }
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        r.send().unwrap()
+    }
+}
+
+/// The CSRF token a page's forms carry.
+fn csrf(page: &str) -> String {
+    let at = page
+        .find(r#"name="csrf" value=""#)
+        .expect("a form with a CSRF token")
+        + 19;
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+fn submit(server: &Server, expression: &str) -> String {
+    let ci = server.as_token("tok-ci");
+    let (status, run) = ci.post("/v1/runs", inline_plan(expression));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    ci.wait(&id, |r| r["state"] == "waiting_for_approval");
+    id
+}
+
+fn approvals(server: &Server, id: &str) -> Vec<Value> {
+    let (_, journal) = server
+        .as_token("tok-ops")
+        .text(&format!("/v1/runs/{id}/journal"));
+    journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "approval")
+        .map(|r| r["data"].clone())
+        .collect()
+}
+
+/// A server whose tokens are `tok-NAME`: `ci` submits, `reader` reads, `approver` reads and
+/// decides (the console shows an approver what it decides), `ops` is an admin.
+fn started(f: &Fixture) -> Server {
+    let mut text = String::new();
+    for (name, roles) in [
+        ("ci", "\"submit\""),
+        ("reader", "\"read\""),
+        ("approver", "\"read\", \"approve\""),
+        ("ops", "\"admin\""),
+    ] {
+        text.push_str(&format!(
+            "[[tokens]]\nname = \"{name}\"\nsha256 = \"{}\"\nroles = [{roles}]\n\n",
+            sha256_hex(&format!("tok-{name}"))
+        ));
+    }
+    let config = f.p("serve.toml");
+    std::fs::write(&config, text).unwrap();
+    f.start(&["--config", config.to_str().unwrap()])
+}
+
+#[test]
+fn sign_in_pages_and_a_decision_journaled_as_the_console() {
+    let f = Fixture::new();
+    let server = started(&f);
+    // Without a session: the sign-in page, under the strict policy.
+    let r = client().get(format!("{}/", server.url)).send().unwrap();
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert!(r.text().unwrap().contains("Sign in"));
+    let wrong = client()
+        .post(format!("{}/console/sign-in", server.url))
+        .form(&[("token", "tok-nobody")])
+        .send()
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+
+    let id = submit(&server, "6 * 7");
+    let approver = Browser::sign_in(&server, "tok-approver");
+    let (status, runs) = approver.get("/");
+    assert_eq!(status, 200, "{runs}");
+    assert!(
+        runs.contains(&id) && runs.contains("waiting_for_approval"),
+        "{runs}"
+    );
+    let (status, page) = approver.get(&format!("/console/runs/{id}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(r#"id="approve""#) && page.contains(r#"id="reject""#),
+        "{page}"
+    );
+    let r = approver.post(
+        &format!("/console/runs/{id}/decide"),
+        &[("csrf", &csrf(&page)), ("decision", "approve")],
+        Some(&server.url),
+    );
+    assert_eq!(r.status().as_u16(), 303);
+    server
+        .as_token("tok-ops")
+        .wait(&id, |r| r["state"] == "completed");
+    let decided = approvals(&server, &id);
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    assert_eq!(decided[0]["how"], "console", "{decided:?}");
+    assert_eq!(decided[0]["by"], "approver", "{decided:?}");
+    let (_, done) = approver.get(&format!("/console/runs/{id}"));
+    assert!(
+        done.contains(r#"class="answer""#) && done.contains("42"),
+        "{done}"
+    );
+    assert!(!done.contains(r#"id="approve""#), "{done}");
+}
+
+#[test]
+fn a_rejection_takes_its_reason_and_a_submitter_cancels() {
+    let f = Fixture::new();
+    let server = started(&f);
+    let approver = Browser::sign_in(&server, "tok-approver");
+    let id = submit(&server, "1 + 1");
+    let (_, page) = approver.get(&format!("/console/runs/{id}"));
+    let at = format!("/console/runs/{id}/decide");
+    let token = csrf(&page);
+    let r = approver.post(&at, &[("csrf", &token), ("decision", "reject")], None);
+    assert_eq!(r.status().as_u16(), 400, "a rejection without a reason");
+    let r = approver.post(
+        &at,
+        &[
+            ("csrf", &token),
+            ("decision", "reject"),
+            ("reason", "not today"),
+        ],
+        None,
+    );
+    assert_eq!(r.status().as_u16(), 303);
+    server
+        .as_token("tok-ops")
+        .wait(&id, |r| r["state"] == "rejected");
+    assert_eq!(approvals(&server, &id)[0]["reason"], "not today");
+
+    let id = submit(&server, "2 + 2");
+    let ci = Browser::sign_in(&server, "tok-ci");
+    let (_, page) = ci.get(&format!("/console/runs/{id}"));
+    assert!(
+        page.contains(r#"id="cancel""#) && !page.contains(r#"id="approve""#),
+        "{page}"
+    );
+    let r = ci.post(
+        &format!("/console/runs/{id}/cancel"),
+        &[("csrf", &csrf(&page))],
+        None,
+    );
+    assert_eq!(r.status().as_u16(), 303);
+    server
+        .as_token("tok-ops")
+        .wait(&id, |r| r["state"] == "cancelled");
+}
+
+#[test]
+fn without_its_csrf_token_from_elsewhere_or_as_a_reader_nothing_is_decided() {
+    let f = Fixture::new();
+    let server = started(&f);
+    let id = submit(&server, "3 * 3");
+    let approver = Browser::sign_in(&server, "tok-approver");
+    let (_, page) = approver.get(&format!("/console/runs/{id}"));
+    let token = csrf(&page);
+    let at = format!("/console/runs/{id}/decide");
+    let refusals = [
+        approver.post(&at, &[("decision", "approve")], None),
+        approver.post(
+            &at,
+            &[("csrf", "0".repeat(64).as_str()), ("decision", "approve")],
+            None,
+        ),
+        approver.post(
+            &at,
+            &[("csrf", &token), ("decision", "approve")],
+            Some("http://attacker.example"),
+        ),
+        approver.post(&format!("/console/runs/{id}/cancel"), &[], None),
+    ];
+    for r in refusals {
+        assert_eq!(r.status().as_u16(), 403, "{:?}", r.text());
+    }
+    // A reader sees the run and no button, and may not decide with its own session.
+    let reader = Browser::sign_in(&server, "tok-reader");
+    let (status, seen) = reader.get(&format!("/console/runs/{id}"));
+    assert_eq!(status, 200, "{seen}");
+    for button in [r#"id="approve""#, r#"id="reject""#, r#"id="cancel""#] {
+        assert!(!seen.contains(button), "{button} shown to a reader: {seen}");
+    }
+    let r = reader.post(
+        &at,
+        &[("csrf", &csrf(&seen)), ("decision", "approve")],
+        None,
+    );
+    assert_eq!(r.status().as_u16(), 403);
+    // Without a session at all.
+    let r = Browser {
+        url: server.url.clone(),
+        cookie: None,
+    }
+    .post(&at, &[("csrf", &token), ("decision", "approve")], None);
+    assert_eq!(r.status().as_u16(), 401);
+    let (_, run) = server.as_token("tok-ops").get(&format!("/v1/runs/{id}"));
+    assert_eq!(run["state"], "waiting_for_approval", "{run}");
+    assert!(approvals(&server, &id).is_empty());
+}
+
+#[test]
+fn a_tools_markup_is_shown_as_text() {
+    let f = Fixture::new();
+    let server = started(&f);
+    let id = submit(&server, "<script>alert(1)</script>");
+    let reader = Browser::sign_in(&server, "tok-reader");
+    for p in ["/".to_string(), format!("/console/runs/{id}")] {
+        let (status, page) = reader.get(&p);
+        assert_eq!(status, 200, "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(!page.contains("<script>alert"), "{page}");
+    }
+}
