@@ -135,7 +135,7 @@ cargo run --release -q -p toolhost-book
 # (no path outside the crate, WIT inside). The SDK is built from its package too; the
 # runtime's package is listed only (verifying it is a debug build of wasmtime, ~15 min).
 echo "== cargo package (policy, runtime, SDK)"
-cargo package --locked --allow-dirty --no-verify -p toolhost-wit-docs -p toolhost-policy -p toolhost-runtime
+cargo package --locked --allow-dirty --no-verify -p toolhost-wit-docs -p toolhost-sign -p toolhost-policy -p toolhost-runtime
 cargo package --locked --allow-dirty -p toolhost-wit-docs -p toolhost-sdk-macro -p toolhost-sdk
 
 echo "== cargo test"
