@@ -89,12 +89,7 @@ fn approvals(server: &Server, id: &str) -> Vec<Value> {
     let (_, journal) = server
         .as_token("tok-ops")
         .text(&format!("/v1/runs/{id}/journal"));
-    journal
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "approval")
-        .map(|r| r["data"].clone())
-        .collect()
+    crate::serve::decisions::approvals(&journal)
 }
 
 /// A server whose tokens are `tok-NAME`: `ci` submits, `reader` reads, `approver` reads and

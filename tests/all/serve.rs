@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_tests::{cli, path, root};
 
-mod decisions;
+pub(crate) mod decisions;
 pub(crate) mod edits;
 pub(crate) mod hosts;
 mod inline;

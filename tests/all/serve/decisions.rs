@@ -10,7 +10,7 @@ use toolhost_tests::cli;
 use super::{Fixture, inline_plan, write_config};
 
 /// The `approval` records of a journal's JSON lines.
-fn approvals(journal: &str) -> Vec<Value> {
+pub(crate) fn approvals(journal: &str) -> Vec<Value> {
     journal
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())

@@ -209,13 +209,13 @@ impl Launcher for TaskLauncher {
         };
         let journal = journal::open(&options, &path, &loaded, None)
             .map_err(|e| RegistryError::Internal(e.to_string()))?;
-        Ok(Box::new(ServedRun {
-            rt: self.rt.clone(),
+        Ok(ServedRun::boxed(
+            self.rt.clone(),
             loaded,
             journal,
             planner,
-            resume: None,
-        }))
+            None,
+        ))
     }
 
     fn resume(&self, run: &str, overrides: &Overrides) -> Result<Box<dyn Prepared>, RegistryError> {
@@ -255,6 +255,25 @@ impl Launcher for TaskLauncher {
 
     fn calls(&self) -> Option<CallLoad> {
         self.rt.call_load()
+    }
+}
+
+impl ServedRun {
+    /// A run ready to execute, carried on from `resume` when given.
+    fn boxed(
+        rt: Arc<Runtime>,
+        loaded: Loaded,
+        journal: Journal,
+        planner: Box<dyn Planner>,
+        resume: Option<(toolhost_engine::Checkpoint, toolhost_engine::Unfinished)>,
+    ) -> Box<dyn Prepared> {
+        Box::new(ServedRun {
+            rt,
+            loaded,
+            journal,
+            planner,
+            resume,
+        })
     }
 }
 

@@ -68,12 +68,13 @@ impl TaskLauncher {
             },
         )
         .map_err(|e| RegistryError::Internal(e.to_string()))?;
-        Ok(Box::new(ServedRun {
-            rt: self.rt.clone(),
+        let resume = Some((resumable.checkpoint, unfinished));
+        Ok(ServedRun::boxed(
+            self.rt.clone(),
             loaded,
             journal,
             planner,
-            resume: Some((resumable.checkpoint, unfinished)),
-        }))
+            resume,
+        ))
     }
 }
