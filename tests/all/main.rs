@@ -8,6 +8,7 @@ mod bfcl;
 mod book;
 mod cache;
 mod calc;
+mod carried;
 mod cli;
 mod code;
 mod compile;

@@ -101,19 +101,68 @@ fn resolve_oci(reference: &str) -> Result<toolhost_dist::Resolved, AppError> {
 /// (`[expect]`, `[[faults]]`, `[[setup.copy]]`, `id`, `tags`). A resumed or replayed run is
 /// not an evaluation: it injects only the faults its command gives, and nothing is set up
 /// or checked.
+///
+/// `start` is the run's first record: an `oci://` tool is loaded by the digest it
+/// recorded ([`load_pinned`]).
 pub fn load_recorded(
     rt: &Runtime,
     path: &Path,
     tools_dir: Option<&Path>,
     overrides: &PlannerOverrides,
+    start: &serde_json::Value,
 ) -> Result<Loaded, AppError> {
-    if !toolhost_eval::is_golden(path) {
-        return load(rt, path, tools_dir, overrides);
-    }
-    let golden = toolhost_eval::suite::load_task(path).map_err(|e| usage(e.to_string()))?;
     let tools_dir = self::tools_dir(tools_dir);
-    let task = Task::from_table(golden.table, path, tools_dir.as_deref(), overrides)?;
-    load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
+    let task = if toolhost_eval::is_golden(path) {
+        let golden = toolhost_eval::suite::load_task(path).map_err(|e| usage(e.to_string()))?;
+        Task::from_table(golden.table, path, tools_dir.as_deref(), overrides)?
+    } else {
+        Task::load_with(path, tools_dir.as_deref(), overrides)?
+    };
+    let pinned = recorded_digests(start);
+    load_task(task, &mut |p| load_pinned(rt, p, &pinned).map(Arc::new))
+}
+
+/// The tool digests a run started with (its first record, `start`), by the path (or
+/// reference) its task names each tool with.
+fn recorded_digests(start: &serde_json::Value) -> BTreeMap<String, String> {
+    start["tools"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, t)| Some((t["path"].as_str()?.into(), t["sha256"].as_str()?.into())))
+        .collect()
+}
+
+/// [`load_tool`], except that an `oci://` reference a run started with (`pinned`: as
+/// written → the component digest its journal recorded) is loaded from the store by that
+/// digest when the store holds it: what the run ran, whatever its tag names now, with no
+/// registry. Otherwise the reference is resolved as at the start, and a component other
+/// than the recorded one is refused by the digest check that follows.
+pub fn load_pinned(
+    rt: &Runtime,
+    path: &Path,
+    pinned: &BTreeMap<String, String>,
+) -> Result<Tool, AppError> {
+    let recorded = path
+        .to_str()
+        .filter(|p| toolhost_dist::OciRef::is_oci(p))
+        .and_then(|p| pinned.get(p));
+    if let Some(hex) = recorded
+        && let Some(store) = toolhost_dist::Store::locate(None)
+    {
+        let digest = format!("sha256:{hex}");
+        if store
+            .get(&digest)
+            .map_err(|e| AppError::Load(e.to_string()))?
+            .is_some()
+        {
+            tracing::info!(reference = %path.display(), %digest, "loaded by the digest the run recorded");
+            return rt
+                .load(&store.blob_path(&digest))
+                .map_err(|e| AppError::Load(e.to_string()));
+        }
+    }
+    load_tool(rt, path)
 }
 
 /// The tools directory: `given`, else `TOOLHOST_TOOLS_DIR`.
@@ -186,8 +235,9 @@ pub fn load_task(
         tools.insert(
             name.as_str().into(),
             Entry {
+                // The policy the component carries, if any, narrows its section.
+                policy: loaded.narrow(section),
                 tool: loaded,
-                policy: section.clone(),
             },
         );
     }

@@ -65,7 +65,13 @@ pub fn prepare(rt: &Runtime, request: Request<'_>) -> Result<Replay, AppError> {
     let start = &recorded.records[0].data;
     let task_file = crate::resume::task_file(start, request.task, &run_id)?;
     let tools_dir = crate::load::recorded_tools_dir(request.tools_dir, start, &run_id)?;
-    let mut loaded = load_recorded(rt, &task_file, tools_dir.as_deref(), &Default::default())?;
+    let mut loaded = load_recorded(
+        rt,
+        &task_file,
+        tools_dir.as_deref(),
+        &Default::default(),
+        start,
+    )?;
     let now = crate::journal::digest(&task_file)?;
     let then = start["task"]["sha256"].as_str().unwrap_or_default();
     crate::resume::same("task file", &now.path, &now.sha256, then, &run_id)?;

@@ -135,7 +135,13 @@ pub fn prepare(
     let start = first.records[0].data.clone();
     let task_file = task_file(&start, setup.task, run_id)?;
     let tools_dir = crate::load::recorded_tools_dir(setup.tools_dir, &start, run_id)?;
-    let mut loaded = load_recorded(rt, &task_file, tools_dir.as_deref(), setup.overrides)?;
+    let mut loaded = load_recorded(
+        rt,
+        &task_file,
+        tools_dir.as_deref(),
+        setup.overrides,
+        &start,
+    )?;
     unchanged(&start, &task_file, &loaded, run_id)?;
     let redactor = crate::journal::redactor(setup.redact, &loaded.policy)?;
     loaded.extractor = crate::planner::extractor(&loaded.task)?;

@@ -4,7 +4,8 @@
 //! # Layout
 //!
 //! - [`reference`](mod@reference): `oci://REGISTRY/REPOSITORY[:TAG|@sha256:HEX]` parsed and checked
-//!   ([`OciRef`]); whether a registry is loopback (the only place `--insecure` is allowed).
+//!   ([`OciRef`]); whether a registry is loopback (plain HTTP there without asking, and
+//!   the only place `--insecure` is allowed).
 //! - [`auth`]: credentials from the environment and the Docker config file
 //!   ([`Credentials`]).
 //! - [`registry`]: push and pull in the CNCF Wasm OCI artifact layout over `oci-client`;

@@ -43,7 +43,10 @@ impl OciRef {
                 ));
             }
         }
-        let inner = Reference::try_from(rest).map_err(|e| bad(&e.to_string()))?;
+        let inner = match host.strip_prefix('[') {
+            Some(v6) => ipv6(host, v6, path).map_err(|why| bad(&why))?,
+            None => Reference::try_from(rest).map_err(|e| bad(&e.to_string()))?,
+        };
         if inner.registry() != host {
             return Err(bad(
                 "the registry must be named explicitly (a host with a `.` or a port, or `localhost`)",
@@ -129,6 +132,34 @@ impl fmt::Display for OciRef {
             (None, None) => Ok(()),
         }
     }
+}
+
+/// A reference whose registry is an IPv6 literal (`[::1]:5000`), which the distribution
+/// grammar `oci_client` parses with has no room for: the address is checked here, the
+/// repository, tag and digest by the grammar (under a stand-in registry), and the
+/// reference is made with the registry as written.
+fn ipv6(host: &str, after_bracket: &str, path: &str) -> Result<Reference, String> {
+    let (addr, port) = after_bracket
+        .split_once(']')
+        .ok_or("its IPv6 registry has no closing `]`")?;
+    addr.parse::<std::net::Ipv6Addr>()
+        .map_err(|e| format!("`{addr}` is not an IPv6 address: {e}"))?;
+    if !port.is_empty()
+        && port
+            .strip_prefix(':')
+            .is_none_or(|p| p.parse::<u16>().is_err())
+    {
+        return Err(format!("`{port}` after the IPv6 address is not `:PORT`"));
+    }
+    let parsed = Reference::try_from(format!("localhost/{path}")).map_err(|e| e.to_string())?;
+    let repository = parsed.repository().to_string();
+    Ok(match (parsed.tag(), parsed.digest()) {
+        (Some(tag), Some(digest)) => {
+            Reference::with_tag_and_digest(host.into(), repository, tag.into(), digest.into())
+        }
+        (None, Some(digest)) => Reference::with_digest(host.into(), repository, digest.into()),
+        (tag, None) => Reference::with_tag(host.into(), repository, tag.unwrap_or("latest").into()),
+    })
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ pub const WASM_LAYER: &str = "application/wasm";
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Connect {
-    /// Plain HTTP instead of TLS; allowed for loopback registries only.
+    /// Plain HTTP instead of TLS; allowed for loopback registries only, which get plain
+    /// HTTP without it.
     pub insecure: bool,
     /// The credentials to present.
     pub credentials: Credentials,
@@ -68,8 +69,11 @@ pub(crate) fn client(reference: &OciRef, connect: &Connect) -> Result<Client, Di
             registry: reference.registry().to_string(),
         });
     }
+    // A registry on this machine is spoken to in plain HTTP without asking, as Docker does
+    // for localhost: nothing leaves the machine, and a local registry rarely has a
+    // certificate. Every other registry gets TLS.
     Ok(Client::new(ClientConfig {
-        protocol: if connect.insecure {
+        protocol: if connect.insecure || reference.is_loopback() {
             ClientProtocol::Http
         } else {
             ClientProtocol::Https

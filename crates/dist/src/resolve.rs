@@ -12,7 +12,8 @@ use crate::registry::{self, Connect, Fetched};
 use crate::signature::{self, SignatureLayer};
 use crate::{Credentials, DistError, OciRef, Store};
 
-/// The environment variable that allows plain HTTP to loopback registries for loaders
+/// The environment variable that asks for plain HTTP (allowed, and implied, for loopback
+/// registries only) for loaders
 /// (`1`); the commands' `--insecure` flag is the same for one command.
 pub const INSECURE_ENV: &str = "TOOLHOST_REGISTRY_INSECURE";
 
@@ -87,10 +88,32 @@ impl Resolver {
     }
 
     /// The cosign signatures stored beside `pinned` in its registry (none when it has
-    /// none), blocking like [`Resolver::resolve`].
+    /// none), blocking like [`Resolver::resolve`]. What the registry answers is kept in the
+    /// store; when the registry cannot be reached, the signatures kept last answer.
     pub fn signatures(&self, pinned: &OciRef) -> Result<Vec<SignatureLayer>, DistError> {
+        let digest = pinned.digest().unwrap_or_default().to_string();
         let connect = Connect::new(Credentials::find(pinned.registry())?).insecure(self.insecure);
-        block_on(signature::pull_signatures(pinned, &connect))
+        match block_on(signature::pull_signatures(pinned, &connect)) {
+            Ok(layers) => {
+                // Kept for offline loads only: a store that cannot keep them (full, read
+                // only) costs the next offline load its signatures, never this load.
+                if !layers.is_empty() {
+                    let _ = self.store.put_signatures(&digest, &kept(&layers));
+                }
+                Ok(layers)
+            }
+            Err(e @ DistError::Unreachable { .. }) => match self.store.signatures(&digest)? {
+                Some(bytes) => read_kept(&bytes).map_err(|why| {
+                    DistError::io(
+                        "cannot read store entry",
+                        self.store.root().join("signatures"),
+                        std::io::Error::other(why),
+                    )
+                }),
+                None => Err(e),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     fn resolved(&self, f: Fetched, offline: bool) -> Resolved {
@@ -121,4 +144,36 @@ where
         .join()
         .expect("the registry thread does not panic")
     })
+}
+
+/// Signature layers as the store keeps them: a JSON array of `{payload (base64), signature}`.
+fn kept(layers: &[SignatureLayer]) -> Vec<u8> {
+    use base64::Engine as _;
+    let kept: Vec<serde_json::Value> = layers
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "payload": base64::engine::general_purpose::STANDARD.encode(&l.payload),
+                "signature": l.signature,
+            })
+        })
+        .collect();
+    serde_json::to_vec(&kept).expect("JSON values serialize")
+}
+
+/// The layers [`kept`] wrote.
+fn read_kept(bytes: &[u8]) -> Result<Vec<SignatureLayer>, String> {
+    use base64::Engine as _;
+    let kept: Vec<serde_json::Value> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    kept.iter()
+        .map(|k| {
+            let payload = base64::engine::general_purpose::STANDARD
+                .decode(k["payload"].as_str().unwrap_or_default())
+                .map_err(|e| format!("a kept payload is not base64: {e}"))?;
+            Ok(SignatureLayer {
+                payload,
+                signature: k["signature"].as_str().unwrap_or_default().to_string(),
+            })
+        })
+        .collect()
 }

@@ -5,7 +5,12 @@
 //! ```text
 //! STORE/blobs/sha256/HEX                 a manifest or a component, 0600
 //! STORE/tags/REGISTRY/REPOSITORY/TAG     the manifest digest the tag had when last pulled
+//! STORE/signatures/sha256/HEX.json       the cosign signatures of manifest HEX, as last read
 //! ```
+//!
+//! Signatures are kept so that a component whose policy requires a signature loads offline
+//! once pulled; they are checked against the policy's keys on every load, so a kept
+//! signature vouches for nothing by being kept.
 //!
 //! Directories are 0700. Writes go to a temporary file in the same directory, synced,
 //! then renamed over the name, so a reader never sees half a file.
@@ -95,6 +100,29 @@ impl Store {
             });
         }
         Ok(Some(bytes))
+    }
+
+    /// Keeps `kept`, the cosign signatures of manifest `digest` (`sha256:HEX`) as
+    /// `resolve` writes them.
+    pub fn put_signatures(&self, digest: &str, kept: &[u8]) -> Result<(), DistError> {
+        write_atomic(&self.signatures_path(digest), kept)
+    }
+
+    /// The signatures of manifest `digest` last kept; `None` when none were.
+    pub fn signatures(&self, digest: &str) -> Result<Option<Vec<u8>>, DistError> {
+        let path = self.signatures_path(digest);
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(DistError::io("cannot read store entry", path, e)),
+        }
+    }
+
+    fn signatures_path(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        self.root
+            .join("signatures/sha256")
+            .join(format!("{hex}.json"))
     }
 
     /// Records that `reference`'s tag pointed at manifest `digest`.

@@ -21,7 +21,8 @@
 //! timeout_ms = 2000
 //!
 //! [tools.fetch]
-//! component = "tools/http.wasm"   # optional: the component this section is for
+//! component = "tools/http.wasm"   # optional: the component this section is for (a file,
+//!                                 # or oci://REGISTRY/REPO[:TAG|@sha256:HEX])
 //! operations = ["get-text"]       # optional: default all
 //! sensitive = true                # the engine asks for approval first
 //! ask = true                      # may ask the user through toolhost:host/ask
@@ -56,6 +57,8 @@
 //!
 //! - `policy`: [`Policy`], reading and checking a whole file, finding a component's section.
 //! - `tool`: [`ToolPolicy`], one `[tools.NAME]` section checked part by part.
+//! - `declared`: [`Declared`], the policy a component carries (`toolhost:policy`), which
+//!   can only narrow its section ([`ToolPolicy::narrowed_by`]).
 //! - `raw`: the file as written (serde, `deny_unknown_fields`, spans kept): [`EnvValue`],
 //!   [`ApprovalMode`].
 //! - `error`: [`PolicyError`] and [`Located`], a problem located by line and column with
@@ -73,6 +76,7 @@
 //! - `settable`: the macro that gives a configuration struct a setter per field (also used
 //!   by `toolhost-runtime`).
 
+mod declared;
 mod error;
 pub mod flow;
 pub mod grants;
@@ -87,13 +91,18 @@ mod tests;
 mod tool;
 pub mod trust;
 
+pub use self::declared::{Declared, SECTION as DECLARED_SECTION};
 pub use self::error::{Located, PolicyError};
 pub use self::flow::{Flow, Trust};
 pub use self::grants::{Capabilities, FileGrant, GrantKind, NetworkGrants, env_grant, file_grant};
 pub use self::limits::Limits;
-pub use self::names::{OperationName, PoolName, ToolName};
-pub use self::policy::{Policy, VERSION};
+pub use self::names::{OperationName, PoolName, ToolName, check_tool_name};
+pub use self::policy::{Policy, VERSION, component_name};
 pub use self::raw::{ApprovalMode, EnvValue};
 pub use self::suggest::did_you_mean;
 pub use self::tool::ToolPolicy;
 pub use self::trust::{SignatureRule, TrustedKey};
+
+/// The scheme of a component reference in a registry (`oci://REGISTRY/REPOSITORY:TAG`):
+/// a section's `component` that starts with it is kept as written, not resolved as a file.
+pub const OCI_SCHEME: &str = "oci://";

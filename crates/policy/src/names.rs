@@ -113,7 +113,7 @@ impl FromStr for PoolName {
 }
 
 /// Tool names in a policy: lower-case letters, digits, `-` and `_`, starting with a letter.
-pub(crate) fn check_tool_name(name: &str) -> Result<(), String> {
+pub fn check_tool_name(name: &str) -> Result<(), String> {
     if well_formed(name) {
         Ok(())
     } else {

@@ -138,7 +138,21 @@ impl Policy {
 
     /// The section for the component at `path`: the one whose `component` is that file,
     /// else the one named after the file stem (if it names no other component).
+    ///
+    /// For an `oci://` reference: the section whose `component` is that reference, else the
+    /// one named after the repository's last segment (`oci://r/acme/calc:1.0` → `calc`).
     pub fn section_for(&self, path: &Path) -> Option<&ToolPolicy> {
+        if let Some(reference) = path.to_str().filter(|p| p.starts_with(crate::OCI_SCHEME)) {
+            if let Some(t) = self
+                .tools
+                .values()
+                .find(|t| t.component.as_deref() == Some(path))
+            {
+                return Some(t);
+            }
+            let name = component_name(Path::new(reference))?;
+            return self.tools.get(name).filter(|t| t.component.is_none());
+        }
         let canonical = std::fs::canonicalize(path).ok();
         if let Some(c) = &canonical
             && let Some(t) = self
@@ -151,4 +165,21 @@ impl Policy {
         let stem = path.file_stem()?.to_str()?;
         self.tools.get(stem).filter(|t| t.component.is_none())
     }
+}
+
+/// The section name a component stands for when no section names it: a file's stem
+/// (`tools/calc.wasm` → `calc`), an `oci://` reference's last repository segment without
+/// the tag or digest (`oci://r:5000/acme/calc@sha256:…` → `calc`).
+pub fn component_name(path: &Path) -> Option<&str> {
+    let Some(rest) = path
+        .to_str()
+        .and_then(|p| p.strip_prefix(crate::OCI_SCHEME))
+    else {
+        return path.file_stem()?.to_str();
+    };
+    let repository = rest.split('@').next()?;
+    let last = repository.rsplit('/').next()?;
+    // A `:` in the last segment starts the tag (a registry's port is in an earlier one).
+    let name = last.split(':').next()?;
+    (!name.is_empty() && repository.contains('/')).then_some(name)
 }

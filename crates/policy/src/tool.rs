@@ -20,7 +20,8 @@ use crate::trust::SignatureRule;
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolPolicy {
     pub name: String,
-    /// If set, the section applies only to this component file (canonical path).
+    /// If set, the section applies only to this component: a file (canonical path) or an
+    /// `oci://` reference, kept as written.
     pub component: Option<PathBuf>,
     /// If set, the component's SHA-256 (hex) must be this.
     pub sha256: Option<String>,
@@ -154,7 +155,8 @@ pub(crate) fn tool_policy(
     })
 }
 
-/// The component file the section is for, canonical, if it names one.
+/// The component file the section is for, canonical, if it names one; an `oci://`
+/// reference is kept as written (the loader resolves it to a digest when it loads it).
 fn component(
     written: Option<&Spanned<String>>,
     base: &Path,
@@ -162,6 +164,19 @@ fn component(
     problems: &mut Problems,
 ) -> Option<PathBuf> {
     let c = written?;
+    if let Some(rest) = c.get_ref().strip_prefix(crate::OCI_SCHEME) {
+        if rest.is_empty() || rest.contains(char::is_whitespace) {
+            problems.push(at(
+                c.span(),
+                format!(
+                    "component `{}` is not an OCI reference: expected oci://REGISTRY/REPOSITORY[:TAG|@sha256:HEX]",
+                    c.get_ref()
+                ),
+            ));
+            return None;
+        }
+        return Some(PathBuf::from(c.get_ref()));
+    }
     problems.take(std::fs::canonicalize(base.join(c.get_ref())).map_err(|e| {
         at(
             c.span(),
@@ -332,7 +347,11 @@ fn tasks(
 
 /// Parses each string; an error points at the string that failed, and the rest are
 /// still parsed.
-fn parse_each<T>(items: &[Spanned<String>], at: &At<'_>, problems: &mut Problems) -> Vec<T>
+pub(crate) fn parse_each<T>(
+    items: &[Spanned<String>],
+    at: &At<'_>,
+    problems: &mut Problems,
+) -> Vec<T>
 where
     T: std::str::FromStr,
     T::Err: std::fmt::Display,

@@ -3,9 +3,12 @@
 //! Order of preference: a top-level `toolhost:docs` custom section (written by
 //! `toolhost tool pack`), then one inside a nested core module (written by the SDK's
 //! `tool!` macro), then a sidecar next to the file: `NAME.wit` (a file or a directory).
+//! The policy a component carries (`toolhost:policy`, top level only) is read in the
+//! same pass.
 
 use std::path::{Path, PathBuf};
 
+use toolhost_policy::{DECLARED_SECTION, Declared};
 use toolhost_wit_docs::{DocMap, SECTION};
 use wasmparser::{Parser, Payload};
 
@@ -20,10 +23,17 @@ pub enum DocsSource {
     None,
 }
 
-/// Returns the docs embedded in `bytes`, if any.
-pub fn embedded(path: &Path, bytes: &[u8]) -> Result<Option<DocMap>, LoadError> {
+/// The custom sections a component carries for the host, found in one pass.
+struct Carried<'a> {
+    docs: Option<&'a [u8]>,
+    /// The component's own policy: a top-level `toolhost:policy` section only.
+    policy: Option<&'a [u8]>,
+}
+
+fn carried<'a>(path: &Path, bytes: &'a [u8]) -> Result<Carried<'a>, LoadError> {
     let mut top: Option<&[u8]> = None;
     let mut nested: Option<&[u8]> = None;
+    let mut policy: Option<&[u8]> = None;
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| LoadError::NotComponent {
@@ -40,17 +50,54 @@ pub fn embedded(path: &Path, bytes: &[u8]) -> Result<Option<DocMap>, LoadError> 
                     nested = Some(c.data());
                 }
             }
+            Payload::CustomSection(c) if c.name() == DECLARED_SECTION && depth == 0 => {
+                policy = Some(c.data());
+            }
             _ => {}
         }
     }
-    top.or(nested)
+    Ok(Carried {
+        docs: top.or(nested),
+        policy,
+    })
+}
+
+/// Returns the docs embedded in `bytes`, if any.
+pub fn embedded(path: &Path, bytes: &[u8]) -> Result<Option<DocMap>, LoadError> {
+    Ok(embedded_with_policy(path, bytes)?.0)
+}
+
+/// The docs and the policy `bytes` carry, each if any; a policy that cannot be read is
+/// an error naming the component and every problem in it.
+pub fn embedded_with_policy(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(Option<DocMap>, Option<Declared>), LoadError> {
+    let found = carried(path, bytes)?;
+    let docs = found
+        .docs
         .map(|data| {
             DocMap::from_json(data).map_err(|e| LoadError::Docs {
                 path: path.display().to_string(),
                 reason: format!("embedded `{SECTION}` section: {e}"),
             })
         })
-        .transpose()
+        .transpose()?;
+    let policy = found
+        .policy
+        .map(|data| {
+            let origin = format!("{} (its `{DECLARED_SECTION}` section)", path.display());
+            let text = std::str::from_utf8(data).map_err(|e| LoadError::Policy {
+                path: path.display().to_string(),
+                reason: format!("its `{DECLARED_SECTION}` section is not UTF-8: {e}"),
+            })?;
+            Declared::parse(&origin, text).map_err(|e| LoadError::Policy {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()?;
+    Ok((docs, policy))
 }
 
 /// The sidecar WIT path for a component path: `dir/NAME.wasm` → `dir/NAME.wit`.
@@ -58,10 +105,15 @@ pub(crate) fn sidecar_path(path: &Path) -> PathBuf {
     path.with_extension("wit")
 }
 
-/// Reads docs for the tool at `path`: embedded first, then the sidecar.
-pub fn find(path: &Path, bytes: &[u8]) -> Result<(Option<DocMap>, DocsSource), LoadError> {
-    if let Some(map) = embedded(path, bytes)? {
-        return Ok((Some(map), DocsSource::Embedded));
+/// A tool's docs, where they came from, and the policy its component carries.
+pub type Found = (Option<DocMap>, DocsSource, Option<Declared>);
+
+/// Reads docs for the tool at `path`: embedded first, then the sidecar; and the policy its
+/// component carries, if any.
+pub fn find(path: &Path, bytes: &[u8]) -> Result<Found, LoadError> {
+    let (embedded, declared) = embedded_with_policy(path, bytes)?;
+    if let Some(map) = embedded {
+        return Ok((Some(map), DocsSource::Embedded, declared));
     }
     let side = sidecar_path(path);
     if side.exists() {
@@ -69,7 +121,7 @@ pub fn find(path: &Path, bytes: &[u8]) -> Result<(Option<DocMap>, DocsSource), L
             path: side.display().to_string(),
             reason: e.to_string(),
         })?;
-        return Ok((Some(map), DocsSource::Sidecar(side)));
+        return Ok((Some(map), DocsSource::Sidecar(side), declared));
     }
-    Ok((None, DocsSource::None))
+    Ok((None, DocsSource::None, declared))
 }

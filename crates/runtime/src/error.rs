@@ -36,6 +36,10 @@ pub enum LoadError {
     Link { path: String, reason: String },
     #[error("docs of `{path}`: {reason}")]
     Docs { path: String, reason: String },
+    /// The policy a component carries (`toolhost:policy`) cannot be read: the component
+    /// is refused rather than run with the operator's grants alone.
+    #[error("component `{path}` carries a policy that cannot be used: {reason}")]
+    Policy { path: String, reason: String },
     #[error("cannot set up the engine: {0}")]
     Engine(String),
     /// The compiled cache's directory or key is one the host refuses to trust.

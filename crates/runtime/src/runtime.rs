@@ -280,7 +280,7 @@ impl Runtime {
         linker: &Linker<HostState>,
     ) -> Result<Tool, LoadError> {
         let shown = || path.display().to_string();
-        let (docs, docs_source) = docs::find(path, bytes)?;
+        let (docs, docs_source, declared) = docs::find(path, bytes)?;
         let operations = tool::operations(&self.engine, &component, docs.as_ref())?;
         let ty = component.component_type();
         let imports: Vec<String> = ty
@@ -312,6 +312,7 @@ impl Runtime {
             unsatisfied_imports: unsatisfied,
             docs,
             docs_source,
+            declared,
             compiled,
             pre,
         })

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use toolhost_policy::{Declared, ToolPolicy};
 use toolhost_wit_docs::DocMap;
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
@@ -68,6 +69,9 @@ pub struct Tool {
     pub unsatisfied_imports: Option<String>,
     pub docs: Option<DocMap>,
     pub docs_source: DocsSource,
+    /// The policy the component carries (`toolhost:policy`, `toolhost tool pack
+    /// --policy`): it can only narrow the operator's section ([`Tool::narrow`]).
+    pub declared: Option<Declared>,
     pub compiled: Compiled,
     pub(crate) pre: InstancePre<HostState>,
 }
@@ -86,6 +90,15 @@ impl std::fmt::Debug for Tool {
 }
 
 impl Tool {
+    /// The operator's `section` for this tool, narrowed by the policy the component
+    /// carries, if it carries one: what every call of it runs under.
+    pub fn narrow(&self, section: &ToolPolicy) -> ToolPolicy {
+        match &self.declared {
+            Some(d) => section.narrowed_by(d),
+            None => section.clone(),
+        }
+    }
+
     /// The operation called `name`, if the tool has one.
     pub fn operation(&self, name: &str) -> Option<&Operation> {
         self.operations.iter().find(|o| o.name == name)

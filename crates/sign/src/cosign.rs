@@ -3,11 +3,13 @@
 //! cipher (NaCl secretbox, XSalsa20-Poly1305, a nonce) and holding the sealed PKCS#8 key.
 //! The format is sigstore's `pkg/cryptoutils` (`EncryptedSigstorePrivateKey`); other
 //! parameters are refused, as cosign refuses them (an attacker's N would cost minutes).
+//! [`encrypt`] seals a key the same way (N = 2^15, as `cosign generate-key-pair`).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use poly1305::Poly1305;
 use poly1305::universal_hash::KeyInit;
+use ring::rand::{SecureRandom, SystemRandom};
 use salsa20::XSalsa20;
 use salsa20::cipher::{KeyIvInit, StreamCipher};
 use serde::Deserialize;
@@ -109,4 +111,47 @@ fn secretbox_open(key: &[u8; 32], nonce: &[u8; 24], sealed: &[u8]) -> Option<Vec
     let mut message = ciphertext.to_vec();
     stream.apply_keystream(&mut message);
     Some(message)
+}
+
+/// `pkcs8` sealed as cosign seals a private key: scrypt (N = 2^15, r = 8, p = 1, a random
+/// 32-byte salt) derives the key of a NaCl secretbox (a random 24-byte nonce); the JSON
+/// is the PEM block's body.
+pub(crate) fn encrypt(pkcs8: &[u8], password: &[u8]) -> Result<Vec<u8>, SignError> {
+    let rng = SystemRandom::new();
+    let mut salt = [0u8; 32];
+    let mut nonce = [0u8; 24];
+    rng.fill(&mut salt)
+        .and_then(|()| rng.fill(&mut nonce))
+        .map_err(|_| SignError::PrivateKey {
+            what: "a new key".into(),
+            reason: "the system's random source failed".into(),
+        })?;
+    let params = scrypt::Params::new(15, 8, 1, 32).expect("cosign's parameters are valid");
+    let mut key = [0u8; 32];
+    scrypt::scrypt(password, &salt, &params, &mut key).expect("32 bytes is a valid length");
+    let sealed = secretbox_seal(&key, &nonce, pkcs8);
+    Ok(serde_json::to_vec(&serde_json::json!({
+        "kdf": {
+            "name": "scrypt",
+            "params": {"N": 32768, "r": 8, "p": 1},
+            "salt": STANDARD.encode(salt),
+        },
+        "cipher": {"name": "nacl/secretbox", "nonce": STANDARD.encode(nonce)},
+        "ciphertext": STANDARD.encode(sealed),
+    }))
+    .expect("JSON values serialize"))
+}
+
+/// NaCl's `crypto_secretbox` (XSalsa20-Poly1305): the 16-byte Poly1305 tag, then the
+/// ciphertext ([`secretbox_open`] reverses it).
+fn secretbox_seal(key: &[u8; 32], nonce: &[u8; 24], message: &[u8]) -> Vec<u8> {
+    let mut stream = XSalsa20::new(key.into(), nonce.into());
+    let mut mac_key = [0u8; 32];
+    stream.apply_keystream(&mut mac_key);
+    let mut ciphertext = message.to_vec();
+    stream.apply_keystream(&mut ciphertext);
+    let tag = Poly1305::new(&mac_key.into()).compute_unpadded(&ciphertext);
+    let mut sealed = tag.to_vec();
+    sealed.extend_from_slice(&ciphertext);
+    sealed
 }

@@ -147,6 +147,14 @@ impl SecretKey {
         pem::encode(&self.pkcs8, "PRIVATE KEY")
     }
 
+    /// The key sealed with `password` as cosign seals it: an `ENCRYPTED SIGSTORE PRIVATE
+    /// KEY` block that `cosign sign --key` (with `COSIGN_PASSWORD`) and [`SecretKey::from_pem`]
+    /// open.
+    pub fn to_encrypted_pem(&self, password: &[u8]) -> Result<String, SignError> {
+        let sealed = cosign::encrypt(&self.pkcs8, password)?;
+        Ok(pem::encode(&sealed, "ENCRYPTED SIGSTORE PRIVATE KEY"))
+    }
+
     /// The matching public key.
     pub fn public(&self) -> PublicKey {
         let mut spki = SPKI_P256_PREFIX.to_vec();

@@ -67,6 +67,22 @@ fn a_generated_key_round_trips_through_pem() {
     assert_eq!(public.key_id(), key.public().key_id());
 }
 
+/// A key sealed as cosign seals one opens with its password only; the sealed block is
+/// cosign's format (the same reader opens cosign's own vector above).
+#[test]
+fn a_generated_key_sealed_with_a_password_opens_with_it_only() {
+    let key = SecretKey::generate().unwrap();
+    let sealed = key.to_encrypted_pem(b"correct horse").unwrap();
+    assert!(sealed.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n"));
+    assert!(!sealed.contains(&key.to_pem()));
+    let opened = SecretKey::from_pem(&sealed, b"correct horse", "k.key").unwrap();
+    assert_eq!(opened.public(), key.public());
+    let wrong = SecretKey::from_pem(&sealed, b"battery staple", "k.key").unwrap_err();
+    assert!(wrong.to_string().contains("wrong password"), "{wrong}");
+    // Each sealing draws its own salt and nonce.
+    assert_ne!(sealed, key.to_encrypted_pem(b"correct horse").unwrap());
+}
+
 #[test]
 fn what_is_not_a_p256_key_is_named() {
     let rsa = "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAvM/dHoi6nSy7hbKHLYUr\n-----END PUBLIC KEY-----\n";

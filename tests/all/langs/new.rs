@@ -50,7 +50,9 @@ fn scaffold_builds_and_passes_its_test(lang: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("tool");
     let name = format!("say-hi-{lang}");
-    let out = cli([
+    // Rust: the checkout's SDK, patched over the crates.io release the scaffold names.
+    let sdk = root().join("tool-sdk");
+    let mut args = vec![
         "new",
         "tool",
         &name,
@@ -58,7 +60,11 @@ fn scaffold_builds_and_passes_its_test(lang: &str) {
         lang,
         "--dir",
         dir.to_str().unwrap(),
-    ]);
+    ];
+    if lang == "rust" {
+        args.extend(["--sdk", sdk.to_str().unwrap()]);
+    }
+    let out = cli(args);
     assert_eq!(out.code, 0, "{out:?}");
     for file in [
         "wit/say-hi-{lang}.wit",
@@ -106,6 +112,78 @@ fn scaffold_builds_and_passes_its_test(lang: &str) {
 #[test]
 fn rust_scaffold_builds_and_passes_its_test() {
     scaffold_builds_and_passes_its_test("rust");
+}
+
+/// The Rust scaffold depends on the SDK release of this toolhost's version and names no
+/// checkout path unless `--sdk` gives one: a checkout's `tool-sdk` or the SDK's crates as
+/// `cargo package` unpacks them; anything else is refused, naming the layouts it takes.
+#[test]
+fn the_rust_scaffold_depends_on_the_sdk_release_and_sdk_patches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let new = |dir: &str, sdk: Option<&Path>| {
+        let dir = tmp.path().join(dir);
+        let mut args = vec![
+            "new",
+            "tool",
+            "hello",
+            "--lang",
+            "rust",
+            "--dir",
+            dir.to_str().unwrap(),
+        ];
+        if let Some(sdk) = sdk {
+            args.extend(["--sdk", sdk.to_str().unwrap()]);
+        }
+        (cli(args), dir)
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    let (out, dir) = new("plain", None);
+    assert_eq!(out.code, 0, "{out:?}");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("toolhost-sdk = \"{version}\"")),
+        "{manifest}"
+    );
+    let checkout = root().display().to_string();
+    assert!(
+        !manifest.contains("path =")
+            && !manifest.contains("[patch")
+            && !manifest.contains(&checkout),
+        "{manifest}"
+    );
+
+    // Packages side by side, as `cargo package` unpacks them.
+    let packages = tmp.path().join("packages");
+    for (name, from) in [
+        ("toolhost-sdk", "tool-sdk"),
+        ("toolhost-sdk-macro", "tool-sdk/macro"),
+        ("toolhost-wit-docs", "tool-sdk/wit-docs"),
+    ] {
+        let to = packages.join(format!("{name}-{version}"));
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(root().join(from).join("Cargo.toml"), to.join("Cargo.toml")).unwrap();
+    }
+    let (out, dir) = new("packaged", Some(&packages));
+    assert_eq!(out.code, 0, "{out:?}");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let packages = packages.canonicalize().unwrap();
+    for name in ["toolhost-sdk", "toolhost-sdk-macro", "toolhost-wit-docs"] {
+        let line = format!(
+            "{name} = {{ path = \"{}\" }}",
+            packages.join(format!("{name}-{version}")).display()
+        );
+        assert!(manifest.contains(&line), "no `{line}` in\n{manifest}");
+    }
+    assert!(manifest.contains("[patch.crates-io]"), "{manifest}");
+
+    let (out, _) = new("nowhere", Some(tmp.path()));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("no toolhost SDK in")
+            && out.stderr.contains(&format!("toolhost-sdk-{version}")),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -3,9 +3,12 @@
 //! binary: push, pull by tag and digest, the Wasm OCI layout on the wire, two tools in one
 //! repository, a tampered blob and a corrupted store entry refused, a missing tag's error,
 //! basic auth (right, wrong and missing credentials; environment and Docker config), and a
-//! task that runs offline from the store once its tool was pulled. Signatures the policy
-//! requires are `sign.rs`.
+//! task that runs offline from the store once its tool was pulled, a registry on IPv6
+//! loopback. Signatures the policy requires are `sign.rs`; `toolhost mcp` serving
+//! components by reference is `mcp.rs`.
 
+mod install;
+mod mcp;
 mod registry;
 mod sign;
 
@@ -46,6 +49,7 @@ fn toolhost(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
         .env_remove("TOOLHOST_REGISTRY_USERNAME")
         .env_remove("TOOLHOST_REGISTRY_PASSWORD")
         .env_remove("TOOLHOST_REGISTRY_INSECURE")
+        .env_remove("COSIGN_PASSWORD")
         .env("HOME", home)
         .env("DOCKER_CONFIG", home.join("docker"))
         .env("TOOLHOST_STATE_DIR", home.join("state"))
@@ -61,20 +65,35 @@ fn toolhost(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
 }
 
 fn push(home: &Path, tool: &str, reference: &str, env: &[(&str, &str)]) -> Out {
-    toolhost(
-        home,
-        &["tool", "push", path(tool), reference, "--insecure"],
-        env,
-    )
+    toolhost(home, &["tool", "push", path(tool), reference], env)
 }
 
 fn pull(home: &Path, reference: &str, output: &Path) -> Out {
     let output = output.to_str().unwrap();
-    toolhost(
+    toolhost(home, &["tool", "pull", reference, "-o", output], &[])
+}
+
+/// A registry for `test`, a home for the binary, and `calc` pushed as `REPO:1.0`.
+struct Pushed {
+    reg: registry::Registry,
+    home: tempfile::TempDir,
+    tag: String,
+    out: Out,
+}
+
+/// [`Pushed`]; `None` when the registry is skipped.
+fn calc_pushed(test: &str, repo: &str) -> Option<Pushed> {
+    let reg = registry::start(test, None)?;
+    let home = tempfile::tempdir().unwrap();
+    let tag = format!("{}:1.0", reg.reference(repo));
+    let out = push(home.path(), "calc", &tag, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    Some(Pushed {
+        reg,
         home,
-        &["tool", "pull", reference, "--insecure", "-o", output],
-        &[],
-    )
+        tag,
+        out,
+    })
 }
 
 fn mode(p: &Path) -> u32 {
@@ -111,6 +130,41 @@ fn push_then_pull_by_tag_and_by_digest() {
     let by_digest = pull(home, &pinned, &home.join("again.wasm"));
     assert_eq!(by_digest.code, 0, "{by_digest:?}");
     assert_eq!(std::fs::read(home.join("again.wasm")).unwrap(), calc);
+}
+
+/// A registry on IPv6 loopback, named with its address in brackets, is reached over plain
+/// HTTP without `--insecure`, like any loopback registry; a tool loads from it by digest.
+#[test]
+fn an_ipv6_loopback_registry_needs_no_insecure() {
+    let Some(reg) = registry::start_at("an_ipv6_loopback_registry_needs_no_insecure", None, "::1")
+    else {
+        return;
+    };
+    assert!(reg.addr.starts_with("[::1]:"), "{}", reg.addr);
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let tag = format!("{}:1.0", reg.reference("tools/calc"));
+    let pushed = push(home, "calc", &tag, &[]);
+    assert_eq!(pushed.code, 0, "{pushed:?}");
+    let pinned = pushed.field("pinned");
+    assert!(pinned.starts_with("oci://[::1]:"), "{pinned}");
+    let fresh = tempfile::tempdir().unwrap();
+    let pulled = pull(fresh.path(), &tag, &fresh.path().join("calc.wasm"));
+    assert_eq!(pulled.code, 0, "{pulled:?}");
+    assert_eq!(
+        std::fs::read(fresh.path().join("calc.wasm")).unwrap(),
+        std::fs::read(path("calc")).unwrap()
+    );
+    let call = [
+        "tool",
+        "call",
+        &pinned,
+        "eval",
+        "--args",
+        r#"{"expression":"6*7"}"#,
+    ];
+    let out = toolhost(fresh.path(), &call, &[]);
+    assert_eq!((out.code, out.stdout.trim()), (0, "42"), "{out:?}");
 }
 
 /// What is on the wire is the CNCF Wasm OCI artifact layout that wkg, Wassette and Spin
@@ -288,8 +342,8 @@ fn a_task_runs_from_the_store_offline() {
     let pinned = pushed.field("pinned");
     let policy = toolhost_tests::root().join("examples/tasks/policy.toml");
     let task = calc_task(home, &policy.display().to_string(), &tag);
-    let insecure = [("TOOLHOST_REGISTRY_INSECURE", "1")];
-    let run = |home: &Path| toolhost(home, &["run", task.to_str().unwrap(), "--json"], &insecure);
+    // A loopback registry: plain HTTP without TOOLHOST_REGISTRY_INSECURE.
+    let run = |home: &Path| toolhost(home, &["run", task.to_str().unwrap(), "--json"], &[]);
     let online = run(home);
     assert_eq!(online.code, 0, "{online:?}");
     let doc: serde_json::Value = serde_json::from_str(&online.stdout).unwrap();
@@ -322,6 +376,39 @@ fn a_task_runs_from_the_store_offline() {
             && out.stderr.contains(&component),
         "{}",
         out.stderr
+    );
+}
+
+/// A run is carried on with the component it ran, by the digest its journal recorded:
+/// after the tag moved to other bytes (and with the registry gone), `replay` loads the
+/// recorded component from the store, and finds no divergence.
+#[test]
+fn replay_uses_the_recorded_digest_not_where_the_tag_moved() {
+    let Some(Pushed { reg, home, tag, .. }) =
+        calc_pushed("replay_uses_the_recorded_digest", "tools/calc")
+    else {
+        return;
+    };
+    let home = home.path();
+    let policy = toolhost_tests::root().join("examples/tasks/policy.toml");
+    let task = calc_task(home, &policy.display().to_string(), &tag);
+    let run = toolhost(home, &["run", task.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let id = doc["journal"]["run"].as_str().unwrap().to_string();
+
+    // The tag now names another component, and the store knows it (a pull).
+    let moved = push(home, "fs", &tag, &[]);
+    assert_eq!(moved.code, 0, "{moved:?}");
+    let again = pull(home, &tag, &home.join("moved.wasm"));
+    assert_eq!(again.code, 0, "{again:?}");
+    drop(reg);
+
+    let replay = toolhost(home, &["replay", &id], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+    assert!(
+        replay.stdout.contains("replay: no divergence"),
+        "{replay:?}"
     );
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 pub struct Registry {
     child: Child,
-    /// `127.0.0.1:PORT`
+    /// `127.0.0.1:PORT` or `[::1]:PORT`
     pub addr: String,
     dir: tempfile::TempDir,
 }
@@ -26,7 +26,7 @@ impl Drop for Registry {
 }
 
 impl Registry {
-    /// `oci://127.0.0.1:PORT/REPO`
+    /// `oci://127.0.0.1:PORT/REPO` (or `oci://[::1]:PORT/REPO`)
     pub fn reference(&self, repo: &str) -> String {
         format!("oci://{}/{repo}", self.addr)
     }
@@ -44,9 +44,14 @@ fn binary() -> PathBuf {
     toolhost_tests::root().join("target/registry/root/usr/bin/docker-registry")
 }
 
-/// A registry for `test`, with basic auth for `user:password` when given; `None` (after
-/// saying so) when `TOOLHOST_SKIP_REGISTRY=1`.
+/// A registry for `test` on 127.0.0.1, with basic auth for `user:password` when given;
+/// `None` (after saying so) when `TOOLHOST_SKIP_REGISTRY=1`.
 pub fn start(test: &str, basic: Option<(&str, &str)>) -> Option<Registry> {
+    start_at(test, basic, "127.0.0.1")
+}
+
+/// A registry for `test` on loopback address `ip` (`127.0.0.1`, `::1`), as [`start`].
+pub fn start_at(test: &str, basic: Option<(&str, &str)>, ip: &str) -> Option<Registry> {
     if std::env::var_os("TOOLHOST_SKIP_REGISTRY").is_some_and(|v| v == "1") {
         eprintln!("TOOLHOST_SKIP_REGISTRY=1: skipping `{test}`, which needs a registry");
         return None;
@@ -58,7 +63,7 @@ pub fn start(test: &str, basic: Option<(&str, &str)>) -> Option<Registry> {
         bin.display()
     );
     for _ in 0..5 {
-        let mut registry = spawn(&bin, basic);
+        let mut registry = spawn(&bin, basic, ip);
         if wait_ready(&mut registry) {
             return Some(registry);
         }
@@ -70,8 +75,8 @@ pub fn start(test: &str, basic: Option<(&str, &str)>) -> Option<Registry> {
     )
 }
 
-/// Starts the registry `bin` in a fresh directory on a free port.
-fn spawn(bin: &Path, basic: Option<(&str, &str)>) -> Registry {
+/// Starts the registry `bin` in a fresh directory on a free port of `ip`.
+fn spawn(bin: &Path, basic: Option<(&str, &str)>, ip: &str) -> Registry {
     let dir = tempfile::tempdir().unwrap();
     let auth = match basic {
         Some((user, password)) => {
@@ -85,18 +90,22 @@ fn spawn(bin: &Path, basic: Option<(&str, &str)>) -> Registry {
         }
         None => String::new(),
     };
-    let port = TcpListener::bind("127.0.0.1:0")
+    let host = match ip.contains(':') {
+        true => format!("[{ip}]"),
+        false => ip.to_string(),
+    };
+    let port = TcpListener::bind(format!("{host}:0"))
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = format!("{host}:{port}");
     let config = dir.path().join("config.yml");
     let storage = dir.path().join("storage");
     std::fs::write(
         &config,
         format!(
-            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n  secret: toolhost-test\n{auth}",
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: \"{addr}\"\n  secret: toolhost-test\n{auth}",
             storage.display()
         ),
     )

@@ -5,20 +5,21 @@
 //! one with the signer in the journal, `journal show` and the report. Cosign's own
 //! vectors (`crates/sign/tests/cosign/`) verify through `tool verify`.
 
+use base64::Engine as _;
 use std::path::{Path, PathBuf};
 
 use super::{Out, push, registry, toolhost};
 use toolhost_tests::{path, root};
 
 /// `toolhost tool keygen HOME/NAME`: the key id.
-fn keygen(home: &Path, name: &str) -> String {
+pub(super) fn keygen(home: &Path, name: &str) -> String {
     let key = home.join(name);
     let out = toolhost(home, &["tool", "keygen", key.to_str().unwrap()], &[]);
     assert_eq!(out.code, 0, "{out:?}");
     out.field("key id")
 }
 
-fn sign(home: &Path, target: &str, key: &str) -> Out {
+pub(super) fn sign(home: &Path, target: &str, key: &str) -> Out {
     let key = home.join(format!("{key}.key"));
     let args = [
         "tool",
@@ -386,4 +387,108 @@ fn journals(dir: &Path) -> Vec<String> {
         }
     }
     found
+}
+
+/// `keygen --encrypt` seals the private key as cosign does, with `COSIGN_PASSWORD`; `sign`
+/// opens it with that password only; without a password `--encrypt` is refused.
+#[test]
+fn keygen_encrypt_seals_the_key_with_cosign_password() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let key = home.join("sealed");
+    let keygen = |env: &[(&str, &str)]| {
+        toolhost(
+            home,
+            &["tool", "keygen", key.to_str().unwrap(), "--encrypt"],
+            env,
+        )
+    };
+    let unset = keygen(&[]);
+    assert_eq!(unset.code, 2, "{unset:?}");
+    assert!(
+        unset.stderr.contains("COSIGN_PASSWORD, which is not set"),
+        "{}",
+        unset.stderr
+    );
+    let empty = keygen(&[("COSIGN_PASSWORD", "")]);
+    assert_eq!(empty.code, 2, "{empty:?}");
+    assert!(!home.join("sealed.key").exists());
+
+    let made = keygen(&[("COSIGN_PASSWORD", "s3cret")]);
+    assert_eq!(made.code, 0, "{made:?}");
+    let pem = std::fs::read_to_string(home.join("sealed.key")).unwrap();
+    assert!(
+        pem.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----"),
+        "{pem}"
+    );
+    let component = home.join("calc.wasm");
+    std::fs::copy(path("calc"), &component).unwrap();
+    let sealed = home.join("sealed.key");
+    let sign = |password: &str| {
+        let args = [
+            "tool",
+            "sign",
+            component.to_str().unwrap(),
+            "--key",
+            sealed.to_str().unwrap(),
+        ];
+        toolhost(home, &args, &[("COSIGN_PASSWORD", password)])
+    };
+    let wrong = sign("guess");
+    assert_eq!(wrong.code, 2, "{wrong:?}");
+    assert!(wrong.stderr.contains("wrong password"), "{}", wrong.stderr);
+    let right = sign("s3cret");
+    assert_eq!(right.code, 0, "{right:?}");
+    let checked = verify(home, component.to_str().unwrap(), &home.join("sealed.pub"));
+    assert_eq!(checked.code, 0, "{checked:?}");
+    assert_eq!(checked.field("key id"), made.field("key id"));
+}
+
+/// A signed registry component whose policy requires a signature runs offline once pulled:
+/// its signatures are kept in the store and checked again on every load, so one edited in
+/// the store is refused.
+#[test]
+fn a_signed_registry_component_runs_offline_from_the_store() {
+    let Some(super::Pushed {
+        reg,
+        home,
+        tag,
+        out: pushed,
+    }) = super::calc_pushed("a_signed_registry_component_runs_offline", "tools/calc")
+    else {
+        return;
+    };
+    let home = home.path();
+    let release = keygen(home, "release");
+    keygen(home, "other");
+    let (pinned, manifest) = (pushed.field("pinned"), pushed.field("digest"));
+    let digest = sha256(&std::fs::read(path("calc")).unwrap());
+    assert_eq!(sign(home, &tag, "release").code, 0);
+    let task = task(home, &tag, POLICY);
+    let online = run(home, &task);
+    assert_eq!(online.code, 0, "{online:?}");
+
+    drop(reg);
+    let offline = run(home, &task);
+    assert_eq!(offline.code, 0, "{offline:?}");
+    journaled_signer(home, &offline, &digest, &release);
+
+    // A kept signature edited (another payload, the same signature): refused offline.
+    let kept = home
+        .join("store/signatures/sha256")
+        .join(format!("{}.json", &manifest["sha256:".len()..]));
+    let mut layers: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&kept).unwrap()).unwrap();
+    let forged = base64::engine::general_purpose::STANDARD.encode(
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(layers[0]["payload"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+        .replace("tools/calc", "tools/calx"),
+    );
+    layers[0]["payload"] = forged.into();
+    std::fs::write(&kept, serde_json::to_vec(&layers).unwrap()).unwrap();
+    refused(&run(home, &task), &pinned, &digest, "");
 }

@@ -13,6 +13,7 @@ mod lease;
 mod migrate;
 mod partition;
 mod pool_serve;
+mod pool_trust;
 mod pools;
 mod queue;
 mod replay;

@@ -58,7 +58,7 @@ pub(super) fn task(dir: &Path, name: &str, tools: &str, steps: &[String]) -> std
     path
 }
 
-fn pool_worker(t: &TestDb, dir: &Path, pool: &str) -> Child {
+pub(super) fn pool_worker(t: &TestDb, dir: &Path, pool: &str) -> Child {
     let policy = dir.join("pool-policy.toml");
     worker(
         t,
@@ -78,7 +78,7 @@ fn pool_worker(t: &TestDb, dir: &Path, pool: &str) -> Child {
     )
 }
 
-fn plain_worker(t: &TestDb) -> Child {
+pub(super) fn plain_worker(t: &TestDb) -> Child {
     worker(
         t,
         &[

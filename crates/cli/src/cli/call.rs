@@ -150,14 +150,19 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn W
         Plan::Flags(caps, limits) => {
             tokio.block_on(rt.call(&tool, &args.operation, &call_args, caps, limits))
         }
-        Plan::Policy(section, limits, _) => tokio.block_on(Gate::new().call(
-            rt,
-            section,
-            &tool,
-            &args.operation,
-            &call_args,
-            limits,
-        )),
+        Plan::Policy(section, limits, _) => {
+            // The policy the component carries, if any, narrows its section.
+            let section = tool.narrow(section);
+            let limits = limits.capped_by(&section.limits);
+            tokio.block_on(Gate::new().call(
+                rt,
+                &section,
+                &tool,
+                &args.operation,
+                &call_args,
+                &limits,
+            ))
+        }
     };
     let report = &outcome.report;
     if args.json {

@@ -24,6 +24,7 @@ mod database;
 mod eval;
 mod grants;
 mod inspect;
+mod install;
 mod journal;
 mod mcp;
 mod new;
@@ -190,6 +191,7 @@ enum ToolCommand {
     Keygen(sign::KeygenArgs),
     Sign(sign::SignArgs),
     Verify(sign::VerifyArgs),
+    Install(install::InstallArgs),
 }
 
 /// Runs the CLI with `args` (including the program name); returns the exit code.
@@ -281,6 +283,7 @@ fn dispatch(cli: Cli, setup: &RuntimeSetup, out: &mut dyn Write, err: &mut dyn W
             match cmd {
                 ToolCommand::Inspect(args) => inspect::run(&rt, args, out),
                 ToolCommand::Call(args) => call::run(&rt, args, out, err),
+                ToolCommand::Install(args) => install::run(&rt, args, out),
                 ToolCommand::Pack(_)
                 | ToolCommand::Push(_)
                 | ToolCommand::Pull(_)

@@ -25,8 +25,10 @@ pub(crate) struct Args {
     /// The directory to create [default: ./NAME]; it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Rust only: the `tool-sdk` directory of a toolhost checkout [default: the one this
-    /// toolhost was built from].
+    /// Rust only: build against the SDK in DIR instead of crates.io (a `[patch.crates-io]`
+    /// in the scaffold's Cargo.toml): a checkout's `tool-sdk`, or a directory holding the
+    /// SDK's three crates unpacked from `cargo package` (NAME-VERSION) [default: the
+    /// `toolhost-sdk` release of this toolhost's version, from crates.io].
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
 }
@@ -176,18 +178,16 @@ pub(crate) fn run(cmd: NewCommand, out: &mut dyn Write) -> CmdResult {
             ),
         ));
     }
-    let sdk = match args.lang {
-        Lang::Rust => Some(sdk_dir(args.sdk.as_deref())?),
-        _ => None,
+    let patch = match (args.lang, &args.sdk) {
+        (Lang::Rust, Some(dir)) => sdk_patch(dir)?,
+        _ => String::new(),
     };
     let (lang, needs, source) = args.lang.readme(&args.name);
     let vars = [
         ("{{name}}", args.name.clone()),
         ("{{crate}}", args.name.replace('-', "_")),
-        (
-            "{{sdk}}",
-            sdk.map(|p| p.display().to_string()).unwrap_or_default(),
-        ),
+        ("{{sdk_version}}", SDK_VERSION.into()),
+        ("{{sdk_patch}}", patch),
         ("{{lang}}", lang.into()),
         ("{{needs}}", needs.into()),
         ("{{source}}", source),
@@ -232,22 +232,53 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-fn sdk_dir(given: Option<&Path>) -> Result<PathBuf, Failure> {
-    let dir = given
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tool-sdk"));
-    dir.join("Cargo.toml")
-        .is_file()
-        .then(|| dir.canonicalize().unwrap_or(dir.clone()))
+/// The SDK release a scaffold depends on: this toolhost's own version (the workspace
+/// versions the host and the SDK together).
+const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The SDK's crates: (name, directory in a checkout's `tool-sdk`).
+const SDK_CRATES: [(&str, &str); 3] = [
+    ("toolhost-sdk", "."),
+    ("toolhost-sdk-macro", "macro"),
+    ("toolhost-wit-docs", "wit-docs"),
+];
+
+/// The `[patch.crates-io]` table that builds a scaffold against the SDK in `dir`: a
+/// checkout's `tool-sdk`, or the three crates unpacked side by side as `cargo package`
+/// leaves them (`toolhost-sdk-VERSION`, …).
+fn sdk_patch(dir: &Path) -> Result<String, Failure> {
+    let found = |layout: &dyn Fn(&str, &str) -> PathBuf| -> Option<Vec<(&str, PathBuf)>> {
+        SDK_CRATES
+            .iter()
+            .map(|(name, sub)| {
+                let path = layout(name, sub);
+                let manifest = std::fs::read_to_string(path.join("Cargo.toml")).ok()?;
+                manifest
+                    .contains(&format!("name = \"{name}\""))
+                    .then(|| (*name, path.canonicalize().unwrap_or(path)))
+            })
+            .collect()
+    };
+    let crates = found(&|_, sub| dir.join(sub))
+        .or_else(|| found(&|name, _| dir.join(format!("{name}-{SDK_VERSION}"))))
         .ok_or_else(|| {
             Failure::new(
                 exit::USAGE,
                 format!(
-                    "no toolhost-sdk at `{}`: pass --sdk with the `tool-sdk` directory of a toolhost checkout",
+                    "no toolhost SDK in `{}`: --sdk takes a checkout's `tool-sdk` directory, or one holding toolhost-sdk-{SDK_VERSION}, toolhost-sdk-macro-{SDK_VERSION} and toolhost-wit-docs-{SDK_VERSION} (unpacked from `cargo package`)",
                     dir.display()
                 ),
             )
-        })
+        })?;
+    let mut patch = format!(
+        "\n# The SDK from `{}`, not crates.io (`toolhost new tool --sdk`).\n[patch.crates-io]\n",
+        dir.display()
+    );
+    for (name, path) in crates {
+        let path = serde_json::to_string(&path.display().to_string()).expect("a string");
+        patch.push_str(&format!("{name} = {{ path = {path} }}\n"));
+    }
+    Ok(patch)
 }
 
 fn write(path: &Path, text: &str, executable: bool) -> std::io::Result<()> {

@@ -66,8 +66,8 @@ pub(crate) fn validate_cmd(rt: &Runtime, args: ValidateArgs, out: &mut dyn Write
         tools.insert(
             section.name.as_str().into(),
             Entry {
+                policy: tool.narrow(section),
                 tool: Arc::new(tool),
-                policy: section.clone(),
             },
         );
     }

@@ -18,7 +18,7 @@ pub(crate) struct PushArgs {
     path: PathBuf,
     /// Where to push it: oci://REGISTRY/REPOSITORY:TAG.
     reference: String,
-    /// Plain HTTP instead of TLS; refused unless the registry is loopback.
+    /// Plain HTTP instead of TLS: implied for a loopback registry, refused for any other.
     #[arg(long)]
     insecure: bool,
 }
@@ -31,7 +31,7 @@ pub(crate) struct PullArgs {
     /// Also write the component to FILE.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Plain HTTP instead of TLS; refused unless the registry is loopback.
+    /// Plain HTTP instead of TLS: implied for a loopback registry, refused for any other.
     #[arg(long)]
     insecure: bool,
     /// The component store [default: $TOOLHOST_STORE_DIR, else

@@ -16,12 +16,17 @@ use toolhost_sign::{PublicKey, SecretKey, encode_signature, payload};
 /// The environment variable holding the password of a cosign-encrypted private key.
 const PASSWORD_ENV: &str = "COSIGN_PASSWORD";
 
-/// Write a new ECDSA P-256 key pair: KEY.key (PKCS#8 PEM, mode 0600) and KEY.pub.
+/// Write a new ECDSA P-256 key pair: KEY.key (PKCS#8 PEM, mode 0600; sealed with
+/// --encrypt) and KEY.pub.
 #[derive(Debug, clap::Args)]
 pub(crate) struct KeygenArgs {
     /// The key pair's path without extension: writes KEY.key and KEY.pub (never over
     /// existing files).
     key: PathBuf,
+    /// Seal the private key with the password in COSIGN_PASSWORD, as `cosign
+    /// generate-key-pair` does (`ENCRYPTED SIGSTORE PRIVATE KEY`: scrypt, NaCl secretbox).
+    #[arg(long)]
+    encrypt: bool,
 }
 
 /// Sign a component: FILE.sig beside a file (base64 DER ECDSA, as `cosign sign-blob`), or
@@ -34,7 +39,7 @@ pub(crate) struct SignArgs {
     /// from COSIGN_PASSWORD).
     #[arg(long, value_name = "KEY")]
     key: PathBuf,
-    /// Plain HTTP instead of TLS; refused unless the registry is loopback.
+    /// Plain HTTP instead of TLS: implied for a loopback registry, refused for any other.
     #[arg(long)]
     insecure: bool,
 }
@@ -48,7 +53,7 @@ pub(crate) struct VerifyArgs {
     /// The public key (PEM), e.g. KEY.pub or cosign.pub.
     #[arg(long, value_name = "KEY")]
     key: PathBuf,
-    /// Plain HTTP instead of TLS; refused unless the registry is loopback.
+    /// Plain HTTP instead of TLS: implied for a loopback registry, refused for any other.
     #[arg(long)]
     insecure: bool,
 }
@@ -99,10 +104,41 @@ pub(crate) fn keygen(args: KeygenArgs, out: &mut dyn Write) -> CmdResult {
             ));
         }
     }
+    let password = match (args.encrypt, std::env::var(PASSWORD_ENV)) {
+        (false, _) => None,
+        (true, Ok(p)) if !p.is_empty() => Some(p),
+        (true, Ok(_)) => {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "{PASSWORD_ENV} is empty: an empty password seals nothing; set one, or leave out --encrypt"
+                ),
+            ));
+        }
+        (true, Err(_)) => {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "--encrypt seals the key with the password in {PASSWORD_ENV}, which is not set"
+                ),
+            ));
+        }
+    };
     let key = SecretKey::generate().map_err(|e| Failure::new(exit::LOAD, e.to_string()))?;
-    write_new(&private, &key.to_pem(), 0o600)?;
+    let pem = match &password {
+        Some(p) => key
+            .to_encrypted_pem(p.as_bytes())
+            .map_err(|e| Failure::new(exit::LOAD, e.to_string()))?,
+        None => key.to_pem(),
+    };
+    write_new(&private, &pem, 0o600)?;
     write_new(&public, &key.public().to_pem(), 0o644)?;
-    let _ = writeln!(out, "private {}", private.display());
+    let sealed = if password.is_some() {
+        format!(" (encrypted with {PASSWORD_ENV}, as cosign encrypts keys)")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "private {}{sealed}", private.display());
     let _ = writeln!(out, "public {}", public.display());
     let _ = writeln!(out, "key id {}", key.public().key_id());
     Ok(exit::OK)

@@ -12,6 +12,7 @@ pub mod gate;
 pub use self::gate::Gate;
 pub use toolhost_policy::flow;
 pub use toolhost_policy::{
-    ApprovalMode, EnvValue, Flow, Located, OperationName, Policy, PolicyError, PoolName,
-    SignatureRule, ToolName, ToolPolicy, Trust, TrustedKey, VERSION, env_grant, file_grant,
+    ApprovalMode, DECLARED_SECTION, Declared, EnvValue, Flow, Located, OCI_SCHEME, OperationName,
+    Policy, PolicyError, PoolName, SignatureRule, ToolName, ToolPolicy, Trust, TrustedKey, VERSION,
+    check_tool_name, component_name, env_grant, file_grant,
 };

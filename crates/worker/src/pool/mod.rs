@@ -27,10 +27,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use toolhost_app::AppError;
+use toolhost_app::load::{load_tool, signed};
+use toolhost_app::trust;
 use toolhost_engine::record::StepError;
 use toolhost_journal::Redactor;
 use toolhost_runtime::policy::{Gate, PoolName};
-use toolhost_runtime::{AuditEvent, Decision, Policy, Runtime, Tool};
+use toolhost_runtime::{AuditEvent, Decision, Policy, Runtime, Tool, ToolPolicy};
 use toolhost_store_pg::{ClaimedCall, Database, Listener};
 
 pub(super) use self::dispatch::{Outcomes, PgDispatch};
@@ -182,9 +185,10 @@ impl CallSlots {
                 ),
             ));
         };
-        let tool = match self.tool(&call.tool, section.component.clone()) {
+        let tool = match self.tool(section) {
             Ok(t) => t,
-            Err(why) => return Some(failed("pool_unavailable", why)),
+            Err(Refusal::Unavailable(why)) => return Some(failed("pool_unavailable", why)),
+            Err(Refusal::Denied(why)) => return Some(refused(op, why)),
         };
         if tool.digest != wire.digest {
             return Some(refused(
@@ -195,6 +199,9 @@ impl CallSlots {
                 ),
             ));
         }
+        // The policy the component carries, if any, narrows this worker's section too.
+        let narrowed = tool.narrow(section);
+        let section = &narrowed;
         // The owner resolved the limits from its policy and the run's budgets; this
         // worker's own policy caps them again.
         let limits = wire.limits.limits().capped_by(&section.limits);
@@ -235,26 +242,53 @@ impl CallSlots {
         }
     }
 
-    /// Tool `name`, loaded once: from the section's `component`, else `NAME.wasm` in
-    /// the tools directory.
-    fn tool(&self, name: &str, component: Option<PathBuf>) -> Result<Arc<Tool>, String> {
+    /// Tool `name`, loaded once: from the section's `component` (a file or an `oci://`
+    /// reference), else `NAME.wasm` in the tools directory. A section that requires a
+    /// signature has it checked against this worker's own `[trust]` keys before the
+    /// component is compiled: a pool's worker runs nothing its own policy does not vouch
+    /// for, whatever the run's owner checked.
+    fn tool(&self, section: &ToolPolicy) -> Result<Arc<Tool>, Refusal> {
+        let name = section.name.as_str();
         let mut tools = self.tools.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = tools.get(name) {
             return Ok(t.clone());
         }
-        let path = component
+        let path = section
+            .component
+            .clone()
             .or_else(|| self.tools_dir.as_ref().map(|d| d.join(format!("{name}.wasm"))))
             .ok_or_else(|| {
-                format!("this worker has no component for tool `{name}`: give it --tools-dir DIR or a `component` in its policy")
+                Refusal::Unavailable(format!("this worker has no component for tool `{name}`: give it --tools-dir DIR or a `component` in its policy"))
             })?;
-        let tool = self
-            .rt
-            .load(&path)
-            .map_err(|e| format!("this worker cannot load tool `{name}`: {e}"))?;
-        let tool = Arc::new(tool);
+        let unavailable = |e: AppError| {
+            Refusal::Unavailable(format!("this worker cannot load tool `{name}`: {e}"))
+        };
+        let tool = match &section.signature {
+            None => Arc::new(load_tool(&self.rt, &path).map_err(unavailable)?),
+            Some(rule) => {
+                let keys = &self.pools.policy.keys;
+                let checked =
+                    trust::check(name, &path, rule, keys, false).map_err(|e| match e {
+                        AppError::Denied(why) => Refusal::Denied(format!(
+                            "the policy of this worker ({}) refuses it: {why}",
+                            self.pools.policy.source
+                        )),
+                        e => unavailable(e),
+                    })?;
+                let tool = Arc::new(load_tool(&self.rt, &checked.file).map_err(unavailable)?);
+                signed(tool, name, &path, &checked).map_err(|e| Refusal::Denied(e.to_string()))?
+            }
+        };
         tools.insert(name.to_string(), tool.clone());
         Ok(tool)
     }
+}
+
+/// Why a worker does not run a call's tool: it cannot load it (`pool_unavailable`), or its
+/// policy refuses it (`denied`, recorded as a refusal).
+enum Refusal {
+    Unavailable(String),
+    Denied(String),
 }
 
 fn failed(kind: &str, message: String) -> WireOutcome {

@@ -29,7 +29,9 @@ pub(super) struct Source {
 /// The policy, the components served with their sections, and their catalog.
 pub(super) struct Loaded {
     pub policy: Policy,
-    pub files: Vec<(String, PathBuf)>,
+    /// Each served tool's section name, component (a file or an `oci://` reference) and
+    /// the SHA-256 of the bytes compiled.
+    pub files: Vec<(String, PathBuf, String)>,
     /// Who signed each tool whose section requires a signature (`[trust]`).
     pub signers: BTreeMap<String, toolhost_app::trust::Signer>,
     pub catalog: Catalog,
@@ -176,9 +178,10 @@ impl Source {
                     ),
                 ));
             }
-            files.push((section.name.clone(), path));
+            files.push((section.name.clone(), path, tool.digest.clone()));
             offered.push(Offered {
-                section: Arc::new(section.clone()),
+                // The policy the component carries, if any, narrows its section.
+                section: Arc::new(tool.narrow(section)),
                 tool,
             });
         }
@@ -213,6 +216,8 @@ impl Source {
             {
                 files.extend(policy.tools.values().filter_map(|s| s.component.clone()));
             }
+            // An `oci://` component has no file here to watch: its digest is pinned at load.
+            files.retain(|f| !is_oci(f));
             files
         };
         let this = self.clone();
@@ -226,10 +231,8 @@ impl Source {
 }
 
 fn no_section(policy: &Path, path: &Path) -> Failure {
-    let stem = path.file_stem().map_or_else(
-        || path.display().to_string(),
-        |s| s.to_string_lossy().into_owned(),
-    );
+    let stem = toolhost_runtime::policy::component_name(path)
+        .map_or_else(|| path.display().to_string(), str::to_string);
     Failure::new(
         exit::DENIED,
         format!(
@@ -275,15 +278,19 @@ impl JournalOpener {
         let tools: BTreeMap<String, FileDigest> = loaded
             .files
             .iter()
-            .map(|(name, path)| {
-                let mut file = digest(path)?;
-                file.signer = loaded.signers.get(name).map(|s| SignedBy {
-                    key: s.key.clone(),
-                    key_id: s.key_id.clone(),
-                });
-                Ok((name.clone(), file))
+            .map(|(name, path, sha256)| {
+                // The digest of the bytes compiled (an `oci://` component has no file here).
+                let file = FileDigest {
+                    path: path.display().to_string(),
+                    sha256: sha256.clone(),
+                    signer: loaded.signers.get(name).map(|s| SignedBy {
+                        key: s.key.clone(),
+                        key_id: s.key_id.clone(),
+                    }),
+                };
+                (name.clone(), file)
             })
-            .collect::<Result<_, Failure>>()?;
+            .collect();
         let secrets = loaded
             .policy
             .tools
@@ -308,4 +315,9 @@ impl JournalOpener {
         Journal::create_session(&self.state, &self.start, redactor)
             .map_err(|e| Failure::new(exit::JOURNAL, e.to_string()))
     }
+}
+
+fn is_oci(path: &Path) -> bool {
+    path.to_str()
+        .is_some_and(|p| p.starts_with(toolhost_runtime::policy::OCI_SCHEME))
 }
