@@ -135,9 +135,12 @@ fn pending(session: &Session, run: &RunView, p: &Pending) -> String {
         let (id, csrf) = (esc(&run.id), esc(&session.csrf));
         let _ = write!(out, r#"<div class="decide">"#);
         if p.subject == "question" {
+            let fields = p.schema.as_ref().and_then(super::form::render).unwrap_or_else(|| {
+                r#"<label for="answer">Answer (JSON)</label><textarea id="answer" name="answer" required></textarea>"#.to_string()
+            });
             let _ = write!(
                 out,
-                r#"<form method="post" action="/console/runs/{id}/decide"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="decision" value="answer"><label for="answer">Answer (JSON)</label><textarea id="answer" name="answer" required></textarea><button type="submit">Answer</button></form>"#
+                r#"<form method="post" action="/console/runs/{id}/decide" class="answer-form"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="decision" value="answer">{fields}<button type="submit">Answer</button></form>"#
             );
         } else {
             let _ = write!(
