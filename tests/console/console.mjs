@@ -102,6 +102,28 @@ scenario("sign in", async () => {
   await shot(approver, "runs");
 });
 
+scenario("the approvals inbox", async () => {
+  const page = approver;
+  await page.getByRole("link", { name: "Approvals" }).click();
+  await page.getByRole("heading", { name: "Approvals", level: 1 }).waitFor();
+  const item = (id) => page.locator(`#approvals > li[data-run="${id}"]`);
+  for (const id of [runs.live, runs.plan, runs.step, runs.question, runs.reject, runs.cancel]) {
+    assert.equal(await item(id).count(), 1, `run ${id} in the inbox`);
+  }
+  assert.equal(await item(runs.markup).count(), 0, "a finished run in the inbox");
+  // What each would do: a plan's steps and tools, a step and why it needs a person.
+  await item(runs.plan).getByText("waiting for approval of the plan r1").waitFor();
+  await item(runs.plan).getByRole("cell", { name: "calc.eval" }).waitFor();
+  await item(runs.plan).getByText("Tools: calc").waitFor();
+  await item(runs.step).getByText("tool `text` is marked sensitive").waitFor();
+  await item(runs.step).getByRole("cell", { name: "text.count" }).waitFor();
+  await item(runs.question).getByText("Which number?").waitFor();
+  assert.equal(await item(runs.question).locator("button").count(), 0, "a question is answered on its page");
+  assert.equal(await item(runs.plan).getByRole("button", { name: "Approve" }).count(), 1);
+  await accessible(page, "approvals");
+  await shot(page, "approvals");
+});
+
 scenario("watch a run progress live", async () => {
   const page = approver;
   // The state check (once a second) reloads the page when the run's state changes; held
@@ -204,6 +226,9 @@ scenario("a read token sees no buttons", async () => {
   assert.equal(await page.locator("main button").count(), 0, "a reader is shown a button");
   await accessible(page, "run as a reader");
   await shot(page, "run-reader");
+  await page.goto(url + "/console/approvals");
+  assert.equal(await page.locator(`#approvals > li[data-run="${runs.cancel}"]`).count(), 1);
+  assert.equal(await page.locator("main button").count(), 0, "a reader is shown a button in the inbox");
   await page.context().close();
 });
 

@@ -5,6 +5,7 @@
 //!   nobody on a server without tokens) and the CSRF token every form carries.
 //! - `form`: a question's answer form generated from its JSON Schema, and its fields read
 //!   back into the answer (checked against the schema again by the registry).
+//! - `inbox`: the Approvals page, everything waiting for a person across runs.
 //! - `page`: the HTML, every untrusted text escaped, under a Content-Security-Policy that
 //!   allows only this server's own script and style (`console.js`, `console.css`, embedded).
 //! - here: the routes and handlers (pages, sign-in, decisions, cancel, the live timeline).
@@ -12,6 +13,7 @@
 //! The `Host`/`Origin` check of the API runs before every route here too.
 
 mod form;
+mod inbox;
 mod page;
 mod session;
 
@@ -49,6 +51,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(runs_page))
         .route("/console/console.css", get(css))
         .route("/console/console.js", get(js))
+        .route("/console/approvals", get(inbox::approvals))
         .route("/console/sign-in", post(sign_in))
         .route("/console/sign-out", post(sign_out))
         .route("/console/runs/{id}", get(run_page))

@@ -21,7 +21,7 @@ fn json(v: &Value) -> String {
     esc(&serde_json::to_string_pretty(v).unwrap_or_default())
 }
 
-fn layout(title: &str, session: Option<&Session>, body: &str) -> String {
+pub(crate) fn layout(title: &str, session: Option<&Session>, body: &str) -> String {
     let who = match session {
         Some(s) => format!(
             r#"<span class="who">{}</span><form method="post" action="/console/sign-out"><input type="hidden" name="csrf" value="{}"><button type="submit">Sign out</button></form>"#,
@@ -35,7 +35,7 @@ fn layout(title: &str, session: Option<&Session>, body: &str) -> String {
 <html lang="en"><head><meta charset="utf-8"><title>{} · toolhost</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/console/console.css"><script src="/console/console.js" defer></script></head>
-<body><header><nav aria-label="Console"><a href="/">Runs</a></nav>{who}</header>
+<body><header><nav aria-label="Console"><a href="/">Runs</a> <a href="/console/approvals">Approvals</a></nav>{who}</header>
 <main>{body}</main></body></html>
 "#,
         esc(title)
