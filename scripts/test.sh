@@ -63,7 +63,7 @@ echo "== agentdojo (venv)"
 # Headless Chromium renders the HTML run report in a test (tests/all/report/browser.rs),
 # which fails without it unless TOOLHOST_SKIP_BROWSER=1. Installed from Debian's archive
 # when missing and we are root with apt; otherwise say what to do.
-echo "== chromium (report rendering test)"
+echo "== chromium (report rendering test, the console's browser suite)"
 if [ "${TOOLHOST_SKIP_BROWSER:-}" = 1 ]; then
     echo "TOOLHOST_SKIP_BROWSER=1: the browser test is skipped"
 elif command -v chromium >/dev/null 2>&1; then
@@ -75,6 +75,16 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 else
     echo "warning: no chromium on PATH and cannot install it (not root, or no apt-get):" >&2
     echo "  install it, or set TOOLHOST_SKIP_BROWSER=1; the browser test fails without it" >&2
+fi
+
+# The console's browser suite (tests/console: playwright-core driving the chromium above,
+# and axe-core), pinned, under target/console-browser: tests/all/browser.rs runs it against
+# a real `serve`, and fails without it unless TOOLHOST_SKIP_BROWSER=1.
+echo "== console browser suite (playwright-core, axe-core)"
+if [ "${TOOLHOST_SKIP_BROWSER:-}" = 1 ]; then
+    echo "TOOLHOST_SKIP_BROWSER=1: the console's browser suite is skipped"
+else
+    ./scripts/console-browser.sh
 fi
 
 # A real PostgreSQL server for the PostgreSQL journal's tests (tests/all/pg): they start

@@ -95,6 +95,11 @@ fn approvals(server: &Server, id: &str) -> Vec<Value> {
 /// A server whose tokens are `tok-NAME`: `ci` submits, `reader` reads, `approver` reads and
 /// decides (the console shows an approver what it decides), `ops` is an admin.
 fn started(f: &Fixture) -> Server {
+    started_with(f, &[])
+}
+
+/// [`started`] with `extra` flags.
+pub(crate) fn started_with(f: &Fixture, extra: &[&str]) -> Server {
     let mut text = String::new();
     for (name, roles) in [
         ("ci", "\"submit\""),
@@ -109,7 +114,9 @@ fn started(f: &Fixture) -> Server {
     }
     let config = f.p("serve.toml");
     std::fs::write(&config, text).unwrap();
-    f.start(&["--config", config.to_str().unwrap()])
+    let mut flags = vec!["--config", config.to_str().unwrap()];
+    flags.extend_from_slice(extra);
+    f.start(&flags)
 }
 
 #[test]

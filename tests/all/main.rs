@@ -6,6 +6,7 @@ mod agentdojo;
 mod bank;
 mod bfcl;
 mod book;
+mod browser;
 mod cache;
 mod calc;
 mod carried;

@@ -3,12 +3,17 @@
 //!
 //! - `session`: who is looking (the token kept in an HttpOnly, SameSite=Strict cookie, or
 //!   nobody on a server without tokens) and the CSRF token every form carries.
+//! - `form`: a question's answer form generated from its JSON Schema, and its fields read
+//!   back into the answer (checked against the schema again by the registry).
+//! - `inbox`: the Approvals page, everything waiting for a person across runs.
 //! - `page`: the HTML, every untrusted text escaped, under a Content-Security-Policy that
 //!   allows only this server's own script and style (`console.js`, `console.css`, embedded).
 //! - here: the routes and handlers (pages, sign-in, decisions, cancel, the live timeline).
 //!
 //! The `Host`/`Origin` check of the API runs before every route here too.
 
+mod form;
+mod inbox;
 mod page;
 mod session;
 
@@ -46,6 +51,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(runs_page))
         .route("/console/console.css", get(css))
         .route("/console/console.js", get(js))
+        .route("/console/approvals", get(inbox::approvals))
         .route("/console/sign-in", post(sign_in))
         .route("/console/sign-out", post(sign_out))
         .route("/console/runs/{id}", get(run_page))
@@ -80,9 +86,11 @@ fn secured(mut r: Response, csp: &'static str) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+    // with the console's own form posts, and the origin check refuses every one of them.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
@@ -375,7 +383,13 @@ async fn decide(
             "this token may not decide: it needs the `approve` role",
         );
     }
-    let decision = match form_decision(&form) {
+    let schema = state
+        .registry
+        .get(&id)
+        .ok()
+        .and_then(|v| v.pending)
+        .and_then(|p| p.schema);
+    let decision = match form_decision(&form, schema.as_ref()) {
         Ok(d) => d,
         Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
     };
@@ -383,24 +397,26 @@ async fn decide(
     match state.registry.decide(&id, decision, by) {
         Ok(_) => Redirect::to(&format!("/console/runs/{id}")).into_response(),
         Err(e) => {
+            let why = e.to_string();
             let status = super::ApiError::from(e).status;
-            refused(status, &why_of(&state, &id, status))
+            refused(status, &why_of(&state, &id, status, &why))
         }
     }
 }
 
 /// What the registry said, for the page (the API's error text is JSON).
-fn why_of(state: &AppState, id: &str, status: StatusCode) -> String {
+fn why_of(state: &AppState, id: &str, status: StatusCode, why: &str) -> String {
     let waiting = state
         .registry
         .get(id)
         .map(|v| v.state.name())
         .unwrap_or("unknown");
-    format!("the decision was not taken ({status}); the run is `{waiting}`")
+    format!("the decision was not taken ({status}: {why}); the run is `{waiting}`")
 }
 
-/// The decision a console form asks for.
-fn form_decision(form: &Form) -> Result<Decision, String> {
+/// The decision a console form asks for; an answer comes as JSON (`answer`) or as the
+/// fields of the form generated from the question's `schema`.
+fn form_decision(form: &Form, schema: Option<&serde_json::Value>) -> Result<Decision, String> {
     let kind = match form.get("decision") {
         Some("approve") => DecisionKind::Approve,
         Some("reject") => DecisionKind::Reject,
@@ -423,7 +439,10 @@ fn form_decision(form: &Form) -> Result<Decision, String> {
         (DecisionKind::Answer, Some(text)) => {
             Some(serde_json::from_str(text).map_err(|e| format!("the answer is not JSON: {e}"))?)
         }
-        (DecisionKind::Answer, None) => return Err("an answer is required".into()),
+        (DecisionKind::Answer, None) => match schema {
+            Some(schema) => Some(form::answer(schema, form)?),
+            None => return Err("an answer is required".into()),
+        },
         _ => None,
     };
     Ok(Decision {

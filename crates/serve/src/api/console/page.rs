@@ -21,7 +21,7 @@ fn json(v: &Value) -> String {
     esc(&serde_json::to_string_pretty(v).unwrap_or_default())
 }
 
-fn layout(title: &str, session: Option<&Session>, body: &str) -> String {
+pub(crate) fn layout(title: &str, session: Option<&Session>, body: &str) -> String {
     let who = match session {
         Some(s) => format!(
             r#"<span class="who">{}</span><form method="post" action="/console/sign-out"><input type="hidden" name="csrf" value="{}"><button type="submit">Sign out</button></form>"#,
@@ -35,7 +35,7 @@ fn layout(title: &str, session: Option<&Session>, body: &str) -> String {
 <html lang="en"><head><meta charset="utf-8"><title>{} · toolhost</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/console/console.css"><script src="/console/console.js" defer></script></head>
-<body><header><nav aria-label="Console"><a href="/">Runs</a></nav>{who}</header>
+<body><header><nav aria-label="Console"><a href="/">Runs</a> <a href="/console/approvals">Approvals</a></nav>{who}</header>
 <main>{body}</main></body></html>
 "#,
         esc(title)
@@ -135,9 +135,12 @@ fn pending(session: &Session, run: &RunView, p: &Pending) -> String {
         let (id, csrf) = (esc(&run.id), esc(&session.csrf));
         let _ = write!(out, r#"<div class="decide">"#);
         if p.subject == "question" {
+            let fields = p.schema.as_ref().and_then(super::form::render).unwrap_or_else(|| {
+                r#"<label for="answer">Answer (JSON)</label><textarea id="answer" name="answer" required></textarea>"#.to_string()
+            });
             let _ = write!(
                 out,
-                r#"<form method="post" action="/console/runs/{id}/decide"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="decision" value="answer"><label for="answer">Answer (JSON)</label><textarea id="answer" name="answer" required></textarea><button type="submit">Answer</button></form>"#
+                r#"<form method="post" action="/console/runs/{id}/decide" class="answer-form"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="decision" value="answer">{fields}<button type="submit">Answer</button></form>"#
             );
         } else {
             let _ = write!(
