@@ -80,6 +80,8 @@ pub struct Declared {
     /// Its limits, over "no limit" for whatever it leaves out.
     #[serde(skip)]
     pub limits: Limits,
+    /// Its rate limit, if it sets one.
+    pub max_calls_per_minute: Option<u32>,
     /// Every call needs approval.
     pub sensitive: bool,
 }
@@ -148,7 +150,8 @@ impl Declared {
             tcp: parse_each(&n.tcp, &at, &mut problems),
             name_lookup: n.name_lookup,
         });
-        let (limits, _) = limits::apply(unbounded(), &raw.limits, &at, &mut problems);
+        let (limits, max_calls_per_minute) =
+            limits::apply(unbounded(), &raw.limits, &at, &mut problems);
         if let Some(e) = problems.into_error() {
             return Err(e);
         }
@@ -158,6 +161,7 @@ impl Declared {
             network,
             env: raw.env,
             limits,
+            max_calls_per_minute,
             sensitive: raw.sensitive,
         })
     }
@@ -183,6 +187,11 @@ impl ToolPolicy {
                         .filter_map(move |(guest, write)| narrow_file(g, guest, *write))
                 })
                 .collect();
+            // One grant per guest path (two declared paths may both hold one of the
+            // operator's grants): write access if either allows it.
+            let files = &mut t.capabilities.files;
+            files.sort_by(|a, b| a.guest.cmp(&b.guest).then(b.write.cmp(&a.write)));
+            files.dedup_by(|later, kept| later.guest == kept.guest);
         }
         if let Some(net) = &declared.network {
             let have = &self.capabilities.network;
@@ -211,6 +220,10 @@ impl ToolPolicy {
             t.env_sources.retain(|(name, _)| names.contains(name));
         }
         t.limits = self.limits.capped_by(&declared.limits);
+        t.max_calls_per_minute = match (self.max_calls_per_minute, declared.max_calls_per_minute) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         t.sensitive = self.sensitive || declared.sensitive;
         t
     }

@@ -1,6 +1,7 @@
 //! Property tests: the policy parser and the grant parsers never panic, and every error
 //! they return points inside the source. Unit tests of single keys follow them.
 
+mod declared;
 mod golden;
 
 use std::path::Path;
