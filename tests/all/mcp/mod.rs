@@ -190,3 +190,35 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// The JSON-RPC message answering request `id` in a raw HTTP response body: plain JSON, or
+/// the `data:` lines of an event stream.
+pub(crate) fn answer(body: &str, id: u64) -> Option<serde_json::Value> {
+    let whole = std::iter::once(body);
+    let events = body.lines().filter_map(|l| l.strip_prefix("data:"));
+    whole
+        .chain(events)
+        .filter_map(|t| serde_json::from_str::<serde_json::Value>(t.trim()).ok())
+        .find(|m| m["id"] == id)
+}
+
+/// One raw streamable-HTTP MCP POST of `message`, speaking protocol `version`, on
+/// `session` (none for `initialize`).
+pub(crate) async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    version: &str,
+    session: Option<&str>,
+    message: &serde_json::Value,
+) -> reqwest::Response {
+    let mut req = http
+        .post(url)
+        .timeout(Duration::from_secs(60))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+        .json(message);
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    req.send().await.expect("POST /mcp")
+}

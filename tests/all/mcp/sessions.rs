@@ -3,42 +3,21 @@
 //! another's, and the journal records each client and each call once.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Fixture, HttpServer};
+use super::{Fixture, HttpServer, answer};
 
 const SESSIONS: u64 = 50;
 
-/// The JSON-RPC message answering request `id` in a response body: plain JSON, or the
-/// `data:` lines of an event stream.
-fn answer(body: &str, id: u64) -> Option<Value> {
-    let whole = std::iter::once(body);
-    let events = body.lines().filter_map(|l| l.strip_prefix("data:"));
-    whole
-        .chain(events)
-        .filter_map(|t| serde_json::from_str::<Value>(t.trim()).ok())
-        .find(|m| m["id"] == id)
-}
-
-/// One raw MCP POST of `message` on `session` (none for `initialize`).
+/// One raw MCP POST of `message` on `session`, protocol 2025-06-18.
 async fn post(
     http: &reqwest::Client,
     url: &str,
     session: Option<&str>,
     message: &Value,
 ) -> reqwest::Response {
-    let mut req = http
-        .post(url)
-        .timeout(Duration::from_secs(60))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(message);
-    if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
-    }
-    req.send().await.expect("POST /mcp")
+    super::post(http, url, "2025-06-18", session, message).await
 }
 
 /// Client `i`: its own session, one call whose answer only it could get.

@@ -202,30 +202,18 @@ impl Session {
             .text()
             .await
             .unwrap();
-        std::iter::once(body.as_str())
-            .chain(body.lines().filter_map(|l| l.strip_prefix("data:")))
-            .filter_map(|t| serde_json::from_str::<Value>(t.trim()).ok())
-            .find(|m| m["id"] == n)
-            .unwrap_or_else(|| panic!("no answer to {method} in {body}"))
+        super::answer(&body, n).unwrap_or_else(|| panic!("no answer to {method} in {body}"))
     }
 }
 
+/// One raw MCP POST of `message` on `session`, protocol 2025-11-25.
 async fn post(
     http: &reqwest::Client,
     url: &str,
     session: Option<&str>,
     message: &Value,
 ) -> reqwest::Response {
-    let mut req = http
-        .post(url)
-        .timeout(Duration::from_secs(30))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(message);
-    if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
-    }
-    req.send().await.expect("POST /mcp")
+    super::post(http, url, "2025-11-25", session, message).await
 }
 
 fn slow(seconds: u64) -> Value {
