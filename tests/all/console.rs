@@ -287,3 +287,101 @@ fn a_tools_markup_is_shown_as_text() {
         assert!(!page.contains("<script>alert"), "{page}");
     }
 }
+
+/// The Runs page's live list at `query`: its first `rows` event, then (after `meanwhile`
+/// has run and named a run) the first event that holds that run.
+fn live_rows(
+    browser: &Browser,
+    query: &str,
+    meanwhile: impl FnOnce() -> String,
+) -> (String, String) {
+    use std::io::{BufRead, BufReader};
+    let r = client()
+        .get(format!("{}/console/runs/live?{query}", browser.url))
+        .header("cookie", browser.cookie.as_deref().unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let mut lines = BufReader::new(r).lines();
+    let mut next = || {
+        let mut event = String::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(data) = line.strip_prefix("data: ") {
+                event.push_str(data);
+            } else if line.is_empty() && !event.is_empty() {
+                return event;
+            }
+        }
+        panic!("the live list ended");
+    };
+    let first = next();
+    let want = meanwhile();
+    loop {
+        let rows = next();
+        if rows.contains(&want) {
+            return (first, rows);
+        }
+    }
+}
+
+#[test]
+fn the_runs_page_shows_planner_start_duration_and_spending_filters_by_state_and_stays_live() {
+    let f = Fixture::new();
+    // Runs waiting for a person hold their slots.
+    let server = started_with(&f, &["--max-concurrent-runs", "4"]);
+    let waiting = submit(&server, "5 + 5");
+    let done = submit(&server, "6 + 6");
+    let ops = server.as_token("tok-ops");
+    let (status, _) = ops.post(
+        &format!("/v1/runs/{done}/approval"),
+        serde_json::json!({"decision": "approve"}),
+    );
+    assert_eq!(status, 200);
+    ops.wait(&done, |r| r["state"] == "completed");
+    let reader = Browser::sign_in(&server, "tok-reader");
+    let (status, page) = reader.get("/");
+    assert_eq!(status, 200, "{page}");
+    for column in ["Planner", "Started", "Duration", "Spending"] {
+        assert!(page.contains(&format!(">{column}</th>")), "{page}");
+    }
+    let row = page
+        .split("<tr>")
+        .find(|r| r.contains(&done))
+        .expect("the finished run's row");
+    assert!(row.contains("scripted (plan-then-execute)"), "{row}");
+    assert!(row.contains("<time datetime=\"20"), "{row}");
+    assert!(row.contains(" ms</td>") || row.contains(" s</td>"), "{row}");
+    assert!(row.contains("1/") && row.contains(" steps, fuel "), "{row}");
+    // The waiting run first; a filter keeps one state.
+    assert!(page.find(&waiting) < page.find(&done), "{page}");
+    let (_, completed) = reader.get("/?state=completed");
+    assert!(completed.contains(&done) && !completed.contains(&waiting));
+    let (_, waits) = reader.get("/?state=waiting");
+    assert!(waits.contains(&waiting) && !waits.contains(&done));
+    assert!(
+        waits.contains(r#"<option value="waiting" selected>"#),
+        "{waits}"
+    );
+    let (status, bad) = reader.get("/?state=%3Cb%3Edone");
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad.contains("no run state `&lt;b&gt;done`"), "{bad}");
+    // The live list: nothing without a session.
+    let r = client()
+        .get(format!("{}/console/runs/live", server.url))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    // A run submitted while it is followed appears in its rows.
+    let mut later = String::new();
+    let (first, rows) = live_rows(&reader, "state=waiting", || {
+        later = submit(&server, "7 + 7");
+        later.clone()
+    });
+    assert!(
+        first.contains(&waiting) && !first.contains(&done),
+        "{first}"
+    );
+    assert!(rows.contains(&waiting) && rows.contains(&later), "{rows}");
+    assert!(!first.contains(&later), "{first}");
+}

@@ -124,6 +124,35 @@ scenario("the approvals inbox", async () => {
   await shot(page, "approvals");
 });
 
+scenario("the runs list filters by state and follows new runs", async () => {
+  const page = approver;
+  await page.goto(url + "/");
+  await page.selectOption("#state-filter", "waiting");
+  await Promise.all([
+    page.waitForURL(/state=waiting/),
+    page.getByRole("button", { name: "Show" }).click(),
+  ]);
+  await page.locator("#runs-rows a", { hasText: runs.plan }).waitFor();
+  assert.equal(
+    await page.locator("#runs-rows a", { hasText: runs.markup }).count(), 0,
+    "a finished run kept by the waiting filter",
+  );
+  for (const name of ["Planner", "Started", "Duration", "Spending"]) {
+    await page.getByRole("columnheader", { name }).waitFor();
+  }
+  await page.evaluate(() => { window.sameDocument = true; });
+  const toml = 'goal = "Evaluate 8 * 8"\ntools = ["calc"]\n\n[planner.plan]\ngoal = "g"\n' +
+    'steps = [{ id = "s1", tool = "calc", operation = "eval", args = { expression = "8 * 8" } }]\n';
+  const [status, body] = await apiPost("tok-ci", "/v1/runs", { task: { toml }, approve: true });
+  assert.equal(status, 201, body);
+  const id = JSON.parse(body).id;
+  // The new run appears, waiting, over the live list's stream: the page is not reloaded.
+  await page.locator("#runs-rows tr", { hasText: id }).locator(".state.waiting_for_approval").waitFor();
+  assert.equal(await page.evaluate(() => window.sameDocument), true, "the page reloaded");
+  await accessible(page, "runs waiting");
+  await shot(page, "runs-waiting");
+});
+
 scenario("watch a run progress live", async () => {
   const page = approver;
   // The state check (once a second) reloads the page when the run's state changes; held

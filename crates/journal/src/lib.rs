@@ -58,7 +58,7 @@
 //!   a test harness installs: a kill after record N, a full disk at record N).
 //! - [`replay`]: the journaled planner answers served back ([`replay::recorded`]) and the
 //!   [`replay::compare`] of a replay with its recording.
-//! - `time`: RFC 3339 timestamps.
+//! - [`time`]: RFC 3339 timestamps, written and read back.
 
 pub mod approvals;
 mod blob;
@@ -78,7 +78,7 @@ pub mod session;
 pub mod show;
 pub mod store;
 pub mod tee;
-mod time;
+pub mod time;
 pub mod verify;
 pub mod writer;
 

@@ -23,6 +23,8 @@
 //!   `/metrics`' counts and drains at shutdown ([`Embedded`]; the CLI's PostgreSQL
 //!   backend, whose replicas share one database).
 //! - [`launch`]: the [`Launcher`] trait: preparing and executing one run.
+//! - [`head`]: what a run's first journal records say of it ([`Head`]: started, planner,
+//!   mode, budgets), for both backends' views.
 //! - [`embedded`]: the embedded backend: worker threads, the approver that parks a run
 //!   until the API answers, following a journal file, runs found in the state directory.
 //! - [`metrics`]: the Prometheus exposition.
@@ -39,6 +41,7 @@ pub mod backend;
 pub mod config;
 pub mod embedded;
 mod followers;
+pub mod head;
 pub mod launch;
 pub mod limits;
 pub mod metrics;
@@ -50,6 +53,7 @@ pub use self::auth::{Caller, Role, TokenSpec};
 pub use self::backend::Backend;
 pub use self::config::{ConfigError, ServeConfig};
 pub use self::embedded::{Embedded, Outcome};
+pub use self::head::Head;
 pub use self::launch::{Launcher, Prepared};
 pub use self::limits::RunLimits;
 pub use self::metrics::Metrics;

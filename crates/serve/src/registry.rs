@@ -13,6 +13,8 @@ use toolhost_engine::approval::Decider;
 use toolhost_journal::Record;
 use utoipa::ToSchema;
 
+use crate::head::Head;
+
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -317,6 +319,9 @@ pub struct RunView {
     #[schema(value_type = Option<Object>)]
     pub usage: Option<Value>,
     pub pending: Option<Pending>,
+    /// When it started, its planner, mode and budgets (none while it is queued).
+    #[serde(flatten)]
+    pub head: Head,
 }
 
 /// `POST /v1/runs/{id}/approval`.

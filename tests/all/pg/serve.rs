@@ -126,6 +126,20 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
     let done = a.wait(&first, |r| r["state"] == "completed");
     assert_eq!(done["answer"], 5, "{done}");
     assert_eq!(done["steps"]["succeeded"], 1);
+    // The run's head, from its journal rows, as the console's Runs page shows it.
+    assert_eq!(done["planner"], "scripted", "{done}");
+    assert_eq!(done["mode"], "plan-then-execute", "{done}");
+    assert!(
+        done["started"].as_str().is_some_and(|s| s.ends_with('Z')),
+        "{done}"
+    );
+    assert!(done["budgets"]["max_steps"].is_u64(), "{done}");
+    let (status, page) = b.text("/");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(&first) && page.contains("scripted (plan-then-execute)"),
+        "{page}"
+    );
     let events = follower.join().unwrap();
     let seqs: Vec<u64> = events.iter().map(|e| e.0).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use toolhost_journal::{self as journal, Kind};
 
 use super::run::{Outcome, Run};
+use crate::head::Head;
 use crate::registry::Overrides;
 
 /// What `STATE/serve/RUN.json` keeps of a submission.
@@ -70,6 +71,7 @@ pub(super) fn found_runs(state_dir: &Path) -> (BTreeMap<String, Arc<Run>>, Vec<S
             submitted.submitter,
             path,
             outcome,
+            Head::of_records(&v.records),
         );
         runs.insert(id, Arc::new(run));
     }

@@ -11,6 +11,7 @@ use toolhost_engine::approval::Decider;
 use toolhost_engine::{Cancel, RunReport, StepStatus};
 use toolhost_journal::{Kind, Record};
 
+use crate::head::Head;
 use crate::registry::{Pending, RegistryError, RunState, RunView, StepCounts};
 
 /// A person's answer, as the approver takes it.
@@ -108,6 +109,10 @@ struct Status {
     /// [`Run::edit_verdict`]).
     verdict: Option<EditVerdict>,
     outcome: Outcome,
+    /// What its journal's first records say; read from the file until complete.
+    head: Head,
+    /// Whether `head` is all there is to read.
+    head_settled: bool,
 }
 
 /// What validation made of a person's edit to a plan.
@@ -155,9 +160,16 @@ impl Run {
         submitter: Option<String>,
         path: PathBuf,
         outcome: Outcome,
+        head: Head,
     ) -> Run {
         let state = outcome.state();
-        Run::new(id, goal, submitter, path, state, outcome)
+        let run = Run::new(id, goal, submitter, path, state, outcome);
+        {
+            let mut s = run.status();
+            s.head_settled = head.is_complete() || state.is_final();
+            s.head = head;
+        }
+        run
     }
 
     fn new(
@@ -180,6 +192,8 @@ impl Run {
                 answer: None,
                 verdict: None,
                 outcome,
+                head: Head::default(),
+                head_settled: false,
             }),
             changed: Condvar::new(),
         }
@@ -287,7 +301,17 @@ impl Run {
     }
 
     pub(crate) fn view(&self) -> RunView {
-        let s = self.status();
+        let read = {
+            let s = self.status();
+            !s.head_settled && s.state != RunState::Queued
+        };
+        // Read outside the lock: the run parks and finishes meanwhile.
+        let head = read.then(|| Head::read(&self.path)).flatten();
+        let mut s = self.status();
+        if let Some(head) = head {
+            s.head_settled = head.is_complete() || s.state.is_final();
+            s.head = head;
+        }
         RunView {
             id: self.id.clone(),
             url: format!("/v1/runs/{}", self.id),
@@ -299,6 +323,7 @@ impl Run {
             steps: s.outcome.steps,
             usage: s.outcome.usage.clone(),
             pending: s.pending.clone().filter(|_| s.answer.is_none()),
+            head: s.head.clone(),
         }
     }
 }

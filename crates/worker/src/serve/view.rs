@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use toolhost_journal::{Kind, Record};
-use toolhost_serve::{Outcome, Pending, RegistryError, RunState, RunView};
+use toolhost_serve::{Head, Outcome, Pending, RegistryError, RunState, RunView};
 use toolhost_store_pg::{RunInfo, Status};
 
 use super::{PgBackend, pg};
@@ -63,6 +63,7 @@ impl PgBackend {
             steps: outcome.steps,
             usage: outcome.usage,
             pending,
+            head: Head::of_records(&records),
         })
     }
 

@@ -2,8 +2,22 @@
 // Events, adding each record as text (textContent), never as markup. The run's state is
 // not a journal record (a run waiting for a person journals nothing until someone
 // decides), so it is asked for every second; when it changes the page reloads, and its
-// forms match the run again.
+// forms match the run again. On the Runs page, the table's rows are replaced by the
+// server's whenever they change (rows the server rendered, every run's text escaped there,
+// as on a page load; the page's policy runs no inline script either way).
 "use strict";
+(function () {
+  const runs = document.getElementById("runs");
+  const body = document.getElementById("runs-rows");
+  if (!runs || !body || !runs.hasAttribute("data-live")) return;
+  const source = new EventSource(runs.getAttribute("data-live"));
+  source.addEventListener("rows", function (e) {
+    body.innerHTML = e.data;
+  });
+  source.onerror = function () {
+    source.close();
+  };
+})();
 (function () {
   const list = document.getElementById("timeline");
   const state = document.getElementById("state");

@@ -6,14 +6,16 @@
 //! - `form`: a question's answer form generated from its JSON Schema, and its fields read
 //!   back into the answer (checked against the schema again by the registry).
 //! - `inbox`: the Approvals page, everything waiting for a person across runs.
+//! - `list`: the Runs page (filtered by state, paged, its rows live over SSE).
 //! - `page`: the HTML, every untrusted text escaped, under a Content-Security-Policy that
 //!   allows only this server's own script and style (`console.js`, `console.css`, embedded).
-//! - here: the routes and handlers (pages, sign-in, decisions, cancel, the live timeline).
+//! - here: the routes and handlers (a run's page, sign-in, decisions, cancel, the live timeline).
 //!
 //! The `Host`/`Origin` check of the API runs before every route here too.
 
 mod form;
 mod inbox;
+mod list;
 mod page;
 mod session;
 
@@ -34,7 +36,7 @@ use toolhost_engine::approval::{Decider, How};
 use self::session::{Form, Session};
 use super::AppState;
 use crate::auth::Role;
-use crate::registry::{Decision, DecisionKind, RunState};
+use crate::registry::{Decision, DecisionKind};
 
 pub(crate) use self::session::CsrfKey;
 
@@ -42,13 +44,12 @@ pub(crate) use self::session::CsrfKey;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// The run report is a page of its own with inline style and no script at all.
 const REPORT_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'";
-/// The most runs the Runs page shows at once.
-const PAGE_SIZE: usize = 50;
 
 /// The console's routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/", get(runs_page))
+        .route("/", get(list::runs_page))
+        .route("/console/runs/live", get(list::live))
         .route("/console/console.css", get(css))
         .route("/console/console.js", get(js))
         .route("/console/approvals", get(inbox::approvals))
@@ -120,53 +121,6 @@ async fn js() -> Response {
         )
             .into_response(),
         CSP,
-    )
-}
-
-#[derive(Deserialize)]
-struct ListParams {
-    after: Option<String>,
-}
-
-/// Runs: waiting for a person first, then newest first, [`PAGE_SIZE`] at a time.
-async fn runs_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    q: Query<ListParams>,
-) -> Response {
-    let Some(session) = Session::of(&state, &headers) else {
-        return html(StatusCode::OK, page::sign_in(None));
-    };
-    if !session.caller.has(Role::Read) && !session.caller.has(Role::Submit) {
-        return refused(
-            StatusCode::FORBIDDEN,
-            "this token may not list runs: it needs the `read` role",
-        );
-    }
-    let mut all: Vec<_> = state
-        .registry
-        .list()
-        .into_iter()
-        .filter(|r| session.caller.may_read(r.submitter.as_deref()))
-        .collect();
-    all.reverse();
-    let waiting =
-        |s: RunState| matches!(s, RunState::WaitingForApproval | RunState::WaitingForInput);
-    all.sort_by_key(|r| !waiting(r.state));
-    let start = match &q.after {
-        Some(a) => all
-            .iter()
-            .position(|r| &r.id == a)
-            .map_or(all.len(), |i| i + 1),
-        None => 0,
-    };
-    let shown: Vec<_> = all.iter().skip(start).take(PAGE_SIZE).collect();
-    let next = (all.len() > start + PAGE_SIZE)
-        .then(|| shown.last().map(|r| r.id.clone()))
-        .flatten();
-    html(
-        StatusCode::OK,
-        page::runs(&session, &shown, next.as_deref()),
     )
 }
 

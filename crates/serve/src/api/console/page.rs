@@ -72,42 +72,11 @@ pub(crate) fn message(status: axum::http::StatusCode, why: &str) -> String {
     )
 }
 
-fn stop_reason(run: &RunView) -> String {
+pub(super) fn stop_reason(run: &RunView) -> String {
     run.stop
         .as_ref()
         .and_then(|s| s["reason"].as_str())
         .map_or(String::new(), esc)
-}
-
-/// The Runs page.
-pub(crate) fn runs(session: &Session, runs: &[&RunView], next: Option<&str>) -> String {
-    let mut rows = String::new();
-    for r in runs {
-        let _ = write!(
-            rows,
-            r#"<tr><td><a href="/console/runs/{id}">{id}</a></td><td class="state {state}">{state}</td><td>{goal}</td><td>{who}</td><td>{ok} ok, {failed} failed, {skipped} skipped</td><td>{stop}</td></tr>"#,
-            id = esc(&r.id),
-            state = r.state.name(),
-            goal = esc(&r.goal),
-            who = esc(r.submitter.as_deref().unwrap_or("")),
-            ok = r.steps.succeeded,
-            failed = r.steps.failed,
-            skipped = r.steps.skipped,
-            stop = stop_reason(r),
-        );
-    }
-    let more = next.map_or(String::new(), |n| {
-        format!(r#"<p><a href="/?after={}">Older runs</a></p>"#, esc(n))
-    });
-    layout(
-        "Runs",
-        Some(session),
-        &format!(
-            r#"<h1>Runs</h1><p>Waiting for a person first, then newest first.</p>
-<table id="runs"><thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Goal</th><th scope="col">Submitter</th><th scope="col">Steps</th><th scope="col">Stop</th></tr></thead>
-<tbody>{rows}</tbody></table>{more}"#
-        ),
-    )
 }
 
 /// What a waiting run waits for, and the forms the session's role allows.
