@@ -385,3 +385,75 @@ fn the_runs_page_shows_planner_start_duration_and_spending_filters_by_state_and_
     assert!(rows.contains(&waiting) && rows.contains(&later), "{rows}");
     assert!(!first.contains(&later), "{first}");
 }
+
+#[test]
+fn a_pending_plan_shows_each_steps_grants_sensitivity_and_untrusted_flows() {
+    let f = Fixture::new();
+    let notes = f.p("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("a.txt"), "one two three").unwrap();
+    std::fs::write(
+        f.p("tasks/policy.toml"),
+        format!(
+            "version = 1\napproval = \"deny\"\n[tools.calc]\n[tools.fs]\nfiles = [{{ host = \"{}\", guest = \"/notes\", access = \"read\" }}]\n[tools.text]\nsensitive = true\n",
+            notes.display()
+        ),
+    )
+    .unwrap();
+    for tool in ["fs", "text"] {
+        std::fs::copy(
+            toolhost_tests::path(tool),
+            f.p(&format!("tools/{tool}.wasm")),
+        )
+        .unwrap();
+    }
+    let server = started(&f);
+    let toml = "goal = \"Count the words\"\ntools = [\"fs\", \"text\"]\n\n[planner.plan]\ngoal = \"g\"\nsteps = [\n{ id = \"read\", tool = \"fs\", operation = \"read-file\", args = { path = \"/notes/a.txt\" } },\n{ id = \"count\", tool = \"text\", operation = \"count\", args = { text = { \"$ref\" = \"read.output\" } } },\n]\n";
+    let ci = server.as_token("tok-ci");
+    let (status, run) = ci.post(
+        "/v1/runs",
+        serde_json::json!({"task": {"toml": toml}, "approve": true}),
+    );
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let waiting = ci.wait(&id, |r| r["state"] == "waiting_for_approval");
+    // The API: what each step may do, in the order the steps run.
+    let reach = &waiting["pending"]["reach"];
+    assert_eq!(reach[0]["step"], "read", "{waiting}");
+    assert_eq!(
+        reach[0]["capabilities"][0], "files: /notes (read)",
+        "{reach}"
+    );
+    assert_eq!(reach[0]["sensitive"], false);
+    assert_eq!(reach[0]["untrusted"], serde_json::json!([]));
+    assert_eq!(reach[1]["step"], "count");
+    assert_eq!(reach[1]["sensitive"], true, "{reach}");
+    let flow = "args.text ← `read` (`fs.read-file`, untrusted output)";
+    assert_eq!(reach[1]["untrusted"][0], flow, "{reach}");
+    // The console: the run's page and the inbox show the same.
+    let approver = Browser::sign_in(&server, "tok-approver");
+    for p in [
+        format!("/console/runs/{id}"),
+        "/console/approvals".to_string(),
+    ] {
+        let (status, page) = approver.get(&p);
+        assert_eq!(status, 200, "{page}");
+        for want in [
+            "files: /notes (read)",
+            "no capabilities (pure computation)",
+            "sensitive: asks again before it runs",
+            flow,
+        ] {
+            assert!(page.contains(want), "{p} lacks {want}: {page}");
+        }
+    }
+    // Once the plan is approved, the sensitive step is asked about with its own reach.
+    let (status, _) = server.as_token("tok-ops").post(
+        &format!("/v1/runs/{id}/approval"),
+        serde_json::json!({"decision": "approve"}),
+    );
+    assert_eq!(status, 200);
+    let step = ci.wait(&id, |r| r["pending"]["subject"] == "step");
+    assert_eq!(step["pending"]["reach"][0]["step"], "count", "{step}");
+    assert_eq!(step["pending"]["reach"][0]["sensitive"], true, "{step}");
+}

@@ -235,3 +235,44 @@ fn an_unanswered_review_ends_at_the_wait_budget() {
     assert_eq!(doc["stop"]["which"], "wait", "{text}");
     assert_eq!(doc["steps"].as_array().map(Vec::len), Some(0), "{text}");
 }
+
+/// The plan shown for review says what each step may do: its tool's grants, and the
+/// untrusted data that would reach its arguments (the same lines as the console's).
+#[test]
+fn the_review_shows_each_steps_grants_and_untrusted_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("a.txt"), "one two three").unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\n[tools.fs]\nfiles = [{ host = \"notes\", guest = \"/notes\", access = \"read\" }]\n[tools.text]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("task.toml"),
+        format!(
+            "goal = \"g\"\npolicy = \"policy.toml\"\ntools = {{ fs = {:?}, text = {:?} }}\n\
+             [planner.plan]\ngoal = \"g\"\nsteps = [\n\
+             {{ id = \"read\", tool = \"fs\", operation = \"read-file\", args = {{ path = \"/notes/a.txt\" }} }},\n\
+             {{ id = \"count\", tool = \"text\", operation = \"count\", args = {{ text = {{ \"$ref\" = \"read.output\" }} }} }},\n]\n",
+            toolhost_tests::path("fs"),
+            toolhost_tests::path("text"),
+        ),
+    )
+    .unwrap();
+    let (code, text, doc) = on_a_terminal(
+        dir.path(),
+        "task.toml",
+        &[],
+        &["a"],
+        Duration::from_millis(400),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("- files: /notes (read)"), "{text}");
+    assert!(
+        text.contains("- untrusted data: args.text ← `read` (`fs.read-file`, untrusted output)"),
+        "{text}"
+    );
+    assert_eq!(doc["answer"]["words"], 3, "{doc}");
+}

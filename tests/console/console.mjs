@@ -116,6 +116,10 @@ scenario("the approvals inbox", async () => {
   await item(runs.plan).getByRole("cell", { name: "calc.eval" }).waitFor();
   await item(runs.plan).getByText("Tools: calc").waitFor();
   await item(runs.step).getByText("tool `text` is marked sensitive").waitFor();
+  // What each step may do: its tool's grants, and the sensitive mark.
+  await item(runs.plan).getByRole("columnheader", { name: "May use" }).waitFor();
+  await item(runs.plan).getByText("no capabilities (pure computation)").waitFor();
+  await item(runs.step).locator(".may-use", { hasText: "sensitive: asks again before it runs" }).waitFor();
   await item(runs.step).getByRole("cell", { name: "text.count" }).waitFor();
   await item(runs.question).getByText("Which number?").waitFor();
   assert.equal(await item(runs.question).locator("button").count(), 0, "a question is answered on its page");

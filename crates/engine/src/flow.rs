@@ -170,6 +170,21 @@ pub(crate) fn output(
     })
 }
 
+/// The arguments of `step` that untrusted data would reach, with how it gets there.
+pub(crate) fn untrusted_args(
+    step: &Step,
+    steps: &BTreeMap<StepId, Taint>,
+    planner: &Taint,
+) -> Vec<(String, Taint)> {
+    step.args
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| (name.clone(), argument(value, steps, planner)))
+        .filter(|(_, t)| !t.is_trusted())
+        .collect()
+}
+
 fn refused(step: &Step, message: String) -> Violation {
     Violation {
         step: step.id.clone(),

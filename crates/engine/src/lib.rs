@@ -32,6 +32,9 @@
 //!   [`Extractor`] an embedder gives to make it (a model with no tools, whose value is as
 //!   untrusted as what it read); [`cancel`]: cancelling a run; `decider`: who made a
 //!   decision and how ([`Decider`], [`How`], under both `approval` and `budget`).
+//! - [`review`]: what a plan or step would be allowed to do ([`review::Reach`]: its
+//!   capabilities, whether it is sensitive, the untrusted data reaching its arguments),
+//!   for whoever approves it.
 //! - [`evaluate`]: the critic (`expect` checks, evaluator tool, reactions).
 //! - [`record`]: [`StepRecord`], what happened to each step.
 //! - `engine`: the [`Engine`] (built with [`Engine::builder`], which lists its closed
@@ -85,6 +88,7 @@ pub mod record;
 pub mod reference;
 mod report;
 pub mod resume;
+pub mod review;
 pub mod run;
 mod sample;
 pub mod scripted;

@@ -10,6 +10,8 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_engine::approval::Decider;
+use toolhost_engine::review::Reach;
+use toolhost_engine::validate::{Catalog, ValidPlan};
 use toolhost_journal::Record;
 use utoipa::ToSchema;
 
@@ -161,6 +163,12 @@ pub struct Pending {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub schema: Option<Value>,
+    /// What each step under review may do (subjects `plan` and `step`), in the order the
+    /// steps run: `step`, `capabilities` (one line per grant of its tool), `sensitive`,
+    /// `untrusted` (one line per argument untrusted data would reach, with its flow).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    pub reach: Vec<Reach>,
 }
 
 impl Pending {
@@ -174,11 +182,20 @@ impl Pending {
             why: None,
             question: None,
             schema: None,
+            reach: Vec::new(),
         }
     }
 
-    /// A step's approval, and why it needs one.
-    pub fn step(step: &toolhost_engine::Step, why: &str) -> Pending {
+    /// A validated plan's review, with what each step may do.
+    pub fn reviewed(plan: &ValidPlan, catalog: &Catalog) -> Pending {
+        Pending {
+            reach: toolhost_engine::review::plan(plan, catalog),
+            ..Pending::plan(&plan.plan)
+        }
+    }
+
+    /// A step's approval, why it needs one, and what the step may do.
+    pub fn step(step: &toolhost_engine::Step, why: &str, catalog: &Catalog) -> Pending {
         Pending {
             subject: "step".into(),
             revision: None,
@@ -187,6 +204,7 @@ impl Pending {
             why: Some(why.to_string()),
             question: None,
             schema: None,
+            reach: vec![toolhost_engine::review::step_only(step, catalog)],
         }
     }
 
@@ -200,6 +218,7 @@ impl Pending {
             why: None,
             question: Some(q.text.to_string()),
             schema: Some(q.schema.clone()),
+            reach: Vec::new(),
         }
     }
 }

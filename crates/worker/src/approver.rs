@@ -148,11 +148,11 @@ impl DbApprover {
 }
 
 impl Approver for DbApprover {
-    fn review_plan(&mut self, plan: &ValidPlan, _catalog: &Catalog) -> PlanDecision {
+    fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
         if self.reviews.is_some() {
             return self.auto(PlanDecision::Approve);
         }
-        let pending = Pending::plan(&plan.plan);
+        let pending = Pending::reviewed(plan, catalog);
         self.proposed = Some(pending.clone());
         self.decide_plan(&pending)
     }
@@ -173,13 +173,13 @@ impl Approver for DbApprover {
         Some(self.decide_plan(&pending))
     }
 
-    fn approve_step(&mut self, step: &Step, why: &str, _catalog: &Catalog) -> StepDecision {
+    fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {
         match self.reviews {
             None => {}
             Some(ApprovalMode::Deny) => return self.auto(StepDecision::NoApprover),
             Some(ApprovalMode::Auto) => return self.auto(StepDecision::Approve),
         }
-        let pending = Pending::step(step, why);
+        let pending = Pending::step(step, why, catalog);
         match self.wait(&pending) {
             None => StepDecision::Withdrawn,
             Some(Recorded::Approve) => StepDecision::Approve,

@@ -89,6 +89,11 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
     let waiting = b.wait(&first, |r| r["state"] == "waiting_for_approval");
     assert_eq!(waiting["pending"]["subject"], "plan", "{waiting}");
     assert_eq!(waiting["pending"]["plan"]["steps"][0]["id"], "s1");
+    // What the step may do, parked in the run's row by the replica holding it.
+    assert_eq!(
+        waiting["pending"]["reach"][0]["capabilities"][0], "no capabilities (pure computation)",
+        "{waiting}"
+    );
     assert_eq!(
         t.sql(&format!("SELECT status FROM runs WHERE id = '{first}'")),
         "waiting_for_approval"

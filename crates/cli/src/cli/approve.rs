@@ -14,7 +14,6 @@ use toolhost_engine::approval::{
 use toolhost_engine::ask;
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Plan, Step};
-use toolhost_runtime::grants::GrantKind;
 
 /// Runs an editor on a file.
 pub(crate) type Editor = Box<dyn FnMut(&std::path::Path) -> std::io::Result<()>>;
@@ -29,51 +28,7 @@ pub(crate) struct TerminalApprover<R, W> {
 }
 
 /// The capabilities a step's tool has, one line each.
-pub(crate) fn capabilities(step: &Step, catalog: &Catalog) -> Vec<String> {
-    if ask::is_ask(step) {
-        return vec!["asks you a question; your answer is the step's output".into()];
-    }
-    if toolhost_engine::extract::is_extract(step) {
-        return vec!["a model extracts a value; no tool runs".into()];
-    }
-    let Some(e) = catalog.tools.get(&step.tool) else {
-        return vec!["(unknown tool)".into()];
-    };
-    let c = &e.policy.capabilities;
-    let mut lines = Vec::new();
-    for f in &c.files {
-        lines.push(format!(
-            "files: {} ({}{})",
-            f.guest,
-            if f.write { "read-write" } else { "read" },
-            if f.kind == GrantKind::File {
-                ", single file"
-            } else {
-                ""
-            }
-        ));
-    }
-    for o in &c.network.http {
-        lines.push(format!("http: {o}"));
-    }
-    for t in &c.network.tcp {
-        lines.push(format!("tcp: {t}"));
-    }
-    if c.network.name_lookup {
-        lines.push("name lookup".into());
-    }
-    if !c.env.is_empty() {
-        let names: Vec<&str> = c.env.iter().map(|(k, _)| k.as_str()).collect();
-        lines.push(format!("env: {}", names.join(", ")));
-    }
-    if lines.is_empty() {
-        lines.push("no capabilities (pure computation)".into());
-    }
-    if e.policy.sensitive {
-        lines.push("sensitive: asks again before it runs".into());
-    }
-    lines
-}
+pub(crate) use toolhost_engine::review::capabilities;
 
 impl<R: BufRead, W: Write> TerminalApprover<R, W> {
     fn ask(&mut self, prompt: &str) -> String {
@@ -97,6 +52,7 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
             p.goal,
             p.revision
         );
+        let reach = toolhost_engine::review::plan(plan, catalog);
         for id in &plan.order {
             let Some(step) = p.steps.iter().find(|s| &s.id == id) else {
                 continue;
@@ -120,6 +76,10 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
             }
             for line in capabilities(step, catalog) {
                 let _ = say!(self.output, "      - {line}");
+            }
+            let flows = reach.iter().filter(|r| r.step == step.id.as_str());
+            for line in flows.flat_map(|r| &r.untrusted) {
+                let _ = say!(self.output, "      - untrusted data: {line}");
             }
         }
     }

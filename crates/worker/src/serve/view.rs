@@ -120,5 +120,6 @@ fn unfinished_pending(records: &[Record]) -> Pending {
         ),
         question: None,
         schema: None,
+        reach: Vec::new(),
     }
 }

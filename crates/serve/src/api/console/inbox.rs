@@ -1,7 +1,9 @@
 //! The Approvals inbox (`/console/approvals`): every plan, step and question waiting for a
 //! person, across the runs the session may read, oldest first, each with what it would do
-//! (its steps: tool, operation, arguments), the tools it would use, and why a step needs a
-//! person (a `sensitive` tool, a low confidence); an approver decides from here.
+//! (its steps: tool, operation, arguments), the tools it would use, what each step may do
+//! (its tool's grants, whether it is `sensitive`, the untrusted data reaching its
+//! arguments), and why a step needs a person (a `sensitive` tool, a low confidence); an
+//! approver decides from here.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -11,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::page::{esc, layout};
+use super::page::{esc, layout, reach_cells};
 use super::session::Session;
 use super::{AppState, html, refused};
 use crate::auth::Role;
@@ -60,14 +62,20 @@ fn item(session: &Session, run: &RunView, p: &Pending) -> String {
         let tools: Vec<String> = tools.into_iter().map(esc).collect();
         let _ = write!(
             out,
-            r#"<p class="tools">Tools: {}</p><table><thead><tr><th scope="col">Step</th><th scope="col">Calls</th><th scope="col">Arguments</th></tr></thead><tbody>"#,
+            r#"<p class="tools">Tools: {}</p><table><thead><tr><th scope="col">Step</th><th scope="col">Calls</th><th scope="col">Arguments</th><th scope="col">May use</th><th scope="col">Untrusted data in</th></tr></thead><tbody>"#,
             tools.join(", ")
         );
         for s in steps {
+            let step = s["id"].as_str().unwrap_or("");
+            let reach = p
+                .reach
+                .iter()
+                .find(|r| r.step == step)
+                .map_or_else(|| "<td></td><td></td>".to_string(), reach_cells);
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}.{}</td><td><pre>{}</pre></td></tr>",
-                esc(s["id"].as_str().unwrap_or("")),
+                "<tr><td>{}</td><td>{}.{}</td><td><pre>{}</pre></td>{reach}</tr>",
+                esc(step),
                 esc(s["tool"].as_str().unwrap_or("")),
                 esc(s["operation"].as_str().unwrap_or("")),
                 esc(&serde_json::to_string(&s["args"]).unwrap_or_default()),

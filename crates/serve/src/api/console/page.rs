@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::session::Session;
 use crate::auth::Role;
 use crate::registry::{Pending, RunState, RunView};
+use toolhost_engine::review::Reach;
 
 pub(crate) const CSS: &str = include_str!("console.css");
 pub(crate) const JS: &str = include_str!("console.js");
@@ -100,6 +101,17 @@ fn pending(session: &Session, run: &RunView, p: &Pending) -> String {
             let _ = write!(out, "<h3>{label}</h3><pre>{}</pre>", json(v));
         }
     }
+    if !p.reach.is_empty() {
+        let rows: String = p
+            .reach
+            .iter()
+            .map(|r| format!("<tr><td>{}</td>{}</tr>", esc(&r.step), reach_cells(r)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<h3>What it may do</h3><table id="reach"><thead><tr><th scope="col">Step</th><th scope="col">May use</th><th scope="col">Untrusted data in</th></tr></thead><tbody>{rows}</tbody></table>"#
+        );
+    }
     if session.caller.has(Role::Approve) {
         let (id, csrf) = (esc(&run.id), esc(&session.csrf));
         let _ = write!(out, r#"<div class="decide">"#);
@@ -124,6 +136,27 @@ fn pending(session: &Session, run: &RunView, p: &Pending) -> String {
     }
     out.push_str("</section>");
     out
+}
+
+/// A step's capabilities (a sensitive tool's last line says so) and the untrusted data reaching its
+/// arguments, as two cells.
+pub(super) fn reach_cells(r: &Reach) -> String {
+    let list = |lines: &[String], none: &str| {
+        if lines.is_empty() {
+            return format!(r#"<span class="hint">{none}</span>"#);
+        }
+        let items: String = lines
+            .iter()
+            .map(|l| format!("<li>{}</li>", esc(l)))
+            .collect();
+        format!("<ul>{items}</ul>")
+    };
+    // A sensitive tool's last capability line says so.
+    format!(
+        r#"<td class="may-use">{}</td><td class="untrusted">{}</td>"#,
+        list(&r.capabilities, "nothing"),
+        list(&r.untrusted, "none")
+    )
 }
 
 /// The journal's records, one item each.
