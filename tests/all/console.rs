@@ -93,7 +93,8 @@ fn approvals(server: &Server, id: &str) -> Vec<Value> {
 }
 
 /// A server whose tokens are `tok-NAME`: `ci` submits, `reader` reads, `approver` reads and
-/// decides (the console shows an approver what it decides), `ops` is an admin.
+/// decides, `decider` only decides (it sees runs while they wait for a person), `ops` is an
+/// admin.
 fn started(f: &Fixture) -> Server {
     started_with(f, &[])
 }
@@ -105,6 +106,7 @@ pub(crate) fn started_with(f: &Fixture, extra: &[&str]) -> Server {
         ("ci", "\"submit\""),
         ("reader", "\"read\""),
         ("approver", "\"read\", \"approve\""),
+        ("decider", "\"approve\""),
         ("ops", "\"admin\""),
     ] {
         text.push_str(&format!(
@@ -456,4 +458,56 @@ fn a_pending_plan_shows_each_steps_grants_sensitivity_and_untrusted_flows() {
     let step = ci.wait(&id, |r| r["pending"]["subject"] == "step");
     assert_eq!(step["pending"]["reach"][0]["step"], "count", "{step}");
     assert_eq!(step["pending"]["reach"][0]["sensitive"], true, "{step}");
+}
+
+#[test]
+fn an_approve_only_token_sees_waiting_runs_and_decides_but_reads_nothing_else() {
+    let f = Fixture::new();
+    let server = started_with(&f, &["--max-concurrent-runs", "4"]);
+    let done = submit(&server, "1 + 2");
+    let ops = server.as_token("tok-ops");
+    let (status, _) = ops.post(
+        &format!("/v1/runs/{done}/approval"),
+        serde_json::json!({"decision": "approve"}),
+    );
+    assert_eq!(status, 200);
+    ops.wait(&done, |r| r["state"] == "completed");
+    let waiting = submit(&server, "2 + 3");
+    let decider = Browser::sign_in(&server, "tok-decider");
+    for p in ["/", "/console/approvals"] {
+        let (status, page) = decider.get(p);
+        assert_eq!(status, 200, "{p}: {page}");
+        assert!(
+            page.contains(&waiting) && !page.contains(&done),
+            "{p}: {page}"
+        );
+    }
+    let (status, page) = decider.get(&format!("/console/runs/{waiting}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(r#"id="approve""#), "{page}");
+    assert!(!page.contains("run_started"), "the journal shown: {page}");
+    // Its journal, its report, and a run that waits for nobody stay closed.
+    for p in [
+        format!("/console/runs/{waiting}/journal"),
+        format!("/console/runs/{waiting}/report"),
+        format!("/console/runs/{waiting}/events"),
+        format!("/console/runs/{done}"),
+    ] {
+        assert_eq!(decider.get(&p).0, 403, "{p}");
+    }
+    let api = server.as_token("tok-decider");
+    assert_eq!(api.get(&format!("/v1/runs/{waiting}")).0, 200);
+    assert_eq!(api.get(&format!("/v1/runs/{done}")).0, 403);
+    let r = decider.post(
+        &format!("/console/runs/{waiting}/decide"),
+        &[("csrf", &csrf(&page)), ("decision", "approve")],
+        None,
+    );
+    assert_eq!(r.status().as_u16(), 303);
+    ops.wait(&waiting, |r| r["state"] == "completed");
+    assert_eq!(approvals(&server, &waiting)[0]["by"], "decider");
+    // Decided, it waits for nobody: closed to the decider again.
+    assert_eq!(api.get(&format!("/v1/runs/{waiting}")).0, 403);
+    let (_, listed) = api.get("/v1/runs");
+    assert_eq!(listed["runs"], serde_json::json!([]), "{listed}");
 }

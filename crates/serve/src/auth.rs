@@ -108,6 +108,21 @@ impl Caller {
         self.has(Role::Read) || self.is_submitter(submitter)
     }
 
+    /// Whether the caller may see a run (its view and what it waits for, not its journal
+    /// or report): one it may read, or, with `approve`, one `waiting` for a person, so an
+    /// approver without `read` sees what it decides on.
+    pub fn may_see(&self, submitter: Option<&str>, waiting: bool) -> bool {
+        self.may_read(submitter) || (waiting && self.has(Role::Approve))
+    }
+
+    /// Whether the caller may list runs: with `read`, `submit` (its own) or `approve`
+    /// (those waiting for a person).
+    pub fn may_list(&self) -> bool {
+        [Role::Read, Role::Submit, Role::Approve]
+            .into_iter()
+            .any(|r| self.has(r))
+    }
+
     /// Whether the caller may cancel a run submitted by `submitter`: as an admin, or as
     /// its submitter.
     pub fn may_cancel(&self, submitter: Option<&str>) -> bool {
@@ -208,6 +223,13 @@ mod tests {
         let ops = t.caller(Some("Bearer tok-ops")).unwrap();
         assert!(ops.has(Role::Approve) && ops.may_cancel(Some("ci")));
         assert!(Tokens::new(&[]).caller(None).unwrap().has(Role::Admin));
+        // An approver without `read` sees a run only while it waits for a person.
+        let a = Tokens::new(&[spec("a", "tok-a", &[Role::Approve])])
+            .caller(Some("Bearer tok-a"))
+            .unwrap();
+        assert!(a.may_list() && a.may_see(Some("ci"), true));
+        assert!(!a.may_see(Some("ci"), false) && !a.may_read(Some("ci")));
+        assert!(!ci.may_see(Some("other"), true) && ci.may_list());
     }
 
     #[test]

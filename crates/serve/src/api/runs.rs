@@ -44,6 +44,18 @@ fn readable(state: &AppState, caller: &Caller, id: &str) -> Result<RunView, ApiE
     Ok(view)
 }
 
+/// The run `id`, if the caller may see it: read it, or decide on it while it waits.
+fn visible(state: &AppState, caller: &Caller, id: &str) -> Result<RunView, ApiError> {
+    let view = state.registry.get(id)?;
+    if !caller.may_see(view.submitter.as_deref(), view.pending.is_some()) {
+        return Err(ApiError::forbidden(
+            "read runs it did not submit (an `approve` token sees runs waiting for a person)",
+            Role::Read,
+        ));
+    }
+    Ok(view)
+}
+
 /// Submit a run.
 #[utoipa::path(post, path = "/v1/runs", tag = "runs",
     request_body = SubmitRequest,
@@ -113,13 +125,13 @@ pub(crate) struct RunPage {
     pub next: Option<String>,
 }
 
-/// List runs, oldest first (or `order=newest`): with `read`, every run; with `submit` only, the caller's own.
+/// List runs, oldest first (or `order=newest`): with `read`, every run; with `submit` only, the caller's own; with `approve` only, those waiting for a person.
 #[utoipa::path(get, path = "/v1/runs", tag = "runs", params(ListParams),
     responses(
         (status = 200, body = RunPage),
         (status = 400, description = "A bad parameter", body = ErrorBody),
         (status = 401, body = ErrorBody),
-        (status = 403, description = "Neither `read` nor `submit`", body = ErrorBody),
+        (status = 403, description = "Neither `read`, `submit` nor `approve` (which lists only runs waiting for a person)", body = ErrorBody),
     ),
     security(("bearer" = [])))]
 pub(crate) async fn list(
@@ -128,7 +140,7 @@ pub(crate) async fn list(
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<RunPage>, ApiError> {
     let Query(p) = params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
-    if !caller.has(Role::Read) && !caller.has(Role::Submit) {
+    if !caller.may_list() {
         return Err(ApiError::forbidden("list runs", Role::Read));
     }
     let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
@@ -151,7 +163,7 @@ pub(crate) async fn list(
     };
     let mut runs: Vec<RunView> = all
         .into_iter()
-        .filter(|r| caller.may_read(r.submitter.as_deref()))
+        .filter(|r| caller.may_see(r.submitter.as_deref(), r.pending.is_some()))
         .filter(|r| p.state.is_none_or(|s| r.state == s))
         .filter(|r| past(&r.id))
         .take(limit + 1)
@@ -171,7 +183,7 @@ pub(crate) async fn list(
     responses(
         (status = 200, body = RunView),
         (status = 401, body = ErrorBody),
-        (status = 403, description = "Neither `read` nor its submitter", body = ErrorBody),
+        (status = 403, description = "Neither `read`, its submitter, nor `approve` while it waits for a person", body = ErrorBody),
         (status = 404, body = ErrorBody),
     ),
     security(("bearer" = [])))]
@@ -180,7 +192,7 @@ pub(crate) async fn get_run(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<RunView>, ApiError> {
-    Ok(Json(readable(&state, &caller, &id)?))
+    Ok(Json(visible(&state, &caller, &id)?))
 }
 
 /// One event of `GET /v1/runs/{id}/events` as it is on the wire, for the document only:

@@ -23,7 +23,7 @@ pub(crate) async fn approvals(State(state): State<AppState>, headers: HeaderMap)
     let Some(session) = Session::of(&state, &headers) else {
         return html(StatusCode::UNAUTHORIZED, super::page::sign_in(None));
     };
-    if !session.caller.has(Role::Read) && !session.caller.has(Role::Submit) {
+    if !session.caller.may_list() {
         return refused(
             StatusCode::FORBIDDEN,
             "this token may not list runs: it needs the `read` role",
@@ -33,7 +33,7 @@ pub(crate) async fn approvals(State(state): State<AppState>, headers: HeaderMap)
         .registry
         .list()
         .into_iter()
-        .filter(|r| r.pending.is_some() && session.caller.may_read(r.submitter.as_deref()))
+        .filter(|r| r.pending.is_some() && session.caller.may_see(r.submitter.as_deref(), true))
         .collect();
     html(StatusCode::OK, page(&session, &waiting))
 }

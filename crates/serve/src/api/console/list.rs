@@ -18,7 +18,7 @@ use super::page::{self, esc, layout};
 use super::session::Session;
 use super::{html, refused};
 use crate::api::AppState;
-use crate::auth::{Caller, Role};
+use crate::auth::Caller;
 use crate::registry::{RunState, RunView};
 
 /// The most runs the Runs page shows at once.
@@ -94,7 +94,9 @@ fn select(
         .registry
         .list()
         .into_iter()
-        .filter(|r| caller.may_read(r.submitter.as_deref()) && filter.keeps(r.state))
+        .filter(|r| {
+            caller.may_see(r.submitter.as_deref(), r.pending.is_some()) && filter.keeps(r.state)
+        })
         .collect();
     all.reverse();
     all.sort_by_key(|r| !waiting(r.state));
@@ -121,7 +123,7 @@ fn lister(
     let Some(session) = Session::of(state, headers) else {
         return Err(Box::new(html(StatusCode::OK, page::sign_in(None))));
     };
-    if !session.caller.has(Role::Read) && !session.caller.has(Role::Submit) {
+    if !session.caller.may_list() {
         return Err(Box::new(refused(
             StatusCode::FORBIDDEN,
             "this token may not list runs: it needs the `read` role",

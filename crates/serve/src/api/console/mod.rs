@@ -138,13 +138,21 @@ async fn run_page(
         Ok(v) => v,
         Err(e) => return refused(StatusCode::NOT_FOUND, &e.to_string()),
     };
-    if !session.caller.may_read(view.submitter.as_deref()) {
+    if !session
+        .caller
+        .may_see(view.submitter.as_deref(), view.pending.is_some())
+    {
         return refused(
             StatusCode::FORBIDDEN,
             "this token may not read runs it did not submit",
         );
     }
-    let journal = state.registry.journal(&id).unwrap_or_default();
+    // An approver without `read` sees what the run waits for, not its journal.
+    let journal = if session.caller.may_read(view.submitter.as_deref()) {
+        state.registry.journal(&id).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     html(
         StatusCode::OK,
         page::run(&session, &view, &String::from_utf8_lossy(&journal)),
@@ -161,14 +169,20 @@ async fn run_state(
         return refused(StatusCode::UNAUTHORIZED, "sign in first");
     };
     match state.registry.get(&id) {
-        Ok(v) if session.caller.may_read(v.submitter.as_deref()) => secured(
-            (
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                v.state.name(),
+        Ok(v)
+            if session
+                .caller
+                .may_see(v.submitter.as_deref(), v.pending.is_some()) =>
+        {
+            secured(
+                (
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    v.state.name(),
+                )
+                    .into_response(),
+                CSP,
             )
-                .into_response(),
-            CSP,
-        ),
+        }
         Ok(_) => refused(StatusCode::FORBIDDEN, "this token may not read this run"),
         Err(e) => refused(StatusCode::NOT_FOUND, &e.to_string()),
     }
