@@ -85,6 +85,19 @@ fn submit(server: &Server, expression: &str) -> String {
     id
 }
 
+/// A run of `expression` submitted, approved by `ops` and run to its end.
+fn completed(server: &Server, expression: &str) -> String {
+    let id = submit(server, expression);
+    let ops = server.as_token("tok-ops");
+    let (status, _) = ops.post(
+        &format!("/v1/runs/{id}/approval"),
+        serde_json::json!({"decision": "approve"}),
+    );
+    assert_eq!(status, 200);
+    ops.wait(&id, |r| r["state"] == "completed");
+    id
+}
+
 fn approvals(server: &Server, id: &str) -> Vec<Value> {
     let (_, journal) = server
         .as_token("tok-ops")
@@ -333,14 +346,7 @@ fn the_runs_page_shows_planner_start_duration_and_spending_filters_by_state_and_
     // Runs waiting for a person hold their slots.
     let server = started_with(&f, &["--max-concurrent-runs", "4"]);
     let waiting = submit(&server, "5 + 5");
-    let done = submit(&server, "6 + 6");
-    let ops = server.as_token("tok-ops");
-    let (status, _) = ops.post(
-        &format!("/v1/runs/{done}/approval"),
-        serde_json::json!({"decision": "approve"}),
-    );
-    assert_eq!(status, 200);
-    ops.wait(&done, |r| r["state"] == "completed");
+    let done = completed(&server, "6 + 6");
     let reader = Browser::sign_in(&server, "tok-reader");
     let (status, page) = reader.get("/");
     assert_eq!(status, 200, "{page}");
@@ -464,14 +470,8 @@ fn a_pending_plan_shows_each_steps_grants_sensitivity_and_untrusted_flows() {
 fn an_approve_only_token_sees_waiting_runs_and_decides_but_reads_nothing_else() {
     let f = Fixture::new();
     let server = started_with(&f, &["--max-concurrent-runs", "4"]);
-    let done = submit(&server, "1 + 2");
+    let done = completed(&server, "1 + 2");
     let ops = server.as_token("tok-ops");
-    let (status, _) = ops.post(
-        &format!("/v1/runs/{done}/approval"),
-        serde_json::json!({"decision": "approve"}),
-    );
-    assert_eq!(status, 200);
-    ops.wait(&done, |r| r["state"] == "completed");
     let waiting = submit(&server, "2 + 3");
     let decider = Browser::sign_in(&server, "tok-decider");
     for p in ["/", "/console/approvals"] {
