@@ -72,7 +72,23 @@ pub fn prune(url: &str, age: Duration, dry_run: bool) -> Result<Vec<String>, App
 pub fn report(url: &str, run: &str) -> Result<report::Report, AppError> {
     let db = connect(url)?;
     let bytes = db.journal(run).map_err(failure)?;
-    Ok(report::load_bytes(run, db.location(run).into(), &bytes))
+    let rep = report::load_bytes(run, db.location(run).into(), &bytes);
+    if rep.verified.stop().is_some() {
+        return Ok(rep);
+    }
+    // No stop yet: the run store says what the run is doing.
+    let live = match db.run_info(run).map_err(failure)?.status {
+        Status::Queued => "the run is queued in the run store",
+        Status::Running => "a replica runs it (status `running`, its lease renewed)",
+        Status::WaitingForApproval => {
+            "it waits for a person's decision (over the API or in the console)"
+        }
+        Status::WaitingForDecision => {
+            "it waits for a decision on steps cut off mid-call (`toolhost resume --rerun` or `--abandon`)"
+        }
+        _ => return Ok(rep),
+    };
+    Ok(rep.waiting(live.to_string()))
 }
 
 /// A run journaled in the database: its lease, kept renewed until [`Claim::release`].

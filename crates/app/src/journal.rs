@@ -19,6 +19,9 @@ pub struct JournalOptions {
     /// The state directory (`--state-dir`); unset, `TOOLHOST_STATE_DIR`, else
     /// `$XDG_STATE_HOME/toolhost` or `~/.local/state/toolhost`.
     pub state_dir: Option<PathBuf>,
+    /// The command writing the journal, as its lock tells whoever reads it meanwhile
+    /// (`toolhost report`); `None`: `run`.
+    pub writer: Option<&'static str>,
 }
 
 /// The state directory every command uses: given, else from the environment; created 0700
@@ -107,7 +110,7 @@ pub fn open(
 ) -> Result<Journal, AppError> {
     let (start, redactor) = run_start(options, task_file, loaded, replay_of)?;
     let state = state_dir(options.state_dir.clone())?;
-    Journal::create(&state, &start, redactor)
+    Journal::create_as(&state, &start, redactor, options.writer.unwrap_or("run"))
         .map_err(|e| AppError::Journal(format!("{e} (choose another place with --state-dir DIR)")))
 }
 

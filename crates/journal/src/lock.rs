@@ -130,6 +130,16 @@ impl RunLock {
             Err(_) => false,
         }
     }
+
+    /// Who writes the journal at `journal` now (`toolhost run`, pid 42 on host `h`, since
+    /// …), if a process holds its lock; creates nothing.
+    pub fn holder(journal: &Path) -> Option<String> {
+        let mut f = File::open(lock_path(journal)).ok()?;
+        match f.try_lock() {
+            Err(TryLockError::WouldBlock) => Some(holder_of(&mut f)),
+            _ => None,
+        }
+    }
 }
 
 /// Who holds the lock `file` is open on, as the holder wrote it. It writes that right

@@ -244,8 +244,18 @@ impl Journal {
         start: &RunStart,
         redactor: Redactor,
     ) -> Result<Journal, JournalError> {
+        Journal::create_as(state_dir, start, redactor, "run")
+    }
+
+    /// [`Journal::create`] by `command` (`serve`): the lock says who writes the journal.
+    pub fn create_as(
+        state_dir: &Path,
+        start: &RunStart,
+        redactor: Redactor,
+        command: &str,
+    ) -> Result<Journal, JournalError> {
         let fields = start_fields(start, &redactor);
-        Journal::begin(state_dir, "run", fields, redactor)
+        Journal::begin(state_dir, command, fields, redactor)
     }
 
     /// Creates the journal of the new run `id` in `store`, which its caller opened as the

@@ -186,6 +186,7 @@ impl Slot {
         let options = JournalOptions {
             redact: spec.redact.clone(),
             state_dir: None,
+            writer: None,
         };
         let (start, redactor) =
             toolhost_app::journal::run_start(&options, &spec.task, &loaded, None)?;
@@ -215,6 +216,7 @@ impl Slot {
                 JournalOptions {
                     redact: s.redact.clone(),
                     state_dir: None,
+                    writer: None,
                 },
             ),
             None => {

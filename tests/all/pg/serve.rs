@@ -89,6 +89,13 @@ fn a_run_submitted_to_one_replica_is_followed_approved_and_cancelled_through_ano
     let waiting = b.wait(&first, |r| r["state"] == "waiting_for_approval");
     assert_eq!(waiting["pending"]["subject"], "plan", "{waiting}");
     assert_eq!(waiting["pending"]["plan"]["steps"][0]["id"], "s1");
+    // Its report, read from the database meanwhile, says what it waits for.
+    let out = toolhost_tests::cli(["report", &first, "--database", &t.url, "--html", "-"]);
+    assert!(
+        out.stdout
+            .contains("no stop record yet: it waits for a person&#39;s decision"),
+        "{out:?}"
+    );
     // What the step may do, parked in the run's row by the replica holding it.
     assert_eq!(
         waiting["pending"]["reach"][0]["capabilities"][0], "no capabilities (pure computation)",

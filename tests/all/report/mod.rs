@@ -249,3 +249,36 @@ fn record_kinds_it_does_not_know_are_shown_not_fatal() {
     assert!(html.contains("&lt;i&gt;a newer toolhost&lt;/i&gt;"));
     assert!(html.contains("data-step=\"t1\""));
 }
+
+/// `toolhost report` on a run whose journal is still being written says who writes it,
+/// and once nothing does (the writer killed), that the run crashed: never "crashed or
+/// still running".
+#[test]
+fn a_report_tells_a_run_going_on_from_a_crashed_one() {
+    let f = crate::serve::Fixture::new();
+    let mut server = f.start(&[]);
+    let (status, run) = server.post("/v1/runs", crate::serve::inline_plan("4 * 4"));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    server.wait(&id, |r| r["state"] == "waiting_for_approval");
+    let out = report(&f.state(), &id, "-");
+    assert_eq!(out.code, 0, "{out:?}");
+    let pid = server.child.id();
+    assert!(
+        out.stdout.contains(&format!(
+            "no stop record yet: the run goes on: `toolhost serve`, pid {pid}"
+        )),
+        "{}",
+        out.stdout
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let out = report(&f.state(), &id, "-");
+    assert!(
+        out.stdout
+            .contains("no stop record, and nothing writes it now: the run crashed or was killed"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("still running"), "{}", out.stdout);
+}

@@ -206,6 +206,7 @@ impl Launcher for TaskLauncher {
         let options = journal::JournalOptions {
             redact: Vec::new(),
             state_dir: Some(self.state_dir.clone()),
+            writer: Some("serve"),
         };
         let journal = journal::open(&options, &path, &loaded, None)
             .map_err(|e| RegistryError::Internal(e.to_string()))?;

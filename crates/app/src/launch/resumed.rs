@@ -37,6 +37,7 @@ impl TaskLauncher {
                 redact: &JournalOptions {
                     redact: Vec::new(),
                     state_dir: Some(self.state_dir.clone()),
+                    writer: None,
                 },
                 budgets: &BudgetOverrides {
                     max_steps: overrides.max_steps,

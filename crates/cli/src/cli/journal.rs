@@ -32,6 +32,7 @@ impl RunOptions {
         JournalOptions {
             redact: self.redact.clone(),
             state_dir: self.state_dir.clone(),
+            writer: None,
         }
     }
 }

@@ -124,7 +124,15 @@ pub fn load(path: &Path) -> Result<Report, JournalError> {
         path: path.display().to_string(),
         reason: e.to_string(),
     })?;
-    Ok(load_bytes(&super::run_id(path), path.to_path_buf(), &bytes))
+    let report = load_bytes(&super::run_id(path), path.to_path_buf(), &bytes);
+    // A journal without a stop that a process still writes is a run going on: say who.
+    Ok(match report.verified.stop() {
+        None => match super::RunLock::holder(path) {
+            Some(who) => report.waiting(format!("the run goes on: {who} writes its journal")),
+            None => report,
+        },
+        Some(_) => report,
+    })
 }
 
 /// The report of run `run` whose journal lines are `bytes`, read from `location` (see

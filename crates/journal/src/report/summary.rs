@@ -22,7 +22,7 @@ pub(super) fn header(s: &mut String, r: &Report) {
                 match (v.stop(), &r.live) {
                     (Some(_), _) => String::new(),
                     (None, Some(live)) => format!(" — no stop record yet: {}", escape(live)),
-                    (None, None) => " — no stop record: the run crashed or is still running".into(),
+                    (None, None) => " — no stop record, and nothing writes it now: the run crashed or was killed (<code>toolhost resume</code> carries it on)".into(),
                 }
             ),
         ),
