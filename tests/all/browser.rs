@@ -5,6 +5,8 @@
 //! progress live, approves, rejects with a reason, answers, cancels, checks that a `read`
 //! token sees no button and that the markup stays inert text, and runs axe-core on every
 //! page (no serious or critical violation). Screenshots land in target/console-screenshots/.
+//! The suite runs again against two PostgreSQL replicas (runs submitted to one, the
+//! browser on the other; screenshots in target/console-screenshots-postgres/).
 //!
 //! The suite is installed by `scripts/console-browser.sh` (under target/console-browser,
 //! Node from `scripts/node.sh`); without it, or without chromium, this test fails unless
@@ -16,7 +18,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use toolhost_tests::{path, root};
 
-use crate::console::started_with;
+use crate::console::{started_with, tokens_config};
 use crate::serve::{Fixture, Server, inline_plan};
 
 /// The installed suite's `node_modules`, the Node and the chromium it runs with; `None`
@@ -62,8 +64,10 @@ fn tooling() -> Option<(PathBuf, PathBuf, PathBuf)> {
 /// Waits until run `id` waits for `subject` (`plan`, `step`, `question`) or has finished
 /// (`None`), and asserts that it did.
 fn waits_for(server: &Server, id: &str, subject: Option<&str>) {
+    // On the PostgreSQL backend a decision reaches the run's holder a moment after it is
+    // taken: the run shows what it waited for until then.
     let run = server.as_token("tok-ops").wait(id, |r| {
-        r["pending"]["subject"].is_string()
+        subject.is_some_and(|s| r["pending"]["subject"] == s)
             || matches!(
                 r["state"].as_str(),
                 Some("completed" | "failed" | "rejected" | "cancelled")
@@ -143,23 +147,23 @@ fn prepared(server: &Server) -> Value {
     })
 }
 
-#[test]
-fn the_console_in_a_real_browser() {
-    let Some((modules, node, chromium)) = tooling() else {
-        return;
-    };
+/// A fixture whose `text` tool is sensitive: each of its steps waits for a person.
+fn fixture() -> Fixture {
     let f = Fixture::new();
-    // `text` is sensitive: each of its steps waits for a person.
     std::fs::write(
         f.p("tasks/policy.toml"),
         "version = 1\napproval = \"deny\"\n[tools.calc]\n[tools.text]\nsensitive = true\n",
     )
     .unwrap();
     std::fs::copy(path("text"), f.p("tools/text.wasm")).unwrap();
-    // Every prepared run waits at once, each holding its place.
-    let server = started_with(&f, &["--max-concurrent-runs", "16"]);
-    let runs = prepared(&server);
-    let shots = root().join("target/console-screenshots");
+    f
+}
+
+/// Runs tests/console/console.mjs against the console at `server` with `runs` prepared,
+/// keeping its screenshots in target/`shots`.
+fn drive(tools: (PathBuf, PathBuf, PathBuf), server: &Server, runs: &Value, shots: &str) {
+    let (modules, node, chromium) = tools;
+    let shots = root().join("target").join(shots);
     let _ = std::fs::remove_dir_all(&shots);
     std::fs::create_dir_all(&shots).unwrap();
     let out = Command::new(node)
@@ -183,4 +187,36 @@ fn the_console_in_a_real_browser() {
         "the console's browser suite failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
+}
+
+#[test]
+fn the_console_in_a_real_browser() {
+    let Some(tools) = tooling() else {
+        return;
+    };
+    let f = fixture();
+    // Every prepared run waits at once, each holding its place.
+    let server = started_with(&f, &["--max-concurrent-runs", "16"]);
+    let runs = prepared(&server);
+    drive(tools, &server, &runs, "console-screenshots");
+}
+
+/// The same suite on the PostgreSQL backend: the runs are submitted to one replica and
+/// the browser uses the other, so every decision made in its console wakes a run that the
+/// first replica may hold (approvals, answers and cancels cross replicas).
+#[test]
+fn the_console_in_a_real_browser_on_postgresql_replicas() {
+    let Some(tools) = tooling() else {
+        return;
+    };
+    let Some(t) = toolhost_tests::postgres::database("console_browser") else {
+        return;
+    };
+    let f = fixture();
+    let config = tokens_config(&f);
+    let flags = ["--config", config.as_str(), "--max-concurrent-runs", "16"];
+    let a = crate::pg::serve::replica(&f, &t, &flags, &[]);
+    let b = crate::pg::serve::replica(&f, &t, &flags, &[]);
+    let runs = prepared(&a);
+    drive(tools, &b, &runs, "console-screenshots-postgres");
 }

@@ -114,6 +114,14 @@ fn started(f: &Fixture) -> Server {
 
 /// [`started`] with `extra` flags.
 pub(crate) fn started_with(f: &Fixture, extra: &[&str]) -> Server {
+    let config = tokens_config(f);
+    let mut flags = vec!["--config", config.as_str()];
+    flags.extend_from_slice(extra);
+    f.start(&flags)
+}
+
+/// `serve.toml` in `f` with the tokens of [`started`]; its path.
+pub(crate) fn tokens_config(f: &Fixture) -> String {
     let mut text = String::new();
     for (name, roles) in [
         ("ci", "\"submit\""),
@@ -129,9 +137,7 @@ pub(crate) fn started_with(f: &Fixture, extra: &[&str]) -> Server {
     }
     let config = f.p("serve.toml");
     std::fs::write(&config, text).unwrap();
-    let mut flags = vec!["--config", config.to_str().unwrap()];
-    flags.extend_from_slice(extra);
-    f.start(&flags)
+    config.display().to_string()
 }
 
 #[test]

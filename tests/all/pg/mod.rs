@@ -17,7 +17,7 @@ mod pool_trust;
 mod pools;
 mod queue;
 mod replay;
-mod serve;
+pub(crate) mod serve;
 mod shutdown;
 mod throughput;
 

@@ -17,7 +17,7 @@ use crate::serve::{Api, Fixture, Server, inline_plan};
 const LEASE_MS: &str = "1500";
 
 /// A replica of database `t` in fixture `f`.
-pub(super) fn replica(f: &Fixture, t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> Server {
+pub(crate) fn replica(f: &Fixture, t: &TestDb, extra: &[&str], env: &[(&str, String)]) -> Server {
     let mut args = vec![
         "--database",
         &t.url,
