@@ -196,7 +196,9 @@ fn the_console_in_a_real_browser() {
     };
     let f = fixture();
     // Every prepared run waits at once, each holding its place.
-    let server = started_with(&f, &["--max-concurrent-runs", "16"]);
+    let (evals, _) = crate::console::evaluated(&f);
+    let evals = evals.display().to_string();
+    let server = started_with(&f, &["--max-concurrent-runs", "16", "--evals-dir", &evals]);
     let runs = prepared(&server);
     drive(tools, &server, &runs, "console-screenshots");
 }
@@ -214,7 +216,16 @@ fn the_console_in_a_real_browser_on_postgresql_replicas() {
     };
     let f = fixture();
     let config = tokens_config(&f);
-    let flags = ["--config", config.as_str(), "--max-concurrent-runs", "16"];
+    let (evals, _) = crate::console::evaluated(&f);
+    let evals = evals.display().to_string();
+    let flags = [
+        "--config",
+        config.as_str(),
+        "--max-concurrent-runs",
+        "16",
+        "--evals-dir",
+        &evals,
+    ];
     let a = crate::pg::serve::replica(&f, &t, &flags, &[]);
     let b = crate::pg::serve::replica(&f, &t, &flags, &[]);
     let runs = prepared(&a);

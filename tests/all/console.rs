@@ -517,3 +517,71 @@ fn an_approve_only_token_sees_waiting_runs_and_decides_but_reads_nothing_else() 
     let (_, listed) = api.get("/v1/runs");
     assert_eq!(listed["runs"], serde_json::json!([]), "{listed}");
 }
+
+/// `f`'s `evals` directory, holding a real run of the test suite `core` (its journals in
+/// `f`'s state directory) as `core.json` and its baseline as `core.baseline.json`; and
+/// what the run printed.
+pub(crate) fn evaluated(f: &Fixture) -> (std::path::PathBuf, crate::eval::Out) {
+    let suites = f.p("suites");
+    crate::eval::copy_dir(&toolhost_tests::root().join("tests/eval"), &suites, &[]);
+    let evals = f.p("evals");
+    std::fs::create_dir_all(&evals).unwrap();
+    let baseline = evals.join("core.baseline.json");
+    let tools = std::path::PathBuf::from(toolhost_tests::tools_dir());
+    let out = crate::eval::eval_cli(
+        [crate::eval::cache(), &f.state(), &tools],
+        &suites.join("core"),
+        &evals.join("core.json"),
+        &["--write-baseline", baseline.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    (evals, out)
+}
+
+#[test]
+fn the_evaluations_page_shows_suite_metrics_against_their_bands_and_links_task_runs() {
+    let f = Fixture::new();
+    let (evals, out) = evaluated(&f);
+    let baseline = evals.join("core.baseline.json");
+    let mut bands: Value =
+        serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    bands["metrics"]["steps_per_task"] = serde_json::json!({"value": 1.5, "max": 2.0});
+    std::fs::write(&baseline, bands.to_string()).unwrap();
+    std::fs::write(evals.join("junk.json"), "{\"not\": \"a result\"}").unwrap();
+    let server = started_with(&f, &["--evals-dir", evals.to_str().unwrap()]);
+    let reader = Browser::sign_in(&server, "tok-reader");
+    let (status, page) = reader.get("/console/evaluations");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(r#"data-suite="core""#), "{page}");
+    let metric = |name: &str| {
+        page.split("<tr>")
+            .find(|r| r.starts_with(&format!("<td>{name}</td>")))
+            .unwrap_or_else(|| panic!("no {name} row: {page}"))
+            .to_string()
+    };
+    assert!(metric("success_rate").contains(">within<"), "{page}");
+    let steps = metric("steps_per_task");
+    assert!(
+        steps.contains("≤ 2.00") && steps.contains("outside its band"),
+        "{steps}"
+    );
+    // Every task, linked to its run on this server.
+    let first = out.json["tasks"][0]["journal"].as_str().unwrap();
+    let run = std::path::Path::new(first)
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert!(
+        page.contains(&format!(r#"<a href="/console/runs/{run}">"#)),
+        "{page}"
+    );
+    assert_eq!(reader.get(&format!("/console/runs/{run}")).0, 200);
+    assert!(
+        page.contains("junk.json") && page.contains("not a suite result"),
+        "{page}"
+    );
+    // A token without `read` sees none.
+    let ci = Browser::sign_in(&server, "tok-ci");
+    assert_eq!(ci.get("/console/evaluations").0, 403);
+}

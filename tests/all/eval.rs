@@ -27,7 +27,7 @@ pub(crate) struct Out {
     pub json: Value,
 }
 
-fn cache() -> &'static Path {
+pub(crate) fn cache() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
         .path()

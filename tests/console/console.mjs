@@ -157,6 +157,18 @@ scenario("the runs list filters by state and follows new runs", async () => {
   await shot(page, "runs-waiting");
 });
 
+scenario("the evaluations page", async () => {
+  const page = approver;
+  await page.getByRole("link", { name: "Evaluations" }).click();
+  await page.getByRole("heading", { name: "Evaluations", level: 1 }).waitFor();
+  const suite = page.locator('section[data-suite="core"]');
+  await suite.getByRole("cell", { name: "success_rate", exact: true }).waitFor();
+  assert.ok((await suite.locator(".band.ok").count()) > 0, "no metric within its band");
+  assert.ok((await suite.locator(".tasks tbody tr").count()) > 0, "no task listed");
+  await accessible(page, "evaluations");
+  await shot(page, "evaluations");
+});
+
 scenario("watch a run progress live", async () => {
   const page = approver;
   // The state check (once a second) reloads the page when the run's state changes; held

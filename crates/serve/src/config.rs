@@ -6,6 +6,7 @@
 //! tools_dir = "tools"            # tool names in tasks: tools/NAME.wasm
 //! policy = "policy.toml"         # the policy of inline tasks
 //! state_dir = "state"            # journals: state/runs/RUN.jsonl
+//! # evals_dir = "evals"          # the console's Evaluations: `toolhost eval --json` results
 //! max_concurrent_runs = 2
 //! shutdown_grace_ms = 30000
 //! # database = "postgres://toolhost@db/toolhost"   # replicas sharing one database
@@ -93,6 +94,9 @@ pub struct ServeConfig {
     pub tools_dir: Option<PathBuf>,
     pub policy: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
+    /// Suite results (`toolhost eval --json DIR/NAME.json`, a baseline beside each as
+    /// `NAME.baseline.json`) the console's Evaluations page shows.
+    pub evals_dir: Option<PathBuf>,
     #[serde(default = "one")]
     pub max_concurrent_runs: usize,
     #[serde(default = "default_grace")]
@@ -187,6 +191,7 @@ impl Default for ServeConfig {
             tools_dir: None,
             policy: None,
             state_dir: None,
+            evals_dir: None,
             max_concurrent_runs: 1,
             shutdown_grace_ms: default_grace(),
             database: None,
@@ -256,6 +261,7 @@ impl ServeConfig {
             &mut config.tools_dir,
             &mut config.policy,
             &mut config.state_dir,
+            &mut config.evals_dir,
         ]
         .into_iter()
         .flatten()

@@ -94,6 +94,7 @@ pub async fn serve_backend(
             CsrfKey::new()
                 .map_err(|e| ServeError::Serve(format!("no random key for the console: {e}")))?,
         ),
+        evals_dir: config.evals_dir.clone(),
     };
     let _ = writeln!(out, "listening on http://{addr}");
     let _ = out.flush();

@@ -44,6 +44,10 @@ pub(crate) struct Args {
     /// Tasks submitted by name are TASKS_DIR/NAME.toml.
     #[arg(long, value_name = "DIR")]
     tasks_dir: Option<PathBuf>,
+    /// The console's Evaluations page shows the suite results here (`toolhost eval --json
+    /// DIR/NAME.json`, with NAME.baseline.json beside each for its bands).
+    #[arg(long, value_name = "DIR")]
+    evals_dir: Option<PathBuf>,
     /// Where tool names in tasks are found as NAME.wasm [env: TOOLHOST_TOOLS_DIR].
     #[arg(long, value_name = "DIR")]
     tools_dir: Option<PathBuf>,
@@ -126,6 +130,7 @@ impl Args {
             (&self.tools_dir, &mut c.tools_dir),
             (&self.policy, &mut c.policy),
             (&self.state_dir, &mut c.state_dir),
+            (&self.evals_dir, &mut c.evals_dir),
         ] {
             if flag.is_some() {
                 field.clone_from(flag);

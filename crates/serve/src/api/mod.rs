@@ -43,6 +43,8 @@ pub(crate) struct AppState {
     pub followers: Arc<Followers>,
     /// The key the console's CSRF tokens are derived from.
     pub csrf: Arc<CsrfKey>,
+    /// Where the console's Evaluations page reads suite results.
+    pub evals_dir: Option<std::path::PathBuf>,
 }
 
 /// What a client refused for want of room (429, 503) is told to wait, in seconds.

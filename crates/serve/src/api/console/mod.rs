@@ -6,6 +6,7 @@
 //! - `form`: a question's answer form generated from its JSON Schema, and its fields read
 //!   back into the answer (checked against the schema again by the registry).
 //! - `inbox`: the Approvals page, everything waiting for a person across runs.
+//! - `evals`: the Evaluations page (suite results against their baselines' bands).
 //! - `list`: the Runs page (filtered by state, paged, its rows live over SSE).
 //! - `page`: the HTML, every untrusted text escaped, under a Content-Security-Policy that
 //!   allows only this server's own script and style (`console.js`, `console.css`, embedded).
@@ -13,6 +14,7 @@
 //!
 //! The `Host`/`Origin` check of the API runs before every route here too.
 
+mod evals;
 mod form;
 mod inbox;
 mod list;
@@ -53,6 +55,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/console/console.css", get(css))
         .route("/console/console.js", get(js))
         .route("/console/approvals", get(inbox::approvals))
+        .route("/console/evaluations", get(evals::evaluations))
         .route("/console/sign-in", post(sign_in))
         .route("/console/sign-out", post(sign_out))
         .route("/console/runs/{id}", get(run_page))

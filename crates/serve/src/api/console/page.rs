@@ -36,7 +36,7 @@ pub(crate) fn layout(title: &str, session: Option<&Session>, body: &str) -> Stri
 <html lang="en"><head><meta charset="utf-8"><title>{} · toolhost</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/console/console.css"><script src="/console/console.js" defer></script></head>
-<body><header><nav aria-label="Console"><a href="/">Runs</a> <a href="/console/approvals">Approvals</a></nav>{who}</header>
+<body><header><nav aria-label="Console"><a href="/">Runs</a> <a href="/console/approvals">Approvals</a> <a href="/console/evaluations">Evaluations</a></nav>{who}</header>
 <main>{body}</main></body></html>
 "#,
         esc(title)
