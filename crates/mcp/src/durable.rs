@@ -4,7 +4,7 @@
 //! ownership rules and `--max-tasks` bound as in memory.
 //!
 //! The replica a call reached runs it under a lease it renews every third of
-//! [`TaskDatabase::lease`] ([`keep`]). A cancel that reaches another replica marks the task
+//! [`TaskDatabase::lease`] (`keep`). A cancel that reaches another replica marks the task
 //! cancelled in the database, whose notification stops the call on the holder at once (a
 //! lost notification is caught at the next renewal, which no longer finds the task
 //! working). A replica whose lease lapses (it died, or lost the database) loses its tasks
@@ -23,10 +23,9 @@ use rmcp::model::{CallToolResult, GetTaskResult};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
-use toolhost_store_pg::{Database, NewTask, PgError, TaskCancels, TaskEnd, TaskRow};
+use toolhost_store_pg::{Database, NewTask, PgError, TakenTask, TaskCancels, TaskEnd, TaskRow};
 
 use crate::catalog::Entry;
-use crate::shared::Shared;
 use crate::tasks::{self, Owner, State};
 
 /// Tasks taken over per look: the rest wait for the next one (or another replica).
@@ -182,7 +181,7 @@ impl Durable {
 
     /// Renews this replica's leases and stops the calls of tasks it no longer holds
     /// (cancelled, or taken over after a lapse).
-    async fn renew(&self) -> Result<(), ErrorData> {
+    pub async fn renew(&self) -> Result<(), ErrorData> {
         let ours: Vec<String> = self
             .running
             .lock()
@@ -214,72 +213,49 @@ fn runs_again(entry: &Entry) -> bool {
     entry.section.idempotent && !entry.section.sensitive
 }
 
-/// Keeps `shared`'s durable tasks: every third of the lease renews this replica's leases,
-/// takes over the tasks of replicas whose leases lapsed, and forgets expired tasks; until
-/// `stop`.
-pub(crate) async fn keep(shared: Arc<Shared>, stop: CancellationToken) {
-    let Some(durable) = shared.durable.as_ref() else {
-        return;
-    };
-    let every = (durable.lease / 3).max(Duration::from_millis(10));
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(every) => {}
-        }
-        if let Err(e) = durable.renew().await {
-            tracing::warn!(error = %e.message, "cannot renew the leases of tasks");
-        }
-        if let Err(e) = take_over(&shared).await {
-            tracing::warn!(error = %e.message, "cannot take over the tasks of lapsed replicas");
-        }
-        let db = durable.db.clone();
-        if let Err(e) = blocking(move || db.forget_tasks()).await {
-            tracing::warn!(error = %e.message, "cannot forget expired tasks");
-        }
+impl Durable {
+    /// Takes over the tasks whose holders' leases lapsed (at most [`TAKE_AT_ONCE`]), holding
+    /// each here: the caller runs each again ([`Durable::may_run_again`]) or fails it
+    /// ([`Durable::fail_lost`]).
+    pub async fn take_over(&self) -> Result<Vec<(TakenTask, CancellationToken)>, ErrorData> {
+        let (db, me, lease) = (self.db.clone(), self.replica.clone(), self.lease);
+        let taken = blocking(move || db.take_over_tasks(&me, lease, TAKE_AT_ONCE)).await?;
+        let mut running = self.running.lock().expect("running lock");
+        Ok(taken
+            .into_iter()
+            .map(|t| {
+                tracing::warn!(task = %t.id, replica = ?t.was, operation = %t.operation, "took over a task whose replica's lease lapsed");
+                let ct = CancellationToken::new();
+                running.insert(t.id.clone(), (ct.clone(), t.epoch));
+                (t, ct)
+            })
+            .collect())
     }
-}
 
-/// Takes over the tasks whose holders' leases lapsed: runs each again here when its
-/// operation may run again, else ends it `failed`, saying why.
-async fn take_over(shared: &Arc<Shared>) -> Result<(), ErrorData> {
-    let durable = shared.durable.as_ref().expect("checked by keep");
-    let (db, me, lease) = (durable.db.clone(), durable.replica.clone(), durable.lease);
-    let taken = blocking(move || db.take_over_tasks(&me, lease, TAKE_AT_ONCE)).await?;
-    for t in taken {
-        let was = t.was.as_deref().unwrap_or("unknown");
-        let catalog = shared.catalog();
-        let served = catalog.get(&t.operation);
-        let again = served.filter(|e| runs_again(e));
-        let args = t.args.as_deref().map(serde_json::from_str::<Value>);
-        tracing::warn!(task = %t.id, replica = %was, operation = %t.operation, "took over a task whose replica's lease lapsed");
-        let ct = CancellationToken::new();
-        durable
-            .running
-            .lock()
-            .expect("running lock")
-            .insert(t.id.clone(), (ct.clone(), t.epoch));
-        match (again, args) {
-            (Some(_), Some(Ok(args))) if t.idempotent => {
-                let (shared, catalog) = (shared.clone(), catalog.clone());
-                tokio::spawn(async move {
-                    let entry = catalog.get(&t.operation).expect("checked above");
-                    let returned =
-                        crate::call::unattended(&shared, &t.operation, entry, args, ct.clone())
-                            .await;
-                    let state = tasks::ended(&t.operation, returned, ct.is_cancelled());
-                    if let Some(d) = shared.durable.as_ref() {
-                        d.settle(&t.id, state).await;
-                    }
-                });
-            }
-            _ => {
-                let why = lost(&t.operation, was, &durable.replica, served.is_some());
-                durable.settle(&t.id, State::Failed(why)).await;
-            }
-        }
+    /// Whether the call of task `t`, taken over, runs again here as the tool `entry` (this
+    /// replica's view of it): stored as one that may, and this policy agrees.
+    pub fn may_run_again(t: &TakenTask, entry: Option<&Entry>) -> bool {
+        t.idempotent && t.args.is_some() && entry.is_some_and(runs_again)
     }
-    Ok(())
+
+    /// Ends task `t`, taken over, `failed`: its replica lapsed and it is not run again
+    /// (`served`: this replica serves its operation, which is not idempotent by policy).
+    pub async fn fail_lost(&self, t: &TakenTask, served: bool) {
+        let was = t.was.as_deref().unwrap_or("unknown");
+        let why = lost(&t.operation, was, &self.replica, served);
+        self.settle(&t.id, State::Failed(why)).await;
+    }
+
+    /// Forgets the tasks that ended more than their ttl ago.
+    pub async fn forget(&self) -> Result<(), ErrorData> {
+        let db = self.db.clone();
+        blocking(move || db.forget_tasks()).await.map(drop)
+    }
+
+    /// How often the leases are renewed: a third of their length.
+    pub fn every(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(10))
+    }
 }
 
 /// The error of a task whose replica `was` lapsed while running `operation`, which `me`

@@ -78,7 +78,7 @@ impl Server {
     /// the tasks of replicas whose leases lapsed, forgets expired ones) until `stop`.
     /// Without one, returns at once.
     pub async fn keep_tasks(&self, stop: tokio_util::sync::CancellationToken) {
-        crate::durable::keep(self.shared.clone(), stop).await;
+        crate::keep::keep(self.shared.clone(), stop).await;
     }
 
     /// The catalog calls resolve through now.

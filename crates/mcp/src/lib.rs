@@ -39,6 +39,8 @@
 //! - `durable`: the same tasks in PostgreSQL ([`TaskDatabase`], `--database`), shared by
 //!   replicas: run under a lease by one, read and cancelled through any, taken over when
 //!   their replica dies (run again only when idempotent by policy, else `failed`).
+//! - `keep`: a replica's upkeep of its durable tasks: renewing its leases, taking over
+//!   lapsed replicas' tasks (a call run again through `call`), forgetting expired ones.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
@@ -55,6 +57,7 @@ mod durable;
 mod errors;
 mod handler;
 pub mod http;
+mod keep;
 mod logging;
 mod output;
 pub mod sessions;
