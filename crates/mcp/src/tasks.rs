@@ -101,9 +101,10 @@ pub(crate) fn ended(
 ) -> State {
     match returned {
         _ if cancelled => State::Cancelled,
-        Ok(CallToolResponse::Complete(result)) => {
-            State::Completed(object(serde_json::to_value(result)))
-        }
+        Ok(CallToolResponse::Complete(result)) => match trapped(&result) {
+            Some(error) => State::Failed(error),
+            None => State::Completed(object(serde_json::to_value(result))),
+        },
         Ok(_) => State::Failed(object(serde_json::to_value(ErrorData::internal_error(
             format!(
                 "the call of `{name}` asked for input, which a task cannot put to a stateless client"
@@ -112,6 +113,29 @@ pub(crate) fn ended(
         )))),
         Err(e) => State::Failed(object(serde_json::to_value(e))),
     }
+}
+
+/// The error kinds of a call that crashed rather than answered: a trap, a panic, a stack
+/// overflow, or a sandbox that could not be instantiated.
+const CRASHES: &[&str] = &["trap", "panic", "stack_overflow", "instantiate"];
+
+/// A crash (a trap, [`CRASHES`]) is no answer of the tool's: its task ends `failed` with a
+/// JSON-RPC error (SEP-2663 reserves `failed` for protocol-level errors), the call's error
+/// in its `data`; any other `isError` result (the tool's own error, a limit, a denial)
+/// completes the task.
+fn trapped(result: &CallToolResult) -> Option<JsonObject> {
+    let error = result
+        .structured_content
+        .as_ref()
+        .filter(|_| result.is_error == Some(true))?
+        .get("error")
+        .filter(|e| e["kind"].as_str().is_some_and(|k| CRASHES.contains(&k)))?;
+    let message = error["message"].as_str().unwrap_or("the tool trapped");
+    Some(object(Ok(json!({
+        "code": -32603,
+        "message": message,
+        "data": error,
+    }))))
 }
 
 pub(crate) fn now() -> String {
