@@ -310,3 +310,55 @@ fn task_flags_without_their_prerequisites_are_refused() {
         assert!(stderr.contains(says), "{extra:?}: {stderr}");
     }
 }
+
+/// Sends `signal` (`-STOP`, `-CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_replica_never_settles_a_task_taken_from_it() {
+    let Some(db) = database("a_paused_replica_never_settles_a_task_taken_from_it") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = replica(dir.path(), "a", &db.url);
+    let b = replica(dir.path(), "b", &db.url);
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    let started_here = |label: &'static str| {
+        move |r: &Value| r["kind"] == "step_started" && r["data"]["args"]["label"] == label
+    };
+
+    // A runs a 3 s call and is paused (SIGSTOP) in it; its lease lapses and B runs the
+    // idempotent call again.
+    let id = start(&a.url, "again", 3, "paused").await;
+    assert!(
+        journaled(&a_dir, Duration::from_secs(10), started_here("paused")).await,
+        "A never started the call"
+    );
+    signal(a.child.id(), "-STOP");
+    let taken = journaled(&b_dir, Duration::from_secs(10), started_here("paused")).await;
+    // Past A's own call's end before A wakes: on waking, its call is over at once.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    signal(a.child.id(), "-CONT");
+    assert!(taken, "B never took the task over");
+
+    // A wakes, its call ends (or its renewal finds the task gone and stops it): whatever A
+    // now writes is fenced off, and the task still works on B.
+    let a_ended = journaled(&a_dir, Duration::from_secs(10), |r| {
+        r["kind"] == "step_finished" && r["data"]["tool"] == "again"
+    })
+    .await;
+    assert!(a_ended, "A's call never ended after it woke");
+    let now = stateless(&b.url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(
+        now["result"]["status"], "working",
+        "the paused replica's outcome landed over its successor's: {now}"
+    );
+    let done = ended(&b.url, &id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+}
