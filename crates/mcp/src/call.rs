@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, CallToolResult, InputRequiredResult, InputResponses, MetaObject,
-    ProgressNotificationParam, ProgressToken,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
@@ -63,14 +63,7 @@ pub(crate) async fn call(
     let sink = session
         .sink(shared, stateless)
         .map_err(|e| broke(shared, e))?;
-    let start = CallStart {
-        seq: shared.seq.fetch_add(1, Ordering::Relaxed) + 1,
-        name,
-        tool: &entry.section.name,
-        operation: &entry.operation,
-        args: &args,
-        effects: entry.effects,
-    };
+    let start = start_of(shared, name, entry, &args);
     record_start(shared, sink.as_ref(), &start)?;
     if entry.section.sensitive
         && let Some(end) = approve(shared, sink.as_ref(), &start, &mut asking).await?
@@ -111,13 +104,14 @@ pub(crate) async fn call(
     sink.finished(&start, CallEnd::Finished(&outcome))
         .map_err(|e| broke(shared, e))?;
     logging::forward(&session.level, &ctx, name, &outcome.report).await;
-    answer(name, entry, outcome, &ctx).map(Into::into)
+    answer(name, entry, outcome, ctx.protocol_version().as_ref()).map(Into::into)
 }
 
-/// Starts the call of the tool `name` as an MCP task (`tasks`): the call runs in the
-/// background, cancelled by `tasks/cancel` rather than by its `tools/call` request (which
-/// ends with this answer); the client gets the task to poll.
-pub(crate) fn start_task(
+/// Starts the call of the tool `name` as an MCP task (`tasks`, or `durable` with a task
+/// database): the call runs in the background, cancelled by `tasks/cancel` rather than by
+/// its `tools/call` request (which ends with this answer); the client gets the task to
+/// poll.
+pub(crate) async fn start_task(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
     catalog: Arc<Catalog>,
@@ -126,7 +120,14 @@ pub(crate) fn start_task(
 ) -> Result<CallToolResponse, ErrorData> {
     let owner = tasks::owner(session.id, &ctx);
     let (max, ttl) = (shared.config.max_tasks, shared.config.task_ttl);
-    let (id, created, ct) = match shared.tasks.open(owner, max, ttl)? {
+    let entry = catalog
+        .get(&name)
+        .expect("the catalog holds the tool it named");
+    let opened = match &shared.durable {
+        Some(d) => d.open(owner, (&name, entry, &args), max, ttl).await?,
+        None => shared.tasks.open(owner, max, ttl)?,
+    };
+    let (id, created, ct) = match opened {
         Ok(opened) => opened,
         Err(full) => return Ok(full.into()),
     };
@@ -138,9 +139,46 @@ pub(crate) fn start_task(
             .expect("the catalog holds the tool it named");
         let returned = call(&shared2, &session2, &name, entry, args, round, ctx).await;
         let state = tasks::ended(&name, returned, ct.is_cancelled());
-        shared2.tasks.settle(&task, state);
+        match &shared2.durable {
+            Some(d) => d.settle(&task, state).await,
+            None => shared2.tasks.settle(&task, state),
+        }
     });
     Ok(tasks::seed(id, &created, ttl))
+}
+
+/// Runs the call of a task taken over from a replica that died (`durable`): nobody to
+/// ask, approve or tell of progress; recorded in the server's own sink; stopped by `ct`.
+pub(crate) async fn unattended(
+    shared: &Shared,
+    name: &str,
+    entry: &Entry,
+    args: Value,
+    ct: tokio_util::sync::CancellationToken,
+) -> Result<CallToolResponse, ErrorData> {
+    refuse_if_broken(shared)?;
+    let sink = shared.sink.clone();
+    let start = start_of(shared, name, entry, &args);
+    record_start(shared, sink.as_ref(), &start)?;
+    let (section, limits) = (&entry.section, &entry.section.limits);
+    let run = shared.gate.call(
+        &shared.rt,
+        section,
+        &entry.tool,
+        &entry.operation,
+        &args,
+        limits,
+    );
+    let outcome = tokio::select! {
+        outcome = run => outcome,
+        () = ct.cancelled() => {
+            sink.finished(&start, CallEnd::Cancelled).map_err(|e| broke(shared, e))?;
+            return Err(cancelled());
+        }
+    };
+    sink.finished(&start, CallEnd::Finished(&outcome))
+        .map_err(|e| broke(shared, e))?;
+    answer(name, entry, outcome, None).map(Into::into)
 }
 
 /// Asks the client's user to approve a `sensitive` call; `Some` ends the call without
@@ -200,6 +238,23 @@ fn stopped(
     }
     let state = asking.seal(&shared.codec)?;
     Ok(InputRequiredResult::new(Some(asking.pending.clone()), Some(state)).into())
+}
+
+/// The record of the call of `entry` (the tool `name`) with `args`, numbered next.
+fn start_of<'a>(
+    shared: &Shared,
+    name: &'a str,
+    entry: &'a Entry,
+    args: &'a Value,
+) -> CallStart<'a> {
+    CallStart {
+        seq: shared.seq.fetch_add(1, Ordering::Relaxed) + 1,
+        name,
+        tool: &entry.section.name,
+        operation: &entry.operation,
+        args,
+        effects: entry.effects,
+    }
 }
 
 /// Tells the sink a call starts. An effectful call's record is synced before it runs: off
@@ -270,12 +325,13 @@ async fn race<F: Future>(
 }
 
 /// The call's result for the client: its output (or its error, as the client's protocol
-/// version shows errors), with the call's fuel, time and memory in the result's `_meta`.
+/// `version` shows errors; `None`: the newest rules), with the call's fuel, time and
+/// memory in the result's `_meta`.
 fn answer(
     name: &str,
     entry: &Entry,
     outcome: CallOutcome,
-    ctx: &RequestContext<RoleServer>,
+    version: Option<&ProtocolVersion>,
 ) -> Result<CallToolResult, ErrorData> {
     let report = &outcome.report;
     let meta = MetaObject(
@@ -297,7 +353,7 @@ fn answer(
             value,
             entry.wrapped,
         ))),
-        Err(e) => errors::failed(name, &e, ctx.protocol_version().as_ref()),
+        Err(e) => errors::failed(name, &e, version),
     };
     result.map(|r| r.with_meta(Some(meta)))
 }

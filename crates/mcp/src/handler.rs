@@ -42,6 +42,10 @@ impl Server {
         config: ServerConfig,
     ) -> Result<Server, String> {
         let codec = crate::ask::codec(config.state_key.as_deref())?;
+        let durable = match config.task_database.clone() {
+            Some(tasks) => Some(crate::durable::Durable::start(tasks)?),
+            None => None,
+        };
         Ok(Server {
             shared: Arc::new(Shared {
                 rt,
@@ -54,6 +58,7 @@ impl Server {
                 generation: tokio::sync::watch::Sender::new(0),
                 codec,
                 tasks: crate::tasks::Tasks::default(),
+                durable,
                 config,
             }),
             session: Arc::default(),
@@ -67,6 +72,13 @@ impl Server {
             shared: self.shared.clone(),
             session: Arc::default(),
         }
+    }
+
+    /// With a task database: keeps this replica's tasks (renews its leases, takes over
+    /// the tasks of replicas whose leases lapsed, forgets expired ones) until `stop`.
+    /// Without one, returns at once.
+    pub async fn keep_tasks(&self, stop: tokio_util::sync::CancellationToken) {
+        crate::keep::keep(self.shared.clone(), stop).await;
     }
 
     /// The catalog calls resolve through now.
@@ -224,7 +236,8 @@ impl ServerHandler for Server {
                 catalog.clone(),
                 (request.name.to_string(), args, round),
                 context,
-            );
+            )
+            .await;
         }
         call::call(
             &self.shared,
@@ -244,6 +257,9 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let owner = tasks::owner(self.session.id, &context);
+        if let Some(d) = &self.shared.durable {
+            return d.get(&request.task_id, owner).await;
+        }
         self.shared
             .tasks
             .get(&request.task_id, owner, self.shared.config.task_ttl)
@@ -255,6 +271,9 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let owner = tasks::owner(self.session.id, &context);
+        if let Some(d) = &self.shared.durable {
+            return d.cancel(&request.task_id, owner).await;
+        }
         self.shared.tasks.cancel(&request.task_id, owner)
     }
 
@@ -264,6 +283,9 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let owner = tasks::owner(self.session.id, &context);
+        if let Some(d) = &self.shared.durable {
+            return d.update(&request.task_id, owner).await;
+        }
         self.shared.tasks.update(&request.task_id, owner)
     }
 }

@@ -36,6 +36,11 @@
 //! - `tasks`: the MCP tasks extension: a call of an operation the policy lists under
 //!   `tasks` answers with a task id; the call runs on, its status and result polled with
 //!   `tasks/get`, ended with `tasks/cancel`; each task visible to its own client only.
+//! - `durable`: the same tasks in PostgreSQL ([`TaskDatabase`], `--database`), shared by
+//!   replicas: run under a lease by one, read and cancelled through any, taken over when
+//!   their replica dies (run again only when idempotent by policy, else `failed`).
+//! - `keep`: a replica's upkeep of its durable tasks: renewing its leases, taking over
+//!   lapsed replicas' tasks (a call run again through `call`), forgetting expired ones.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
@@ -48,9 +53,11 @@ mod ask;
 mod call;
 pub mod catalog;
 mod content;
+mod durable;
 mod errors;
 mod handler;
 pub mod http;
+mod keep;
 mod logging;
 mod output;
 pub mod sessions;
@@ -61,6 +68,7 @@ mod tasks;
 pub mod watch;
 
 pub use self::catalog::{Catalog, CatalogError, Offered, ToolNames};
+pub use self::durable::TaskDatabase;
 pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
 pub use self::sessions::SessionLimits;

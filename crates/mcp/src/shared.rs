@@ -31,6 +31,9 @@ pub struct ServerConfig {
     /// The key that seals and opens the `requestState` of 2026-07-28 questions, shared by
     /// replicas (`--state-key-file`); `None`: one drawn at start, known to this process only.
     pub state_key: Option<Vec<u8>>,
+    /// Where tasks are kept so that replicas share them (`--database`); `None`: in this
+    /// process's memory.
+    pub task_database: Option<crate::TaskDatabase>,
 }
 
 /// The key never shows: only whether there is one.
@@ -41,6 +44,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_tasks", &self.max_tasks)
             .field("task_ttl", &self.task_ttl)
             .field("state_key", &self.state_key.as_ref().map(|_| "(set)"))
+            .field("task_database", &self.task_database)
             .finish()
     }
 }
@@ -48,13 +52,15 @@ impl std::fmt::Debug for ServerConfig {
 impl Default for ServerConfig {
     /// - progress every 250 ms;
     /// - at most 16 tasks per client, each finished one kept an hour;
-    /// - a `requestState` key of this process's own.
+    /// - a `requestState` key of this process's own;
+    /// - tasks in this process's memory only.
     fn default() -> ServerConfig {
         ServerConfig {
             progress_every: Duration::from_millis(250),
             max_tasks: 16,
             task_ttl: Duration::from_secs(3600),
             state_key: None,
+            task_database: None,
         }
     }
 }
@@ -74,6 +80,11 @@ impl ServerConfig {
         self.state_key = Some(key);
         self
     }
+
+    pub fn task_database(mut self, tasks: crate::TaskDatabase) -> ServerConfig {
+        self.task_database = Some(tasks);
+        self
+    }
 }
 
 pub(crate) struct Shared {
@@ -90,8 +101,10 @@ pub(crate) struct Shared {
     pub(crate) generation: tokio::sync::watch::Sender<u64>,
     /// Seals and opens the `requestState` of 2026-07-28 questions (`ask`).
     pub(crate) codec: rmcp::model::RequestStateCodec,
-    /// The MCP tasks of every client (`tasks`).
+    /// The MCP tasks of every client (`tasks`), in memory, unless `durable`.
     pub(crate) tasks: crate::tasks::Tasks,
+    /// The MCP tasks in the database replicas share (`durable`), when there is one.
+    pub(crate) durable: Option<crate::durable::Durable>,
     pub config: ServerConfig,
 }
 

@@ -12,8 +12,9 @@
 //! forgotten to make room, and a call past that many unfinished ones is an `isError`
 //! result of kind `overloaded`. A finished task is kept [`ServerConfig::task_ttl`].
 //!
-//! Tasks live in this process's memory: another replica does not know them, and they end
-//! with the process.
+//! Without a database tasks live in this process's memory: another replica does not know
+//! them, and they end with the process. With one (`durable`) they live in PostgreSQL,
+//! under the same rules.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -100,9 +101,10 @@ pub(crate) fn ended(
 ) -> State {
     match returned {
         _ if cancelled => State::Cancelled,
-        Ok(CallToolResponse::Complete(result)) => {
-            State::Completed(object(serde_json::to_value(result)))
-        }
+        Ok(CallToolResponse::Complete(result)) => match trapped(&result) {
+            Some(error) => State::Failed(error),
+            None => State::Completed(object(serde_json::to_value(result))),
+        },
         Ok(_) => State::Failed(object(serde_json::to_value(ErrorData::internal_error(
             format!(
                 "the call of `{name}` asked for input, which a task cannot put to a stateless client"
@@ -113,12 +115,35 @@ pub(crate) fn ended(
     }
 }
 
-fn now() -> String {
+/// The error kinds of a call that crashed rather than answered: a trap, a panic, a stack
+/// overflow, or a sandbox that could not be instantiated.
+const CRASHES: &[&str] = &["trap", "panic", "stack_overflow", "instantiate"];
+
+/// A crash (a trap, [`CRASHES`]) is no answer of the tool's: its task ends `failed` with a
+/// JSON-RPC error (SEP-2663 reserves `failed` for protocol-level errors), the call's error
+/// in its `data`; any other `isError` result (the tool's own error, a limit, a denial)
+/// completes the task.
+fn trapped(result: &CallToolResult) -> Option<JsonObject> {
+    let error = result
+        .structured_content
+        .as_ref()
+        .filter(|_| result.is_error == Some(true))?
+        .get("error")
+        .filter(|e| e["kind"].as_str().is_some_and(|k| CRASHES.contains(&k)))?;
+    let message = error["message"].as_str().unwrap_or("the tool trapped");
+    Some(object(Ok(json!({
+        "code": -32603,
+        "message": message,
+        "data": error,
+    }))))
+}
+
+pub(crate) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
 /// A fresh task id: 128 bits from the system's random source, in hex.
-fn fresh_id() -> Result<String, ErrorData> {
+pub(crate) fn fresh_id() -> Result<String, ErrorData> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
@@ -131,7 +156,7 @@ fn fresh_id() -> Result<String, ErrorData> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn unknown(id: &str) -> ErrorData {
+pub(crate) fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(
         format!("unknown task `{id}`: no task of this client has that id"),
         Some(json!({"kind": "unknown_task", "taskId": id})),
@@ -139,7 +164,7 @@ fn unknown(id: &str) -> ErrorData {
 }
 
 /// A result or error as the JSON object a task inlines.
-fn object(v: serde_json::Result<Value>) -> JsonObject {
+pub(crate) fn object(v: serde_json::Result<Value>) -> JsonObject {
     match v {
         Ok(Value::Object(o)) => o,
         Ok(other) => json!({ "value": other })
@@ -209,22 +234,12 @@ impl Tasks {
             .get(id)
             .filter(|s| s.owner == owner)
             .ok_or_else(|| unknown(id))?;
-        let payload = match &slot.state {
-            State::Working => TaskPayload::Working,
-            State::Completed(result) => TaskPayload::Completed {
-                result: result.clone(),
-            },
-            State::Failed(error) => TaskPayload::Failed {
-                error: error.clone(),
-            },
-            State::Cancelled => TaskPayload::Cancelled,
-        };
-        let mut task = Task::new(id, payload.status(), &slot.created, &slot.updated);
-        task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        if matches!(slot.state, State::Working) {
-            task = task.with_poll_interval_ms(POLL_MS);
-        }
-        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+        Ok(detailed(
+            id,
+            &slot.state,
+            (&slot.created, &slot.updated),
+            ttl,
+        ))
     }
 
     /// `tasks/cancel`: stops the call (its sandbox is dropped at once) and marks the task
@@ -251,11 +266,52 @@ impl Tasks {
             .get(id)
             .filter(|s| s.owner == owner)
             .ok_or_else(|| unknown(id))?;
-        Err(ErrorData::invalid_params(
-            format!("task `{id}` asks for no input"),
-            Some(json!({"kind": "no_input_requested", "taskId": id})),
-        ))
+        Err(no_input(id))
     }
+}
+
+/// What `tasks/update` answers for a task of its client: a toolhost task never waits for
+/// input.
+pub(crate) fn no_input(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("task `{id}` asks for no input"),
+        Some(json!({"kind": "no_input_requested", "taskId": id})),
+    )
+}
+
+/// The `tasks/get` answer for task `id` in `state`, created and last updated at `times`.
+pub(crate) fn detailed(
+    id: &str,
+    state: &State,
+    (created, updated): (&str, &str),
+    ttl: Duration,
+) -> GetTaskResult {
+    let payload = match state {
+        State::Working => TaskPayload::Working,
+        State::Completed(result) => TaskPayload::Completed {
+            result: result.clone(),
+        },
+        State::Failed(error) => TaskPayload::Failed {
+            error: error.clone(),
+        },
+        State::Cancelled => TaskPayload::Cancelled,
+    };
+    let mut task = Task::new(id, payload.status(), created, updated);
+    task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+    if matches!(state, State::Working) {
+        task = task.with_poll_interval_ms(POLL_MS);
+    }
+    GetTaskResult::new(DetailedTask::new(task, payload))
+}
+
+/// The `isError` result of a call past `--max-tasks`.
+pub(crate) fn overloaded(max: usize) -> CallToolResult {
+    CallToolResult::structured_error(json!({"error": {
+        "kind": "overloaded",
+        "message": format!(
+            "this client has {max} tasks working, the most it may (`--max-tasks {max}`): wait for one to finish, or cancel one"
+        ),
+    }}))
 }
 
 /// Forgets the finished tasks older than `ttl`.
@@ -283,11 +339,6 @@ fn make_room(
             slots.remove(&id);
             None
         }
-        None => Some(CallToolResult::structured_error(json!({"error": {
-            "kind": "overloaded",
-            "message": format!(
-                "this client has {max} tasks working, the most it may (`--max-tasks {max}`): wait for one to finish, or cancel one"
-            ),
-        }}))),
+        None => Some(overloaded(max)),
     }
 }

@@ -43,6 +43,9 @@
 //!   outcome written back for the owner to journal; queued again or given up when the
 //!   worker dies (by whether the call is idempotent), withdrawn when nobody takes it or
 //!   the run is cancelled.
+//! - [`tasks`]: MCP tasks shared by replicas (migration 0008): opened under a per-owner
+//!   bound, run under a lease by one replica, read and cancelled by any, taken over when
+//!   their holder stops renewing, forgotten a ttl after they end.
 //!
 //! Every method blocks the calling thread for its round trips (as the file journal's
 //! writes do) and runs on the database's own threads, never on the caller's runtime.
@@ -57,6 +60,7 @@ pub mod queue;
 mod read;
 pub mod served;
 pub mod store;
+pub mod tasks;
 mod url;
 
 use std::sync::Arc;
@@ -73,6 +77,7 @@ pub use self::queue::{RunInfo, Status};
 pub use self::read::RunEnds;
 pub use self::served::{Answer, Cancelled};
 pub use self::store::PgStore;
+pub use self::tasks::{NewTask, TakenTask, TaskCancels, TaskEnd, TaskRow};
 pub use self::url::shown as shown_url;
 
 /// How long a connection attempt may take before the database counts as unreachable.

@@ -47,6 +47,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "cancelled_by",
         include_str!("../migrations/0007_cancelled_by.sql"),
     ),
+    (
+        8,
+        "mcp_tasks",
+        include_str!("../migrations/0008_mcp_tasks.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

@@ -28,17 +28,7 @@ const SLACK: Duration = Duration::from_millis(150);
 
 /// The journal's records, parsed.
 fn records(fixture: &Fixture) -> Vec<Value> {
-    fixture
-        .journals()
-        .iter()
-        .flat_map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    super::records(&fixture.journals())
 }
 
 fn record_of<'a>(records: &'a [Value], kind: &str, call: &str) -> Option<&'a Value> {

@@ -88,9 +88,6 @@ fn passes(revision: &str) {
 /// scenarios without scoring them, so this test gates them: every other check must pass,
 /// and each listed one must still fail (the list stays exact).
 const TASKS_NOT_SERVED: &[(&str, &str)] = &[
-    // By design: a guest's trap is a failure of the tool (an `isError` result of kind
-    // `trap`), so `protocol_error_job`'s task completes with it rather than `failed`.
-    ("tasks-lifecycle", "sep-2663-tasks-get-status-failed"),
     // Not served yet: a task that waits for input (`input_required`, `tasks/update`),
     // and the fixture tools those checks call (`confirm_delete`, `multi_input`).
     (

@@ -4,6 +4,7 @@
 
 mod cancel;
 mod conformance;
+mod durable;
 mod features;
 mod hostile;
 mod http;
@@ -120,16 +121,63 @@ network = {{ http = ["http://127.0.0.1:9"] }}
 
     /// The journals the server wrote.
     pub fn journals(&self) -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(self.state().join("runs")) else {
-            return Vec::new();
-        };
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        found.sort();
-        found
+        journals(&self.state())
     }
+}
+
+/// The journals a server with state directory `state` wrote.
+pub(crate) fn journals(state: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(state.join("runs")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The records of the journals `files`, parsed.
+pub(crate) fn records(files: &[PathBuf]) -> Vec<serde_json::Value> {
+    files
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// One stateless 2026-07-28 request (`params` carry their `_meta`) as request 1; its
+/// JSON-RPC answer. The `Mcp-Name` header repeats the tool's name, or the task's id.
+pub(crate) async fn stateless(
+    url: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let msg = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .timeout(Duration::from_secs(60))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+        req = req.header("mcp-name", name);
+    }
+    let body = req
+        .json(&msg)
+        .send()
+        .await
+        .expect("POST /mcp")
+        .text()
+        .await
+        .unwrap();
+    answer(&body, 1).unwrap_or_else(|| panic!("no answer to {method} in {body}"))
 }
 
 /// One compiled-component cache for every server the tests start.

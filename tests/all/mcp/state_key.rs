@@ -6,7 +6,6 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_tests::path;
@@ -48,26 +47,7 @@ async fn call(url: &str, extra: Value) -> Value {
     for (k, v) in extra.as_object().expect("an object") {
         params[k] = v.clone();
     }
-    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let body = reqwest::Client::new()
-        .post(url)
-        .timeout(Duration::from_secs(30))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "test_input_required_result_elicitation")
-        .json(&msg)
-        .send()
-        .await
-        .expect("POST /mcp")
-        .text()
-        .await
-        .unwrap();
-    std::iter::once(body.as_str())
-        .chain(body.lines().filter_map(|l| l.strip_prefix("data:")))
-        .filter_map(|t| serde_json::from_str::<Value>(t.trim()).ok())
-        .find(|m| m["id"] == 1)
-        .unwrap_or_else(|| panic!("no answer in {body}"))
+    super::stateless(url, "tools/call", params).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

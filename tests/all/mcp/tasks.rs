@@ -66,6 +66,27 @@ async fn client(
     info.serve(transport).await.expect("MCP handshake")
 }
 
+/// Calls `tool` (no arguments) as a task and polls it until it is no longer working.
+async fn run_to_end(
+    c: &rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>,
+    tool: &str,
+) -> rmcp::model::GetTaskResult {
+    let CallToolResponse::Task(task) = c.call_tool_once(params(tool, json!({}))).await.unwrap()
+    else {
+        panic!("{tool} is a task")
+    };
+    loop {
+        let t = c
+            .get_task(GetTaskParams::new(task.task.task_id.clone()))
+            .await
+            .unwrap();
+        if t.task.status() != TaskStatus::Working {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_call_runs_as_a_task_polled_to_its_result_or_cancelled() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -115,24 +136,20 @@ async fn a_long_call_runs_as_a_task_polled_to_its_result_or_cancelled() {
     );
 
     // A tool error completes the task with an `isError` result.
-    let CallToolResponse::Task(failing) = c
-        .call_tool_once(params("failing_job", json!({})))
-        .await
-        .unwrap()
-    else {
-        panic!("failing_job is a task")
-    };
-    let ended = loop {
-        let t = get(failing.task.task_id.clone()).await.unwrap();
-        if t.task.status() != TaskStatus::Working {
-            break t;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let ended = run_to_end(&c, "failing_job").await;
     let TaskPayload::Completed { result } = &ended.task.payload else {
         panic!("a tool error completes the task: {ended:?}")
     };
     assert_eq!(result["isError"], true, "{result:?}");
+
+    // A trap is no answer of the tool's: its task ends `failed` with a JSON-RPC error.
+    let trapped = run_to_end(&c, "protocol_error_job").await;
+    let TaskPayload::Failed { error } = &trapped.task.payload else {
+        panic!("a trap fails the task: {trapped:?}")
+    };
+    assert_eq!(error["code"], -32603, "{error:?}");
+    assert_eq!(error["data"]["kind"], "panic", "{error:?}");
+    assert!(error["message"].is_string(), "{error:?}");
 
     // Cancelled: the status says so at once, and the 60 s sandbox is gone.
     let CallToolResponse::Task(long) = c

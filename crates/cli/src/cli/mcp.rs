@@ -80,6 +80,17 @@ pub(crate) struct Args {
     /// `overloaded` [default: 16].
     #[arg(long, value_name = "N")]
     max_tasks: Option<usize>,
+    /// Keep MCP tasks in the PostgreSQL database at URL (postgres://USER@HOST:PORT/DATABASE)
+    /// instead of this process's memory: every replica given the same URL answers for any
+    /// task, and takes over those of a replica that died (running the call again only when
+    /// its section is `idempotent`, else failing the task and saying why).
+    #[arg(long, value_name = "URL", requires = "http")]
+    database: Option<String>,
+    /// With --database: how long this replica's hold on a task lasts unrenewed (renewed
+    /// every third of it); a replica that dies leaves its tasks to the others after this.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "database",
+          value_parser = clap::value_parser!(u64).range(300..=3_600_000))]
+    task_lease_ms: u64,
     /// Seal the `requestState` of 2026-07-28 questions with the key in FILE (at least 32
     /// bytes, readable by its owner only), so that replicas behind one address given the
     /// same file answer each other's rounds; without it each process draws its own.
@@ -144,6 +155,10 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
     let stop = CancellationToken::new();
     let outcome = tokio.block_on(async {
         spawn_signals(stop.clone());
+        tokio::spawn({
+            let (server, stop) = (server.clone(), stop.clone());
+            async move { server.keep_tasks(stop).await }
+        });
         if args.watch {
             let (files, reload) = source.watcher(rt.clone());
             tokio::spawn(toolhost_mcp::watch::watch(
@@ -287,7 +302,7 @@ fn http_limits(args: &Args) -> Result<(ConnLimits, SessionLimits), Failure> {
     Ok((conns, sessions))
 }
 
-/// How the server runs calls: `--max-tasks`, `--state-key-file`.
+/// How the server runs calls: `--max-tasks`, `--state-key-file`, `--database`.
 fn server_config(args: &Args) -> Result<ServerConfig, Failure> {
     let usage = |m: String| Failure::new(exit::USAGE, m);
     let mut config = ServerConfig::default();
@@ -302,6 +317,13 @@ fn server_config(args: &Args) -> Result<ServerConfig, Failure> {
     }
     if let Some(file) = &args.state_key_file {
         config = config.state_key(state_key(file).map_err(usage)?);
+    }
+    if let Some(url) = &args.database {
+        let db = toolhost_app::database::connect(url)?;
+        config = config.task_database(toolhost_mcp::TaskDatabase {
+            db,
+            lease: Duration::from_millis(args.task_lease_ms),
+        });
     }
     Ok(config)
 }

@@ -1,0 +1,304 @@
+//! Durable tasks (`toolhost mcp --http --database URL`): the MCP tasks of `tasks`, kept in
+//! PostgreSQL ([`toolhost_store_pg::tasks`]) so that every replica given the same database
+//! answers `tasks/get`, `tasks/cancel` and `tasks/update` for any of them, under the same
+//! ownership rules and `--max-tasks` bound as in memory.
+//!
+//! The replica a call reached runs it under a lease it renews every third of
+//! [`TaskDatabase::lease`] (`keep`). A cancel that reaches another replica marks the task
+//! cancelled in the database, whose notification stops the call on the holder at once (a
+//! lost notification is caught at the next renewal, which no longer finds the task
+//! working). A replica whose lease lapses (it died, or lost the database) loses its tasks
+//! to the first replica that sees them: that one runs the call again only when the
+//! operation is idempotent by policy (and not `sensitive`: nobody would approve it again);
+//! otherwise it ends the task `failed`, naming the replica and why, so no call ever runs
+//! twice unnoticed. Every settle is fenced by the task's epoch: a holder that lost a task
+//! cannot overwrite what its successor wrote.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, GetTaskResult};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+use toolhost_store_pg::{Database, NewTask, PgError, TakenTask, TaskCancels, TaskEnd, TaskRow};
+
+use crate::catalog::Entry;
+use crate::tasks::{self, Owner, State};
+
+/// Tasks taken over per look: the rest wait for the next one (or another replica).
+const TAKE_AT_ONCE: u32 = 8;
+
+/// Where a server keeps its MCP tasks when they outlive it: a database shared by the
+/// replicas, and how long a replica's hold on a task lasts unrenewed (a replica that dies
+/// leaves its tasks to others after this).
+#[derive(Debug, Clone)]
+pub struct TaskDatabase {
+    pub db: Database,
+    pub lease: Duration,
+}
+
+/// The calls this replica runs for its tasks: the token that stops each, and the epoch
+/// it settles with.
+type Running = Arc<Mutex<HashMap<String, (CancellationToken, i64)>>>;
+
+pub(crate) struct Durable {
+    db: Database,
+    lease: Duration,
+    /// This replica's name in the database: its process id and 64 random bits.
+    replica: String,
+    running: Running,
+    /// Held for the notifications of cancelled tasks.
+    _cancels: TaskCancels,
+}
+
+impl Durable {
+    pub fn start(config: TaskDatabase) -> Result<Durable, String> {
+        let id = tasks::fresh_id().map_err(|e| e.message.to_string())?;
+        let replica = format!("mcp-{}-{}", std::process::id(), &id[..16]);
+        let running: Running = Arc::default();
+        let hears = running.clone();
+        let cancels = config
+            .db
+            .on_task_cancel(move |id| {
+                if let Some((ct, _)) = hears.lock().expect("running lock").get(id) {
+                    ct.cancel();
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Durable {
+            db: config.db,
+            lease: config.lease,
+            replica,
+            running,
+            _cancels: cancels,
+        })
+    }
+
+    /// `owner` as the database knows it: a session's tasks are its replica's session's.
+    fn owner(&self, owner: Owner) -> String {
+        match owner {
+            Owner::Stateless => "stateless".into(),
+            Owner::Session(n) => format!("session:{}:{n}", self.replica),
+        }
+    }
+
+    /// Opens a working task of `owner` for the call of `entry` (the tool `name`) with
+    /// `args`, held by this replica; the `overloaded` result when `owner` holds `max`
+    /// working tasks (on any replica).
+    pub async fn open(
+        &self,
+        owner: Owner,
+        (name, entry, args): (&str, &Entry, &Value),
+        max: usize,
+        ttl: Duration,
+    ) -> Result<Result<(String, String, CancellationToken), CallToolResult>, ErrorData> {
+        let again = runs_again(entry);
+        let text = args.to_string();
+        let new = NewTask {
+            id: tasks::fresh_id()?,
+            owner: self.owner(owner),
+            operation: name.to_string(),
+            args_sha256: format!("{:x}", Sha256::digest(text.as_bytes())),
+            args: again.then_some(text),
+            idempotent: again,
+            ttl,
+            holder: self.replica.clone(),
+            lease: self.lease,
+            max_per_owner: u32::try_from(max).unwrap_or(u32::MAX),
+        };
+        let db = self.db.clone();
+        let Some(row) = blocking(move || db.open_task(new)).await? else {
+            return Ok(Err(tasks::overloaded(max)));
+        };
+        let ct = CancellationToken::new();
+        self.running
+            .lock()
+            .expect("running lock")
+            .insert(row.id.clone(), (ct.clone(), row.epoch));
+        Ok(Ok((row.id, stamp(row.created), ct)))
+    }
+
+    /// Records how the call of task `id` ended, unless it was cancelled or taken over.
+    pub async fn settle(&self, id: &str, state: State) {
+        let Some((_, epoch)) = self.running.lock().expect("running lock").remove(id) else {
+            return;
+        };
+        let (end, outcome) = match state {
+            State::Completed(r) => (TaskEnd::Completed, Value::Object(r)),
+            State::Failed(e) => (TaskEnd::Failed, Value::Object(e)),
+            // Marked in the database by whoever cancelled it.
+            State::Working | State::Cancelled => return,
+        };
+        let (db, id, holder) = (self.db.clone(), id.to_string(), self.replica.clone());
+        let settled =
+            blocking(move || db.settle_task(&id, &holder, epoch, end, &outcome.to_string())).await;
+        if let Err(e) = settled {
+            tracing::error!(error = %e.message, "cannot record how a task ended");
+        }
+    }
+
+    /// `tasks/get` from the database.
+    pub async fn get(&self, id: &str, owner: Owner) -> Result<GetTaskResult, ErrorData> {
+        let row = self.row(id, owner).await?;
+        let state = match (row.status.as_str(), &row.outcome) {
+            ("completed", Some(r)) => State::Completed(outcome(r)),
+            ("failed", Some(e)) => State::Failed(outcome(e)),
+            ("cancelled", _) => State::Cancelled,
+            _ => State::Working,
+        };
+        let times = (stamp(row.created), stamp(row.updated));
+        Ok(tasks::detailed(id, &state, (&times.0, &times.1), row.ttl))
+    }
+
+    /// `tasks/cancel`: marks the task cancelled; its holder (this replica or another)
+    /// stops the call.
+    pub async fn cancel(&self, id: &str, owner: Owner) -> Result<(), ErrorData> {
+        let (db, key, owner_key) = (self.db.clone(), id.to_string(), self.owner(owner));
+        if !blocking(move || db.cancel_task(&key, &owner_key)).await? {
+            return Err(tasks::unknown(id));
+        }
+        if let Some((ct, _)) = self.running.lock().expect("running lock").get(id) {
+            ct.cancel();
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: a toolhost task never waits for input.
+    pub async fn update(&self, id: &str, owner: Owner) -> Result<(), ErrorData> {
+        self.row(id, owner).await?;
+        Err(tasks::no_input(id))
+    }
+
+    async fn row(&self, id: &str, owner: Owner) -> Result<TaskRow, ErrorData> {
+        let (db, key, owner_key) = (self.db.clone(), id.to_string(), self.owner(owner));
+        blocking(move || db.task(&key, &owner_key))
+            .await?
+            .ok_or_else(|| tasks::unknown(id))
+    }
+
+    /// Renews this replica's leases and stops the calls of tasks it no longer holds
+    /// (cancelled, or taken over after a lapse).
+    pub async fn renew(&self) -> Result<(), ErrorData> {
+        let ours: Vec<String> = self
+            .running
+            .lock()
+            .expect("running lock")
+            .keys()
+            .cloned()
+            .collect();
+        if ours.is_empty() {
+            return Ok(());
+        }
+        let (db, me, lease) = (self.db.clone(), self.replica.clone(), self.lease);
+        let held: HashSet<String> = blocking(move || db.renew_tasks(&me, lease))
+            .await?
+            .into_iter()
+            .collect();
+        let mut running = self.running.lock().expect("running lock");
+        for id in ours.iter().filter(|id| !held.contains(*id)) {
+            if let Some((ct, _)) = running.remove(id) {
+                ct.cancel();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a task's call may run again on another replica: idempotent by policy, and not
+/// `sensitive` (its approval cannot be asked again of anyone).
+fn runs_again(entry: &Entry) -> bool {
+    entry.section.idempotent && !entry.section.sensitive
+}
+
+impl Durable {
+    /// Takes over the tasks whose holders' leases lapsed (at most [`TAKE_AT_ONCE`]), holding
+    /// each here: the caller runs each again ([`Durable::may_run_again`]) or fails it
+    /// ([`Durable::fail_lost`]).
+    pub async fn take_over(&self) -> Result<Vec<(TakenTask, CancellationToken)>, ErrorData> {
+        let (db, me, lease) = (self.db.clone(), self.replica.clone(), self.lease);
+        let taken = blocking(move || db.take_over_tasks(&me, lease, TAKE_AT_ONCE)).await?;
+        let mut running = self.running.lock().expect("running lock");
+        Ok(taken
+            .into_iter()
+            .map(|t| {
+                tracing::warn!(task = %t.id, replica = ?t.was, operation = %t.operation, "took over a task whose replica's lease lapsed");
+                let ct = CancellationToken::new();
+                running.insert(t.id.clone(), (ct.clone(), t.epoch));
+                (t, ct)
+            })
+            .collect())
+    }
+
+    /// Whether the call of task `t`, taken over, runs again here as the tool `entry` (this
+    /// replica's view of it): stored as one that may, and this policy agrees.
+    pub fn may_run_again(t: &TakenTask, entry: Option<&Entry>) -> bool {
+        t.idempotent && t.args.is_some() && entry.is_some_and(runs_again)
+    }
+
+    /// Ends task `t`, taken over, `failed`: its replica lapsed and it is not run again
+    /// (`served`: this replica serves its operation, which is not idempotent by policy).
+    pub async fn fail_lost(&self, t: &TakenTask, served: bool) {
+        let was = t.was.as_deref().unwrap_or("unknown");
+        let why = lost(&t.operation, was, &self.replica, served);
+        self.settle(&t.id, State::Failed(why)).await;
+    }
+
+    /// Forgets the tasks that ended more than their ttl ago.
+    pub async fn forget(&self) -> Result<(), ErrorData> {
+        let db = self.db.clone();
+        blocking(move || db.forget_tasks()).await.map(drop)
+    }
+
+    /// How often the leases are renewed: a third of their length.
+    pub fn every(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(10))
+    }
+}
+
+/// The error of a task whose replica `was` lapsed while running `operation`, which `me`
+/// does not run again (`served`: `me` serves it, but it is not idempotent by policy).
+fn lost(operation: &str, was: &str, me: &str, served: bool) -> serde_json::Map<String, Value> {
+    let why = match served {
+        true => format!(
+            "`{operation}` is not idempotent by policy (its section does not say `idempotent = true`, or it is `sensitive`)"
+        ),
+        false => format!("replica `{me}`, which took the task over, does not serve `{operation}`"),
+    };
+    let message = format!(
+        "replica `{was}` stopped renewing its hold on this task (it died or lost the database) while running `{operation}`, and the task was not run again: {why}; the call may have taken effect once, or not at all"
+    );
+    tasks::object(Ok(json!({
+        "code": -32603,
+        "message": message,
+        "data": {"kind": "replica_lost", "replica": was, "operation": operation},
+    })))
+}
+
+/// A stored result or error (JSON text) as the object a task inlines.
+fn outcome(text: &str) -> serde_json::Map<String, Value> {
+    tasks::object(serde_json::from_str(text))
+}
+
+fn stamp(t: std::time::SystemTime) -> String {
+    jiff::Timestamp::try_from(t).map_or_else(|_| tasks::now(), |t| t.to_string())
+}
+
+/// Runs a blocking database call off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, PgError> + Send + 'static,
+) -> Result<T, ErrorData> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(ErrorData::internal_error(
+            format!("the task database failed: {e}"),
+            None,
+        )),
+        Err(e) => Err(ErrorData::internal_error(
+            format!("the task database call did not finish: {e}"),
+            None,
+        )),
+    }
+}
