@@ -11,10 +11,12 @@
 //! run's answer is the value the program passed to `answer(…)`.
 //!
 //! The program is journaled as its plan revision; its calls as that revision's steps,
-//! `c1`, `c2`, … numbered across the run. Once a call's output or error is untrusted, the
-//! program counts as a planner shown it: every argument it writes after that is untrusted
-//! for the policy's data-flow rules. A resumed run re-runs its program with the calls the
-//! journal holds served from it (`durable`).
+//! `c1`, `c2`, … numbered across the run. A call whose output is untrusted answers the
+//! program with an opaque handle, never the output (`handles`); a handle passed on to a
+//! tool is the plan reference to that call's output, checked by the data-flow rules as
+//! any reference is; its error's message and value are withheld, its kind is not. So
+//! nothing the program writes derives from untrusted text. A resumed run re-runs its program with the calls the journal holds served from
+//! it (`durable`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,7 @@ use super::state::{Journaled, State};
 use super::validate::{Problem, ProblemKind, ValidPlan};
 
 pub(crate) mod durable;
+pub(crate) mod handles;
 
 /// What a program runs under, at most (its wall time and fuel are also capped by what the
 /// run has left, and the fuel it burns is charged to the run):
@@ -274,9 +277,15 @@ impl Engine<'_> {
         plan: &Plan,
         st: &mut State,
     ) -> Result<(), StopReason> {
-        let rerun = match self.held_call(&call, plan.revision, st)? {
+        // A handle the program passes on is the reference to its call's output.
+        let args = handles::to_refs(&call.args, &st.records);
+        let written = args.as_ref().unwrap_or(&call.args);
+        let rerun = match self.held_call(&call, written, plan.revision, st)? {
             Some(Journaled::Done(r)) => {
-                st.provenance.shown(&r.untrusted);
+                // Its output is there for the handles the program passes on.
+                if r.status == StepStatus::Succeeded {
+                    st.remember(&r);
+                }
                 call.answer(reply_of(Some(&r)));
                 return Ok(());
             }
@@ -291,12 +300,17 @@ impl Engine<'_> {
             description: String::new(),
             tool: call.tool.as_str().into(),
             operation: call.operation.as_str().into(),
-            args: call.args.clone(),
+            args: written.clone(),
             depends_on: Vec::new(),
             expect: None,
             idempotent: false,
             timeout_ms: None,
         };
+        if let Err(message) = args {
+            self.not_run(&step, plan.revision, "bad_arguments", message.clone(), st);
+            call.answer(Err(CallFailure::new(true, "bad_arguments", message)));
+            return Ok(());
+        }
         let one = Plan {
             goal: plan.goal.clone(),
             revision: plan.revision,
@@ -327,12 +341,6 @@ impl Engine<'_> {
             Err(stop) => return Err(stop),
         }
         let record = st.records.iter().rev().find(|r| r.id == id);
-        // The program now holds what the call returned (or its error): every argument it
-        // writes from here on is as tainted as that, for the data-flow rules.
-        if let Some(taint) = record.map(|r| r.untrusted.clone()) {
-            st.provenance.shown(&taint);
-        }
-        let record = st.records.iter().rev().find(|r| r.id == id);
         call.answer(reply_of(record));
         Ok(())
     }
@@ -344,14 +352,22 @@ impl Engine<'_> {
     fn held_call(
         &mut self,
         call: &ProgramCall,
+        written: &Value,
         revision: u32,
         st: &mut State,
     ) -> Result<Option<Journaled>, StopReason> {
         let Some(held) = st.journaled.pop_front() else {
             return Ok(None);
         };
-        let asked = self.observer.journaled(&call.args);
-        match held.diverges(&call.tool, &call.operation, &asked, revision) {
+        // A call that ran holds its arguments resolved; one refused before it ran, as
+        // the program wrote them (handles as references).
+        let resolved = self
+            .observer
+            .journaled(&handles::resolved(written, &st.records));
+        let asked = self.observer.journaled(written);
+        let (tool, op) = (&call.tool, &call.operation);
+        match held.diverges(tool, op, &resolved, revision) {
+            Some(_) if held.diverges(tool, op, &asked, revision).is_none() => Ok(Some(held)),
             Some(why) => Err(StopReason::Escalated { why }),
             None => Ok(Some(held)),
         }
@@ -370,24 +386,15 @@ impl Engine<'_> {
 /// (`Denied` for a refusal, `ToolError` else).
 fn reply_of(record: Option<&StepRecord>) -> Result<Value, CallFailure> {
     match record {
-        Some(r) if r.status == StepStatus::Succeeded => Ok(r.output.clone().unwrap_or(Value::Null)),
+        Some(r) if r.status == StepStatus::Succeeded => Ok(handles::shown_output(r)),
         Some(r) => {
             let (kind, message) = r.error.as_ref().map_or_else(
                 || ("tool_error".to_string(), "the call failed".to_string()),
-                |e| (e.kind.clone(), error_text(e)),
+                |e| (e.kind.clone(), handles::error_text(r, e)),
             );
             Err(CallFailure::new(refused(&kind), kind, message))
         }
         None => Err(CallFailure::new(true, "skipped", "the call did not run")),
-    }
-}
-
-/// The message a program's exception carries: the tool's own error value when it has one.
-fn error_text(e: &super::record::StepError) -> String {
-    match &e.value {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => e.message.clone(),
     }
 }
 

@@ -183,25 +183,24 @@ def message_of(error: BaseException) -> str:
 def answer(value) -> None:
     """Gives the run's answer (None, bool, int, float, str, list or dict). Call it once."""
     ...
+
+
+# A call whose output is untrusted (by the policy's data-flow rules) returns an Untrusted
+# handle, never the value: pass it on as an argument of a tool that accepts untrusted
+# data; printing, comparing, branching on, indexing, iterating, concatenating or
+# answering it raises UntrustedValueError (a builtin ValueError, message
+# "untrusted_value: ...").
+UntrustedValueError = ValueError
+
+
+class Untrusted:
+    """The opaque handle of the untrusted output of call `handle` (`c1`, `c2`, ...)."""
+
+    handle: str
 "#;
 
-const HEADER_CALL: &str = r#"Denied = PermissionError
-ToolError = RuntimeError
-CallError = (Denied, ToolError)
-
-
-def kind_of(error):
-    return str(error).split(": ", 1)[0]
-
-
-def message_of(error):
-    parts = str(error).split(": ", 1)
-    return parts[1] if len(parts) > 1 else ""
-
-
-def _toolhost(tool, operation, args):
-    return _toolhost_call(tool, operation, args)
-"#;
+/// The head of the prelude: the exceptions, the helpers and the `Untrusted` handle.
+const HEADER_CALL: &str = include_str!("pyapi/prelude.py");
 
 /// One tool of the API: its name, the component, and the operations the policy allows
 /// (`None`: all).

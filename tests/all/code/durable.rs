@@ -17,10 +17,13 @@ use crate::journal::crash::{calls, journal_of, resume_to_the_end, spawn_with};
 use crate::journal::{on_run, records};
 
 /// A code-mode task in `dir` whose program fetches `/text?S-TAG` for S in a, b, c (so the
-/// server counts each call), counts each body's words and answers the sum.
+/// server counts each call), counts each body's words and answers the sum. Each body is
+/// untrusted (http grants network): the program holds it as a handle (`c1`, `c3`, `c5`)
+/// and passes it on to text, whose counts the policy vouches for; so a resume must give
+/// the same handles for the journal's calls to match.
 fn write_task(dir: &Path, server: &Server, tag: &str) -> PathBuf {
     let policy = format!(
-        "version = 1\napproval = \"deny\"\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\n[tools.text]\n",
+        "version = 1\napproval = \"deny\"\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\n[tools.text]\noutputs = \"trusted\"\n",
         server.origin()
     );
     std::fs::write(dir.join("policy.toml"), policy).unwrap();
@@ -248,7 +251,9 @@ fn replay_of_a_code_mode_run_reports_a_call_that_changed() {
     std::fs::write(
         dir.path().join("policy.toml"),
         format!(
-            "version = 1\napproval = \"deny\"\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\n[tools.text]\n",
+            // The program branches on the body: the policy vouches for http's outputs, or
+            // the program would hold it as a handle it cannot compare.
+            "version = 1\napproval = \"deny\"\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\noutputs = \"trusted\"\n[tools.text]\n",
             server.origin()
         ),
     )

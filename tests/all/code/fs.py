@@ -23,6 +23,20 @@ def answer(value) -> None:
     ...
 
 
+# A call whose output is untrusted (by the policy's data-flow rules) returns an Untrusted
+# handle, never the value: pass it on as an argument of a tool that accepts untrusted
+# data; printing, comparing, branching on, indexing, iterating, concatenating or
+# answering it raises UntrustedValueError (a builtin ValueError, message
+# "untrusted_value: ...").
+UntrustedValueError = ValueError
+
+
+class Untrusted:
+    """The opaque handle of the untrusted output of call `handle` (`c1`, `c2`, ...)."""
+
+    handle: str
+
+
 class _Fs:
     """The `fs` tool. Files on the host: read, list, inspect and write files. Only directories the host has
     granted are visible, under the guest paths it chose (for example `/data`), so use
