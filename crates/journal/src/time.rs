@@ -16,7 +16,7 @@ pub fn compact(t: SystemTime) -> String {
     timestamp(t).strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
-/// `t` to the microsecond (what a record keeps), within the range [`format`] promises.
+/// `t` to the microsecond (what a record keeps), within the range [`format()`] promises.
 fn timestamp(t: SystemTime) -> Timestamp {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_micros())
@@ -25,7 +25,7 @@ fn timestamp(t: SystemTime) -> Timestamp {
         .unwrap_or(Timestamp::MAX)
 }
 
-/// Reads back what [`format`] writes; `None` for anything else (another shape, a date
+/// Reads back what [`format()`] writes; `None` for anything else (another shape, a date
 /// that does not exist, a time before 1970).
 pub fn parse(s: &str) -> Option<SystemTime> {
     // The one shape `format` writes: RFC 3339 allows others (offsets, other precisions, a
