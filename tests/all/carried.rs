@@ -30,17 +30,27 @@ fn packed(dir: &Path, text: &str) -> PathBuf {
 
 /// `tool call COMPONENT OPERATION --args ARGS --policy POLICY --json`.
 fn call(component: &Path, policy: &Path, operation: &str, args: &str) -> (CliOutput, Value) {
-    let out = cli([
+    call_with(
+        component,
+        operation,
+        args,
+        &["--policy", policy.to_str().unwrap()],
+    )
+}
+
+/// `tool call COMPONENT OPERATION --args ARGS GRANTS… --json`.
+fn call_with(component: &Path, operation: &str, args: &str, grants: &[&str]) -> (CliOutput, Value) {
+    let mut argv = vec![
         "tool",
         "call",
         component.to_str().unwrap(),
         operation,
         "--args",
         args,
-        "--policy",
-        policy.to_str().unwrap(),
         "--json",
-    ]);
+    ];
+    argv.extend_from_slice(grants);
+    let out = cli(argv);
     let doc = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
     (out, doc)
 }
@@ -175,4 +185,39 @@ fn a_carried_policy_that_cannot_be_read_refuses_the_component() {
         "{}",
         out.stderr
     );
+}
+
+/// Grant flags instead of a policy file: the carried policy narrows what they grant too
+/// (an operation it does not list is refused, a write where it asks only to read fails).
+#[test]
+fn a_carried_policy_narrows_what_grant_flags_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    std::fs::write(d.join("data/note.txt"), "hello").unwrap();
+    let fs = packed(
+        d,
+        "version = 1\noperations = [\"read-file\", \"write-file\"]\n\
+         files = [{ guest = \"/data\", access = \"read\" }]\n",
+    );
+    let grant = format!("--allow-write={}:/data", d.join("data").display());
+    let flags = |component: &Path, operation: &str, args: &str| {
+        call_with(component, operation, args, &[grant.as_str()])
+    };
+    // The plain component may write where the flag grants it.
+    let (out, doc) = flags(Path::new(path("fs")), "write-file", WRITE);
+    assert_eq!((out.code, &doc["ok"]), (0, &Value::Bool(true)), "{out:?}");
+    std::fs::remove_file(d.join("data/new.txt")).unwrap();
+    // The packed one reads; its write fails on the read-only grant; `list-dir` is refused.
+    let (out, doc) = flags(&fs, "read-file", READ);
+    assert_eq!(doc["result"], "hello", "{out:?}");
+    let (out, doc) = flags(&fs, "write-file", WRITE);
+    assert_eq!(doc["ok"], false, "{out:?}");
+    assert!(
+        !d.join("data/new.txt").exists(),
+        "the carried policy was ignored"
+    );
+    let (out, doc) = flags(&fs, "list-dir", r#"{"path": "/data"}"#);
+    assert_eq!(out.code, 5, "{out:?}");
+    assert_eq!(doc["error"]["kind"], "denied", "{out:?}");
 }

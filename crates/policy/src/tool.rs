@@ -85,6 +85,45 @@ fn limits_json<S: serde::Serializer>(l: &Limits, s: S) -> Result<S::Ok, S::Error
     .serialize(s)
 }
 
+impl ToolPolicy {
+    /// The section that grant flags make (`toolhost tool call --allow-read …`): exactly
+    /// `capabilities` and `limits`, every operation, nothing sensitive or pooled, outputs
+    /// untrusted when it reaches files, the network or the environment (as a written
+    /// section's default). A policy the component carries narrows it like any section.
+    pub fn granted(name: &str, capabilities: Capabilities, limits: Limits) -> ToolPolicy {
+        let reaches_out = !capabilities.files.is_empty()
+            || !capabilities.network.http.is_empty()
+            || !capabilities.network.tcp.is_empty()
+            || capabilities.network.name_lookup
+            || !capabilities.env.is_empty();
+        ToolPolicy {
+            name: name.to_string(),
+            component: None,
+            sha256: None,
+            capabilities,
+            env_sources: Vec::new(),
+            operations: None,
+            sensitive: false,
+            idempotent: false,
+            tasks: Vec::new(),
+            pool: None,
+            grants_on_pool: false,
+            flow: Flow {
+                outputs: if reaches_out {
+                    flow::Trust::Untrusted
+                } else {
+                    flow::Trust::Derived
+                },
+                trusted_args: BTreeMap::new(),
+                accepts_untrusted: true,
+            },
+            limits,
+            max_calls_per_minute: None,
+            signature: None,
+        }
+    }
+}
+
 /// Whether a section's files and environment grants are resolved by this process.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Grants {

@@ -146,23 +146,23 @@ pub(crate) fn run(rt: &Runtime, args: Args, out: &mut dyn Write, err: &mut dyn W
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the async runtime: {e}")))?;
+    // Through the policy gate, under `section` narrowed by the policy the component
+    // carries, if any.
+    let gated = |section: &ToolPolicy, limits: &Limits| {
+        let section = tool.narrow(section);
+        let limits = limits.capped_by(&section.limits);
+        tokio.block_on(Gate::new().call(rt, &section, &tool, &args.operation, &call_args, &limits))
+    };
     let outcome = match &plan {
-        Plan::Flags(caps, limits) => {
+        Plan::Flags(caps, limits) if tool.declared.is_none() => {
             tokio.block_on(rt.call(&tool, &args.operation, &call_args, caps, limits))
         }
-        Plan::Policy(section, limits, _) => {
-            // The policy the component carries, if any, narrows its section.
-            let section = tool.narrow(section);
-            let limits = limits.capped_by(&section.limits);
-            tokio.block_on(Gate::new().call(
-                rt,
-                &section,
-                &tool,
-                &args.operation,
-                &call_args,
-                &limits,
-            ))
-        }
+        // The carried policy narrows what the flags grant, as it narrows a section.
+        Plan::Flags(caps, limits) => gated(
+            &ToolPolicy::granted(&tool.name, caps.clone(), limits.clone()),
+            limits,
+        ),
+        Plan::Policy(section, limits, _) => gated(section, limits),
     };
     let report = &outcome.report;
     if args.json {
