@@ -69,21 +69,52 @@ fn key_again(path: &Path) -> Result<[u8; KEY_LEN], CacheError> {
     key(path)
 }
 
+/// Makes the key file whole or not at all: the key is written and synced under a name of
+/// this process's, then linked to `path` (which fails if another process made it first),
+/// so no process ever reads a key file still being written.
 fn new_key_file(path: &Path, key: &[u8; KEY_LEN]) -> std::io::Result<()> {
     use std::io::Write;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = path.with_file_name(format!(".key.{}.{nanos}.tmp", std::process::id()));
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o.open(path)?;
-    f.write_all(key)?;
-    f.sync_all()
+    let written = o.open(&tmp).and_then(|mut f| {
+        f.write_all(key)?;
+        f.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    linked
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{Cache, KEY_FILE};
     use wasmtime::Engine;
+
+    /// Processes starting on a new cache at once all read one whole key: none sees the
+    /// key file before its 32 bytes are in it (which once failed a test run).
+    #[test]
+    fn first_uses_at_once_share_one_whole_key() {
+        for _ in 0..200 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(KEY_FILE);
+            let keys: Vec<_> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..16).map(|_| s.spawn(|| super::key(&path))).collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let first = keys[0].as_ref().unwrap();
+            for k in &keys {
+                assert_eq!(k.as_ref().unwrap(), first);
+            }
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+            assert_eq!(left.len(), 1, "{left:?}");
+        }
+    }
 
     #[test]
     fn the_key_is_made_once_and_kept_private() {
