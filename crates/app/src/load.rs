@@ -214,6 +214,7 @@ pub fn load_task(
     let policy = Policy::load(&task.policy).map_err(|e| usage(e.to_string()))?;
     // The operator's word on how many refusals a run may collect, whatever the task says.
     task.config.max_refusals = policy.max_refusals;
+    task.config.untrusted_may_answer = policy.untrusted_may_answer;
     let mut tools = BTreeMap::new();
     let mut signers = BTreeMap::new();
     for (name, path) in &task.tools {

@@ -419,6 +419,7 @@ fn run_config(raw: &TaskFile, problems: &mut Vec<String>) -> RunConfig {
         quarantine: raw.quarantine,
         // The policy's (`load_task`), not the task file's.
         max_refusals: None,
+        untrusted_may_answer: false,
     }
 }
 

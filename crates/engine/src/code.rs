@@ -187,19 +187,35 @@ impl Engine<'_> {
             .await
     }
 
-    /// Runs one revision's program, answering its calls one at a time.
-    async fn run_program(&mut self, interpreter: &Arc<Tool>, plan: &Plan, st: &mut State) -> Ended {
-        let source = plan.program.as_deref().unwrap_or_default();
-        let prelude = crate::pyapi::prelude(&self.catalog);
+    /// The prelude of this run's programs: its tools' API, and whether an untrusted value
+    /// may be the answer.
+    fn prelude(&self) -> String {
+        let mut prelude = crate::pyapi::prelude(&self.catalog);
+        if self.config.untrusted_may_answer {
+            prelude.push_str("\n\n_UNTRUSTED_MAY_ANSWER = True\n");
+        }
+        prelude
+    }
+
+    /// A program's limits, within what the run has left of its wall time and fuel (the
+    /// interpreter's fuel is the run's too: capped by what is left, and charged).
+    fn program_limits_now(&self, st: &State) -> Limits {
         let mut limits = program_limits();
         limits.timeout = limits
             .timeout
             .min(self.config.budgets.wall_left(&st.spent))
             .max(Duration::from_millis(1));
-        // The interpreter's fuel is the run's too: capped by what is left, and charged.
         limits.fuel = limits
             .fuel
             .min(self.config.budgets.fuel_left(&st.spent).max(1));
+        limits
+    }
+
+    /// Runs one revision's program, answering its calls one at a time.
+    async fn run_program(&mut self, interpreter: &Arc<Tool>, plan: &Plan, st: &mut State) -> Ended {
+        let source = plan.program.as_deref().unwrap_or_default();
+        let prelude = self.prelude();
+        let limits = self.program_limits_now(st);
         let started = st.micros();
         let (door, mut calls) = program::channel();
         let rt = self.rt.clone();
@@ -239,6 +255,11 @@ impl Engine<'_> {
         let fuel = outcome.report.fuel_consumed;
         let failed = match &outcome.result {
             Ok(Value::String(text)) => match serde_json::from_str(text) {
+                // Handles in the answer hold their calls' outputs where the policy lets an
+                // untrusted value be the answer; otherwise they stay handles (no content).
+                Ok(answer) if self.config.untrusted_may_answer => {
+                    return Ended::Answered(handles::answered(&answer, &st.records));
+                }
                 Ok(answer) => return Ended::Answered(answer),
                 Err(e) => record(
                     "tool_error",

@@ -43,6 +43,8 @@ use toolhost_runtime::policy::Gate;
 /// - `max_refusals`: none: an action the policy refuses (a request outside the grants,
 ///   an operation not allowed, a plan breaking a data-flow rule) is refused and counted,
 ///   and the run goes on; `Some(n)`: the run stops `refusal_limit` at the `n`th.
+/// - `untrusted_may_answer`: off: a code-mode program that answers with an untrusted
+///   call's output (its opaque handle) is refused; on, the answer holds the content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub mode: Mode,
@@ -55,6 +57,9 @@ pub struct RunConfig {
     pub faults: Faults,
     pub quarantine: bool,
     pub max_refusals: Option<u64>,
+    /// A code-mode program may answer with an untrusted call's output (its handle
+    /// resolved to the content); the policy's `[flows] untrusted_may_answer`.
+    pub untrusted_may_answer: bool,
 }
 
 impl Default for RunConfig {
@@ -70,6 +75,7 @@ impl Default for RunConfig {
             faults: Faults::default(),
             quarantine: false,
             max_refusals: None,
+            untrusted_may_answer: false,
         }
     }
 }

@@ -37,6 +37,7 @@
 //!
 //! [flows]
 //! untrusted_may_reach = ["fetch"]  # optional: the only tools untrusted data may reach
+//! untrusted_may_answer = false     # optional: a program may answer with an untrusted value
 //!
 //! [trust]                          # optional: signed components (see `trust`)
 //! require_signature = true

@@ -30,6 +30,10 @@ pub struct Policy {
     /// rule): a planner that keeps trying what it may not is treated as hijacked. `None`
     /// (the default): each such action is refused and counted, and the run goes on.
     pub max_refusals: Option<u64>,
+    /// `[flows] untrusted_may_answer`: a code-mode program may give an untrusted call's
+    /// output (an opaque handle) as the run's answer, which then holds its content.
+    /// Default `false`: such an answer is refused.
+    pub untrusted_may_answer: bool,
     pub tools: BTreeMap<String, ToolPolicy>,
     /// The public keys of `[trust.keys]`, by name.
     pub keys: BTreeMap<String, TrustedKey>,
@@ -131,6 +135,7 @@ impl Policy {
             source: file.to_string(),
             approval: raw.approval,
             max_refusals,
+            untrusted_may_answer: raw.flows.untrusted_may_answer,
             tools,
             keys,
         })

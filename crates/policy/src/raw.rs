@@ -57,6 +57,9 @@ pub(crate) struct RawTrust {
 pub(crate) struct RawFlows {
     /// If set, untrusted data may be an argument of these tools only.
     pub untrusted_may_reach: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Whether a code-mode program may answer with an untrusted call's output.
+    #[serde(default)]
+    pub untrusted_may_answer: bool,
 }
 
 /// Whether a tool's outputs can be trusted, as written.

@@ -201,3 +201,27 @@ answer(\"done\")"
     assert_eq!(calls(&benign), ["fs.read-file", "text.count"], "{benign:#}");
     assert_eq!(calls(&hostile), calls(&benign), "{hostile:#}");
 }
+
+/// `[flows] untrusted_may_answer = true`: the operator lets an untrusted value be the
+/// run's answer, and the answer holds the content (the same program is refused without
+/// it: the test above).
+#[test]
+fn with_untrusted_may_answer_a_handle_is_the_answer_and_holds_its_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = task(
+        dir.path(),
+        BENIGN,
+        &format!("{READ}answer({{\"note\": h}})"),
+    );
+    let policy = dir.path().join("policy.toml");
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    assert!(
+        text.trim_end()
+            .ends_with("untrusted_may_reach = [\"fs\", \"text\"]")
+    );
+    text.push_str("untrusted_may_answer = true\n");
+    std::fs::write(&policy, text).unwrap();
+    let (code, doc) = run_json(&task, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["answer"]["note"], BENIGN, "{doc:#}");
+}

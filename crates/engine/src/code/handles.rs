@@ -96,6 +96,29 @@ pub(crate) fn resolved(args: &Value, records: &[StepRecord]) -> Value {
     reference::substitute(args, &mut lookup).unwrap_or_else(|_| args.clone())
 }
 
+/// The answer `answer` with each handle of a call that succeeded replaced by that call's
+/// output (the policy lets untrusted values be the answer); a handle naming no such call
+/// is left as written.
+pub(crate) fn answered(answer: &Value, records: &[StepRecord]) -> Value {
+    match answer {
+        Value::Object(m) => match handle_of(m) {
+            Some(id) => records
+                .iter()
+                .rev()
+                .find(|r| r.id.as_str() == id && r.status == StepStatus::Succeeded)
+                .and_then(|r| r.output.clone())
+                .unwrap_or_else(|| answer.clone()),
+            None => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), answered(v, records)))
+                    .collect(),
+            ),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(|v| answered(v, records)).collect()),
+        other => other.clone(),
+    }
+}
+
 /// The id a `{"$handle": "cN"}` object names.
 fn handle_of(m: &Map<String, Value>) -> Option<&str> {
     match (m.len(), m.get(HANDLE)) {
