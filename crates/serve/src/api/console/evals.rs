@@ -144,14 +144,7 @@ fn read_dir(dir: &Path) -> Vec<Shown> {
 
 /// A suite result and the baseline beside it, or why not.
 fn read_result(path: &Path) -> Result<(SuiteResult, Option<Baseline>), String> {
-    let file = toolhost_runtime::owned::open_regular(path).map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(format!("it is larger than {MAX_BYTES} bytes"));
-    }
+    let text = bounded(path)?.ok_or("it is gone")?;
     let result: SuiteResult = serde_json::from_str(&text)
         .map_err(|e| format!("not a suite result (`toolhost eval --json`): {e}"))?;
     let stem = path.to_string_lossy();
@@ -159,16 +152,33 @@ fn read_result(path: &Path) -> Result<(SuiteResult, Option<Baseline>), String> {
         "{}.baseline.json",
         stem.strip_suffix(".json").unwrap_or(&stem)
     ));
-    let baseline = if beside.is_file() {
-        let text = std::fs::read_to_string(&beside)
-            .map_err(|e| format!("cannot read `{}`: {e}", beside.display()))?;
-        let b: Baseline = serde_json::from_str(&text)
-            .map_err(|e| format!("`{}` is not a baseline: {e}", beside.display()))?;
-        Some(b)
-    } else {
-        None
+    let baseline = match bounded(&beside) {
+        Ok(None) => None,
+        Ok(Some(text)) => Some(
+            serde_json::from_str::<Baseline>(&text)
+                .map_err(|e| format!("`{}` is not a baseline: {e}", beside.display()))?,
+        ),
+        Err(why) => return Err(format!("`{}`: {why}", beside.display())),
     };
     Ok((result, baseline))
+}
+
+/// The text of the regular file at `path`, at most [`MAX_BYTES`]; `None` when there is no
+/// such file.
+fn bounded(path: &Path) -> Result<Option<String>, String> {
+    let file = match toolhost_runtime::owned::open_regular(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(format!("it is larger than {MAX_BYTES} bytes"));
+    }
+    Ok(Some(text))
 }
 
 fn page(
