@@ -7,6 +7,7 @@
 //! JSON fields (`toolhost eval`'s are stable for other tools): the service does not link
 //! the evaluation harness.
 
+use std::collections::HashSet;
 use std::fmt::Write;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -97,14 +98,17 @@ pub(super) async fn evaluations(State(state): State<AppState>, headers: HeaderMa
     let Some(dir) = state.evals_dir.clone() else {
         return html(StatusCode::OK, page(&session, None, &[], &|_| false));
     };
-    let shown = tokio::task::spawn_blocking({
-        let dir = dir.clone();
-        move || read_dir(&dir)
+    // The files and the runs this server knows, read once, off the async threads.
+    let (shown, runs) = tokio::task::spawn_blocking({
+        let (dir, registry) = (dir.clone(), state.registry.clone());
+        move || {
+            let runs: HashSet<String> = registry.list().into_iter().map(|r| r.id).collect();
+            (read_dir(&dir), runs)
+        }
     })
     .await
     .unwrap_or_default();
-    let registry = state.registry.clone();
-    let known = move |run: &str| registry.get(run).is_ok();
+    let known = |run: &str| runs.contains(run);
     html(StatusCode::OK, page(&session, Some(&dir), &shown, &known))
 }
 
