@@ -183,7 +183,8 @@ fn a_collector_answering_503_costs_one_warning() {
 /// hung up. That warning once waited forever for the stderr lock `main` held. Several
 /// tries, since the warning depends on where the reset lands. The guest may then wait on
 /// a body stream nobody reads (wasmtime-wasi-http does not close it): the deadline ends
-/// that, as it ends any wait.
+/// that, as it ends any wait. Up to 12 tries, stopping at the first that meets the early
+/// answer: on a loaded machine the reset lands after the body more often.
 #[test]
 fn a_chunked_post_answered_early_ends_the_call() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,8 +193,11 @@ fn a_chunked_post_answered_early_ends_the_call() {
     let args = serde_json::json!({"url": server.url("/early"), "chunks": 512, "bytes": 4096});
     let args = args.to_string();
     let mut warned = 0;
-    const TRIES: usize = 4;
+    const TRIES: usize = 12;
     for attempt in 0..TRIES {
+        if warned > 0 {
+            break;
+        }
         let end = run_bounded(
             &[
                 "tool",
