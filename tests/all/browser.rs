@@ -2,7 +2,8 @@
 //! chromium through npm `playwright-core` against one real `toolhost serve` with tokens,
 //! runs prepared here (a plan, a `sensitive` step and a question waiting for a person, and
 //! a finished run whose tool output carries markup). The script signs in, watches a run
-//! progress live, approves, rejects with a reason, answers, cancels, checks that a `read`
+//! progress live, approves, edits a plan (an invalid edit shown at its lines and refused,
+//! a valid one run), rejects with a reason, answers, cancels, checks that a `read`
 //! token sees no button and that the markup stays inert text, and runs axe-core on every
 //! page (no serious or critical violation). Screenshots land in target/console-screenshots/.
 //! The suite runs again against two PostgreSQL replicas (runs submitted to one, the
@@ -139,6 +140,7 @@ fn prepared(server: &Server) -> Value {
     json!({
         "live": plan("5 * 5"),
         "plan": plan("6 * 7"),
+        "edit": plan("3 * 3"),
         "step": step,
         "question": question,
         "reject": plan("1 + 1"),

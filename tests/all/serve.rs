@@ -656,6 +656,7 @@ fn the_openapi_document_lists_every_route() {
         ("/v1/runs/{id}", "get"),
         ("/v1/runs/{id}/events", "get"),
         ("/v1/runs/{id}/approval", "post"),
+        ("/v1/runs/{id}/plan/check", "post"),
         ("/v1/runs/{id}/answer", "post"),
         ("/v1/runs/{id}/cancel", "post"),
         ("/v1/runs/{id}/report", "get"),
@@ -668,7 +669,7 @@ fn the_openapi_document_lists_every_route() {
     for (p, method) in routes {
         assert!(doc["paths"][p][method].is_object(), "{method} {p} missing");
     }
-    assert_eq!(doc["paths"].as_object().unwrap().len(), 12);
+    assert_eq!(doc["paths"].as_object().unwrap().len(), 13);
     // Every schema a path refers to is defined.
     let text = doc.to_string();
     for r in text.split("\"#/components/schemas/").skip(1) {

@@ -205,6 +205,49 @@ scenario("approve a pending plan", async () => {
   await shot(page, "run-completed");
 });
 
+scenario("edit a pending plan: an invalid edit is shown at its lines, a valid one runs", async () => {
+  const page = approver;
+  await open(page, runs.edit);
+  await page.getByRole("heading", { name: /Waiting for a person: plan/ }).waitFor();
+  await page.locator("#edit summary").click();
+  const editor = page.locator("#plan-text");
+  const proposed = await editor.inputValue();
+  await page.locator("#plan-status", { hasText: "No problems" }).waitFor();
+  // An unknown tool: the problem at the line of its step, marked in the gutter, and no
+  // way to submit from the page.
+  const invalid = proposed.replace('"calc"', '"no-such-tool"');
+  assert.notEqual(invalid, proposed, "the plan names the calc tool");
+  const line = invalid.split("\n").findIndex((l) => l.includes('"id": "s1"')) + 1;
+  await editor.fill(invalid);
+  const problem = page.locator(`#plan-problems li[data-line="${line}"]`, { hasText: "no-such-tool" });
+  await problem.waitFor();
+  assert.equal(await page.locator("#plan-lines li.bad").count(), 1);
+  assert.equal((await page.locator("#plan-lines li.bad").textContent()).trim(), String(line));
+  assert.ok(await page.locator("#edit-submit").isDisabled(), "an invalid plan cannot be submitted");
+  await page.locator(".diff .add", { hasText: "no-such-tool" }).waitFor();
+  await accessible(page, "plan editor");
+  await shot(page, "plan-editor-invalid");
+  // Submitted anyway (the form posted without the script's say): the server refuses it,
+  // the page shows the problem at its line, and the run still waits.
+  await Promise.all([
+    page.waitForLoadState("load"),
+    page.evaluate(() => document.getElementById("edit-form").submit()),
+  ]);
+  await page.locator(`#plan-problems li[data-line="${line}"]`, { hasText: "no-such-tool" }).waitFor();
+  await stateIs(page, "waiting_for_approval");
+  // A valid edit: the diff shows the change, and the edited plan runs.
+  await open(page, runs.edit);
+  await page.locator("#edit summary").click();
+  await editor.fill(proposed.replace("3 * 3", "3 * 4"));
+  await page.locator("#plan-status", { hasText: "No problems" }).waitFor();
+  await page.locator(".diff .del", { hasText: "3 * 3" }).waitFor();
+  await page.locator(".diff .add", { hasText: "3 * 4" }).waitFor();
+  await shot(page, "plan-editor-diff");
+  await page.click("#edit-submit");
+  await stateIs(page, "completed");
+  assert.equal((await page.locator("#answer-text").textContent()).trim(), "12");
+});
+
 scenario("approve a pending step (a sensitive tool)", async () => {
   const page = approver;
   await open(page, runs.step);

@@ -15,6 +15,7 @@ use super::validate::{Catalog, Problem, ValidPlan};
 pub use toolhost_runtime::policy::ApprovalMode;
 
 pub use super::decider::{Decider, How};
+pub use super::draft::PlanCheck;
 
 /// A reviewer's answer to a plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +88,13 @@ pub trait Approver {
         let _ = (edited, problems, catalog);
         None
     }
+    /// Called before each review of a plan ([`Self::review_plan`], and
+    /// [`Self::revise_edit`] after an invalid edit): `check` tells, while the review
+    /// lasts, what problems a draft edit would meet, with the validation the edit itself
+    /// will meet (an editor validating as the person types). By default it is dropped.
+    fn offer_check(&mut self, check: PlanCheck) {
+        let _ = check;
+    }
     /// Whether a person can answer questions (`human.ask` steps): plans that ask are
     /// refused at validation when nobody can.
     fn can_answer(&self) -> bool {
@@ -125,6 +133,10 @@ impl<A: Approver + ?Sized> Approver for &mut A {
         catalog: &Catalog,
     ) -> Option<PlanDecision> {
         (**self).revise_edit(edited, problems, catalog)
+    }
+
+    fn offer_check(&mut self, check: PlanCheck) {
+        (**self).offer_check(check);
     }
 
     fn can_answer(&self) -> bool {

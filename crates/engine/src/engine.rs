@@ -11,6 +11,7 @@ use super::approval::{ApprovalMode, Approver, Unattended};
 use super::ask;
 use super::budget::{Budgets, Prices, StopReason};
 use super::dispatch::Dispatch;
+use super::draft::{self, PlanCheck};
 use super::evaluate::EvaluatorConfig;
 use super::extract::{self, Extractor};
 use super::fault::Faults;
@@ -22,7 +23,7 @@ use super::planner::{
 };
 use super::report::PlannerCall;
 use super::state::State;
-use super::validate::{Catalog, Problem, ProblemKind, ValidPlan, validate_in};
+use super::validate::{Catalog, Problem, ValidPlan};
 use crate::trace;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::policy::Gate;
@@ -337,49 +338,35 @@ impl Engine<'_> {
     /// succeeded; if it asks a person anything, that a person can answer; if it extracts,
     /// that the run has an extractor.
     pub(crate) fn validate_plan(&self, plan: &Plan, st: &State) -> Result<ValidPlan, Vec<Problem>> {
-        let checked = validate_in(
+        draft::validate_for_run(
             plan,
             &self.catalog,
             self.config.max_plan_steps,
             &st.done,
             &st.provenance,
-        );
-        let (answers, extracts) = (self.approver.can_answer(), self.extractor.is_some());
-        let nobody: Vec<Problem> = plan
-            .steps
-            .iter()
-            .filter_map(|s| {
-                let message = if ask::is_ask(s) && !answers {
-                    format!(
-                        "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
-                        ask::TOOL,
-                        ask::OPERATION
-                    )
-                } else if extract::is_extract(s) && !extracts {
-                    format!(
-                        "the step asks a model to extract a value (`{}.{}`) and this run has no extractor: give the task a model planner or an `[extractor]` table",
-                        extract::TOOL,
-                        extract::OPERATION
-                    )
-                } else {
-                    return None;
-                };
-                Some(Problem {
-                    kind: ProblemKind::NobodyToAnswer,
-                    step: Some(s.id.clone()),
-                    nth: None,
-                    message,
-                })
-            })
-            .collect();
-        match (checked, nobody.is_empty()) {
-            (checked, true) => checked,
-            (Ok(_), false) => Err(nobody),
-            (Err(mut problems), false) => {
-                problems.extend(nobody);
-                Err(problems)
-            }
+            self.builtins(),
+        )
+    }
+
+    /// Who in this run can serve the built-in steps a plan may use.
+    fn builtins(&self) -> draft::Builtins {
+        draft::Builtins {
+            answers: self.approver.can_answer(),
+            extracts: self.extractor.is_some(),
         }
+    }
+
+    /// A check of drafts of the plan of `revision` under review, as [`Self::validate_plan`]
+    /// would check them as an edit now.
+    pub(crate) fn plan_check(&self, st: &State, revision: u32) -> PlanCheck {
+        PlanCheck::new(
+            self.catalog.clone(),
+            self.config.max_plan_steps,
+            st.done.clone(),
+            st.provenance.clone(),
+            self.builtins(),
+            revision,
+        )
     }
 
     pub(crate) fn request(&self, goal: &str, st: &State, revision: u32) -> PlanRequest {

@@ -31,7 +31,9 @@
 //!   built-in `human.ask` step; [`extract`]: the built-in `model.extract` step and the
 //!   [`Extractor`] an embedder gives to make it (a model with no tools, whose value is as
 //!   untrusted as what it read); [`cancel`]: cancelling a run; `decider`: who made a
-//!   decision and how ([`Decider`], [`How`], under both `approval` and `budget`).
+//!   decision and how ([`Decider`], [`How`], under both `approval` and `budget`);
+//!   `draft`: the run's validation of a plan, owned as a [`PlanCheck`] an approver's
+//!   editor uses to check a draft edit while the plan waits for review.
 //! - [`review`]: what a plan or step would be allowed to do ([`review::Reach`]: its
 //!   capabilities, whether it is sensitive, the untrusted data reaching its arguments),
 //!   for whoever approves it.
@@ -71,6 +73,7 @@ pub mod canned;
 pub mod code;
 mod decider;
 pub mod dispatch;
+mod draft;
 mod engine;
 pub mod ensemble;
 pub mod evaluate;
@@ -105,6 +108,7 @@ pub use self::cancel::Cancel;
 pub use self::canned::{Answer, Canned, Order, Serves};
 pub use self::decider::{Decider, How};
 pub use self::dispatch::{Dispatch, PoolCall, PoolFuture, PoolOutcome};
+pub use self::draft::PlanCheck;
 pub use self::engine::{Engine, EngineBuilder, RunConfig};
 pub use self::ensemble::{Ensemble, EnsembleConfig};
 pub use self::evaluate::{EvaluatorConfig, Reaction};

@@ -191,7 +191,9 @@ impl Engine<'_> {
     /// accepted and shown for approval again. The review's time is not the run's.
     fn review(&mut self, plan: ValidPlan, st: &mut State) -> Result<ValidPlan, StopReason> {
         let catalog = self.catalog.clone();
+        let check = self.plan_check(st, plan.plan.revision);
         let approver = &mut self.approver;
+        approver.offer_check(check);
         let mut decision = st.waiting(|| approver.review_plan(&plan, &catalog));
         let mut plan = plan;
         loop {
@@ -211,7 +213,9 @@ impl Engine<'_> {
                         }
                         Err(problems) => {
                             self.reject(&problems, st)?;
+                            let check = self.plan_check(st, plan.plan.revision);
                             let approver = &mut self.approver;
+                            approver.offer_check(check);
                             match st.waiting(|| approver.revise_edit(&edited, &problems, &catalog))
                             {
                                 Some(next) => decision = next,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::Kind;
 use super::writer::Journal;
 use toolhost_engine::approval::{
-    Answered, Approver, Decider, PlanDecision, Question, StepDecision,
+    Answered, Approver, Decider, PlanCheck, PlanDecision, Question, StepDecision,
 };
 use toolhost_engine::plan::{Plan, Step};
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
@@ -106,6 +106,10 @@ impl Approver for Approvals<'_> {
             self.plan_decision(d, edited.revision, millis(at));
         }
         decision
+    }
+
+    fn offer_check(&mut self, check: PlanCheck) {
+        self.inner.offer_check(check);
     }
 
     fn can_answer(&self) -> bool {

@@ -18,7 +18,10 @@
 //! - [`auth`]: bearer tokens stored hashed, compared in constant time; [`Role`]s and what
 //!   each allows.
 //! - [`registry`]: the [`Registry`] trait a backend implements (submit, list, get,
-//!   events, decide, cancel, journal, report) and the API's JSON shapes.
+//!   events, decide, check a draft plan, cancel, journal, report) and the API's JSON
+//!   shapes.
+//! - [`draft`]: a draft edit of the plan under review checked as the run would check it,
+//!   its problems at their lines (the API's plan check and the console's editor).
 //! - [`backend`]: the [`Backend`] trait: a registry the server warms up, asks for
 //!   `/metrics`' counts and drains at shutdown ([`Embedded`]; the CLI's PostgreSQL
 //!   backend, whose replicas share one database).
@@ -39,6 +42,7 @@ mod api;
 pub mod auth;
 pub mod backend;
 pub mod config;
+pub mod draft;
 pub mod embedded;
 mod followers;
 pub mod head;

@@ -431,6 +431,14 @@ pub trait Registry: Send + Sync {
     /// Answers the run's pending decision, made `by` the caller the server authenticated
     /// (journaled with the decision).
     fn decide(&self, id: &str, decision: Decision, by: Decider) -> Result<RunView, RegistryError>;
+    /// The problems `draft` would meet as an edit of the plan run `id` waits on, checked
+    /// by the run's holder as the edit itself will be (none: it would be accepted).
+    /// Decides and records nothing. 409 when the run waits on no plan. Blocking.
+    fn check_plan(
+        &self,
+        id: &str,
+        draft: &toolhost_engine::Plan,
+    ) -> Result<Vec<toolhost_engine::Problem>, RegistryError>;
     /// Cancels run `id` on behalf of `by`, whom its stop names.
     fn cancel(&self, id: &str, by: Decider) -> Result<RunView, RegistryError>;
     /// The journal, JSON lines as stored.

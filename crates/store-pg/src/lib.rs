@@ -46,6 +46,8 @@
 //! - [`tasks`]: MCP tasks shared by replicas (migration 0008): opened under a per-owner
 //!   bound, run under a lease by one replica, read and cancelled by any, taken over when
 //!   their holder stops renewing, forgotten a ttl after they end.
+//! - `checks`: draft edits of a plan under review (migration 0009), asked about by any
+//!   replica and checked by the run's holder while it waits for the decision.
 //!
 //! Every method blocks the calling thread for its round trips (as the file journal's
 //! writes do) and runs on the database's own threads, never on the caller's runtime.
@@ -53,6 +55,7 @@
 mod bridge;
 pub mod calls;
 mod cancels;
+mod checks;
 pub mod lease;
 mod listen;
 mod migrate;

@@ -52,6 +52,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "mcp_tasks",
         include_str!("../migrations/0008_mcp_tasks.sql"),
     ),
+    (
+        9,
+        "plan_checks",
+        include_str!("../migrations/0009_plan_checks.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

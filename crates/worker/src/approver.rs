@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use toolhost_engine::approval::{
-    Answered, ApprovalMode, Approver, Decider, PlanDecision, Question, StepDecision,
+    Answered, ApprovalMode, Approver, Decider, PlanCheck, PlanDecision, Question, StepDecision,
 };
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Cancel, Plan, Step};
@@ -50,6 +50,9 @@ pub(super) struct DbApprover {
     pub(super) last: Option<Decider>,
     /// The plan under review, shown again when an edit of it fails validation.
     pub(super) proposed: Option<Pending>,
+    /// The run's check of draft edits of the plan under review, for the drafts any
+    /// replica asks about while the run waits ([`DbApprover::serve_checks`]).
+    pub(super) check: Option<PlanCheck>,
 }
 
 /// Cancels `cancel` on behalf of `by` (the `cancelled_by` a replica or `toolhost cancel`
@@ -129,7 +132,8 @@ impl DbApprover {
                     cancel_by(&self.cancel, by.as_deref());
                     return None;
                 }
-                // Still waiting.
+                // Still waiting: check the drafts replicas ask about meanwhile.
+                Ok(_) if pending.subject == "plan" => self.serve_checks(),
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(run = %self.lease.run, error = %e, "stopped waiting for approval");
@@ -147,7 +151,40 @@ impl DbApprover {
     }
 }
 
+impl DbApprover {
+    /// Checks the drafts of the plan under review that replicas asked about, writing the
+    /// problems each would meet as an edit (`[]`: it would be accepted).
+    fn serve_checks(&self) {
+        let Some(check) = &self.check else { return };
+        let open = match self.db.open_checks(&self.lease) {
+            Ok(open) => open,
+            Err(e) => {
+                tracing::warn!(run = %self.lease.run, error = %e, "cannot read the drafts to check");
+                return;
+            }
+        };
+        for (id, draft) in open {
+            let problems = match serde_json::from_str::<Plan>(&draft) {
+                Ok(plan) => serde_json::to_string(&check.check(&plan)),
+                // The asker sent a plan it had read: say so rather than leave it waiting.
+                Err(e) => serde_json::to_string(&[serde_json::json!({
+                    "kind": "malformed", "step": null,
+                    "message": format!("the draft is not a plan: {e}"),
+                })]),
+            };
+            let problems = problems.unwrap_or_else(|_| "[]".into());
+            if let Err(e) = self.db.answer_check(id, &problems) {
+                tracing::warn!(run = %self.lease.run, error = %e, "cannot answer a draft's check");
+            }
+        }
+    }
+}
+
 impl Approver for DbApprover {
+    fn offer_check(&mut self, check: PlanCheck) {
+        self.check = Some(check);
+    }
+
     fn review_plan(&mut self, plan: &ValidPlan, catalog: &Catalog) -> PlanDecision {
         if self.reviews.is_some() {
             return self.auto(PlanDecision::Approve);

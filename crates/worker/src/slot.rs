@@ -281,6 +281,7 @@ impl Slot {
             },
             last: None,
             proposed: None,
+            check: None,
         }
     }
 

@@ -411,3 +411,51 @@ fn a_wait_for_approval_past_max_wait_ms_ends_a_run_in_the_database() {
     assert_eq!(stopped["steps"]["succeeded"], 0);
     verify(&t, &run);
 }
+
+/// The console's plan editor on replicas: a draft asked about on either replica is checked
+/// by the replica holding the run (through the database, woken by its notification), with
+/// the problems at their lines; nothing is left behind, and the run still waits.
+#[test]
+fn a_draft_plan_is_checked_by_the_runs_holder_whichever_replica_is_asked() {
+    let Some(t) = toolhost_tests::postgres::database("serve_draft_checks") else {
+        return;
+    };
+    let f = Fixture::new();
+    let a = replica(&f, &t, &[], &[]);
+    let b = replica(&f, &t, &[], &[]);
+    let (status, run) = a.post("/v1/runs", inline_plan("2 + 3"));
+    assert_eq!(status, 201, "{run}");
+    let run = id(&run);
+    let waiting = b.wait(&run, |r| r["state"] == "waiting_for_approval");
+    let plan = waiting["pending"]["plan"].clone();
+    let mut broken = plan.clone();
+    broken["steps"][0]["tool"] = json!("no-such-tool");
+    let text = serde_json::to_string_pretty(&broken).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"id\": \"s1\""))
+        .unwrap()
+        + 1;
+    let check = format!("/v1/runs/{run}/plan/check");
+    for replica in [&a, &b] {
+        let started = Instant::now();
+        let (status, report) = replica.post(&check, json!({"plan": plan}));
+        assert_eq!(status, 200, "{report}");
+        assert_eq!(report["valid"], true, "{report}");
+        let (status, report) = replica.post(&check, json!({"text": text}));
+        assert_eq!(status, 200, "{report}");
+        assert_eq!(report["problems"][0]["kind"], "unknown_tool", "{report}");
+        assert_eq!(report["problems"][0]["step"], "s1", "{report}");
+        assert_eq!(report["problems"][0]["line"], line, "{report}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "two checks took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(t.sql("SELECT count(*) FROM plan_checks"), "0");
+    let (_, still) = b.get(&format!("/v1/runs/{run}"));
+    assert_eq!(still["state"], "waiting_for_approval", "{still}");
+    let (_, journal) = b.text(&format!("/v1/runs/{run}/journal"));
+    assert!(!journal.contains("\"plan_rejected\""), "{journal}");
+}

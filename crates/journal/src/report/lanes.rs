@@ -92,7 +92,7 @@ pub fn svg(r: &Report, steps: &[StepRun]) -> String {
     let n_lanes = lanes.iter().max().map_or(0, |l| l + 1);
     let frame = Frame::new(span, usize::from(!calls.is_empty()), n_lanes);
     let mut s = format!(
-        r#"<svg class="lanes" viewBox="0 0 {WIDTH} {height}" width="100%" role="img" aria-label="timeline">"#,
+        r#"<svg class="lanes" viewBox="0 0 {WIDTH} {height}" width="100%" role="group" aria-label="timeline: each step a link to its card">"#,
         height = frame.height
     );
     frame.grid(&mut s);

@@ -32,7 +32,8 @@ fn csp_hash(script: &str) -> String {
     format!("'sha256-{b64}'")
 }
 
-fn amount(x: f64, unit: Unit) -> String {
+/// `x` in its unit, as the report shows it: `$0.0123`, `1.2 s`, `104 748`, `1.25 M`.
+pub fn amount(x: f64, unit: Unit) -> String {
     match unit {
         Unit::Usd => format!("${x:.4}"),
         Unit::Millis => lanes::duration((x * 1000.0) as u64),

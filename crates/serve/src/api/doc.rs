@@ -5,6 +5,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::runs::{self, JournalEvent, Order, RunPage};
 use super::{ErrorBody, service};
+use crate::draft::{DraftProblem, DraftReport, DraftRequest};
 use crate::registry::{
     AnswerRequest, Decision, DecisionKind, Overrides, Pending, RunState, RunView, StepCounts,
     SubmitRequest, TaskSource,
@@ -15,13 +16,13 @@ use crate::registry::{
 #[openapi(
     info(title = "toolhost serve", description = "Runs of a WebAssembly-sandboxed planner–executor agent as a service."),
     paths(
-        runs::submit, runs::list, runs::get_run, runs::events, runs::approval, runs::answer, runs::cancel,
+        runs::submit, runs::list, runs::get_run, runs::events, runs::approval, runs::check_plan, runs::answer, runs::cancel,
         runs::report, runs::journal,
         service::healthz, service::readyz, service::metrics, service::openapi,
     ),
     components(schemas(
         SubmitRequest, TaskSource, Overrides, RunView, RunState, Pending, StepCounts, Decision,
-        DecisionKind, AnswerRequest, RunPage, Order, JournalEvent, ErrorBody,
+        DecisionKind, AnswerRequest, DraftRequest, DraftReport, DraftProblem, RunPage, Order, JournalEvent, ErrorBody,
     )),
     modifiers(&Bearer),
 )]

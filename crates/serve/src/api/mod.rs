@@ -58,6 +58,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}", get(runs::get_run))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/approval", post(runs::approval))
+        .route("/v1/runs/{id}/plan/check", post(runs::check_plan))
         .route("/v1/runs/{id}/answer", post(runs::answer))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .route("/v1/runs/{id}/report", get(runs::report))

@@ -16,6 +16,7 @@ use toolhost_engine::approval::{Decider, How};
 
 use super::{ApiError, AppState, ErrorBody};
 use crate::auth::{Caller, Role};
+use crate::draft::{self, DraftReport, DraftRequest};
 use crate::registry::{AnswerRequest, Decision, DecisionKind, RunState, RunView, SubmitRequest};
 
 /// The most runs one page lists.
@@ -314,6 +315,48 @@ pub(crate) async fn approval(
         decision,
         decider(&caller),
     )?))
+}
+
+/// Check a draft edit of the plan the run waits on, as the run will check the edit: the
+/// same validation as `plan validate` with what the run has done so far. Given as `text`,
+/// each problem carries its line. Decides and records nothing.
+#[utoipa::path(post, path = "/v1/runs/{id}/plan/check", tag = "runs",
+    params(("id" = String, Path, description = "The run id")),
+    request_body = DraftRequest,
+    responses(
+        (status = 200, description = "Checked; `valid` when the edit would be accepted", body = DraftReport),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The token lacks the `approve` role", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "The run waits on no plan", body = ErrorBody),
+        (status = 503, description = "The run's holder did not check the draft in time", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn check_plan(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Json<DraftRequest>, JsonRejection>,
+) -> Result<Json<DraftReport>, ApiError> {
+    if !caller.has(Role::Approve) {
+        return Err(ApiError::forbidden("approve", Role::Approve));
+    }
+    let Json(draft) = body.map_err(bad_json)?;
+    Ok(Json(checked_draft(&state, id, draft).await?))
+}
+
+/// [`draft::check`] off the async threads (the holder may be another replica).
+pub(crate) async fn checked_draft(
+    state: &AppState,
+    id: String,
+    draft: DraftRequest,
+) -> Result<DraftReport, ApiError> {
+    let registry = state.registry.clone();
+    tokio::task::spawn_blocking(move || draft::check(registry.as_ref(), &id, draft))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(ApiError::from)
 }
 
 /// Answer the run's pending question (a `human.ask` step): the answer is checked against

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolhost_engine::approval::{
-    Answered, ApprovalMode, Approver, Decider, PlanDecision, Question, StepDecision,
+    Answered, ApprovalMode, Approver, Decider, PlanCheck, PlanDecision, Question, StepDecision,
 };
 use toolhost_engine::validate::{Catalog, Problem, ValidPlan};
 use toolhost_engine::{Plan, Step};
@@ -104,6 +104,10 @@ impl Approver for ApiApprover {
             problems.iter().map(ToString::to_string).collect(),
         ));
         Some(self.decide_plan_parked())
+    }
+
+    fn offer_check(&mut self, check: PlanCheck) {
+        self.run.offer_check(check);
     }
 
     fn approve_step(&mut self, step: &Step, why: &str, catalog: &Catalog) -> StepDecision {

@@ -383,6 +383,14 @@ impl Registry for Embedded {
         }
     }
 
+    fn check_plan(
+        &self,
+        id: &str,
+        draft: &toolhost_engine::Plan,
+    ) -> Result<Vec<toolhost_engine::Problem>, RegistryError> {
+        self.run(id)?.check_draft(draft)
+    }
+
     fn cancel(&self, id: &str, by: Decider) -> Result<RunView, RegistryError> {
         let run = self.run(id)?;
         if run.state().is_final() {

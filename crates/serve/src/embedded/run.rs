@@ -7,7 +7,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_engine::approval::Decider;
+use toolhost_engine::approval::{Decider, PlanCheck};
 use toolhost_engine::{Cancel, RunReport, StepStatus};
 use toolhost_journal::{Kind, Record};
 
@@ -108,6 +108,8 @@ struct Status {
     /// What the engine made of the last edit: set when it validated it (see
     /// [`Run::edit_verdict`]).
     verdict: Option<EditVerdict>,
+    /// The run's check of draft edits of the plan under review (see [`Run::check_draft`]).
+    check: Option<PlanCheck>,
     outcome: Outcome,
     /// What its journal's first records say; read from the file until complete.
     head: Head,
@@ -191,6 +193,7 @@ impl Run {
                 pending: None,
                 answer: None,
                 verdict: None,
+                check: None,
                 outcome,
                 head: Head::default(),
                 head_settled: false,
@@ -271,6 +274,34 @@ impl Run {
         s.verdict = None;
         self.changed.notify_all();
         Ok(())
+    }
+
+    /// Keeps the run's check of draft edits of the plan it is about to park on.
+    pub(crate) fn offer_check(&self, check: PlanCheck) {
+        self.status().check = Some(check);
+    }
+
+    /// The problems `draft` would meet as an edit of the plan this run waits on; 409
+    /// when it waits on no plan.
+    pub(crate) fn check_draft(
+        &self,
+        draft: &toolhost_engine::Plan,
+    ) -> Result<Vec<toolhost_engine::Problem>, RegistryError> {
+        let check = {
+            let s = self.status();
+            match (&s.pending, &s.answer, &s.check) {
+                (Some(p), None, Some(check)) if p.subject == "plan" => check.clone(),
+                _ => {
+                    return Err(RegistryError::Conflict(format!(
+                        "run `{}` is {}, not waiting for a review of its plan",
+                        self.id,
+                        s.state.name()
+                    )));
+                }
+            }
+        };
+        // Outside the lock: validation takes its time, and the run may move on meanwhile.
+        Ok(check.check(draft))
     }
 
     /// Records what validation made of the last edit, for [`Run::edit_verdict`].

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use toolhost_engine::Plan;
 use toolhost_engine::validate::Problem;
 use toolhost_journal::{Kind, Record};
 use toolhost_serve::RegistryError;
@@ -52,6 +53,39 @@ impl PgBackend {
         }
         tracing::warn!(run = %id, "no verdict on the edit in time: it stays recorded for the run");
         Ok(())
+    }
+}
+
+/// How long a replica waits for the holder to check a draft (it checks between two looks
+/// at the decision: woken by the notification, at most half a second apart).
+const CHECK_WAIT: Duration = Duration::from_secs(5);
+
+impl PgBackend {
+    /// The problems `draft` would meet as an edit of the plan run `id` waits on, as its
+    /// holder (any replica) checks it.
+    pub(super) fn check_draft(
+        &self,
+        id: &str,
+        draft: &Plan,
+    ) -> Result<Vec<Problem>, RegistryError> {
+        toolhost_serve::draft::waiting_on_plan(self, id)?;
+        let text =
+            serde_json::to_string(draft).map_err(|e| RegistryError::Internal(e.to_string()))?;
+        let asked = self.db.ask_check(id, &text).map_err(pg)?;
+        let started = Instant::now();
+        while started.elapsed() < CHECK_WAIT {
+            if let Some(found) = self.db.checked(asked).map_err(pg)? {
+                return serde_json::from_str(&found).map_err(|e| {
+                    RegistryError::Internal(format!("the holder's check cannot be read: {e}"))
+                });
+            }
+            std::thread::sleep(VERDICT_POLL);
+        }
+        let _ = self.db.forget_check(asked);
+        Err(RegistryError::Unavailable(format!(
+            "run `{id}`'s holder did not check the draft within {} s (it may have moved on, or be busy); an edit is still checked when it is submitted",
+            CHECK_WAIT.as_secs()
+        )))
     }
 }
 

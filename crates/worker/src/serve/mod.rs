@@ -12,7 +12,7 @@
 //! subject `unfinished_steps`: approving runs those steps again, rejecting records them
 //! failed, and the run goes back to the queue with that decision.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -52,6 +52,12 @@ pub struct PgBackend {
     working: Mutex<Option<JoinHandle<()>>>,
     /// Bumped on each `toolhost_changes` notification (and each poll interval).
     changes: tokio::sync::watch::Sender<u64>,
+    /// The views of runs that stopped, by id, with their journal's record count then.
+    finished: Mutex<HashMap<String, (i64, RunView)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs `f`, which waits for the database, without stalling the async runtime the API
@@ -85,6 +91,7 @@ impl PgBackend {
             accepting: AtomicBool::new(true),
             working: Mutex::new(None),
             changes: tokio::sync::watch::channel(0).0,
+            finished: Mutex::new(HashMap::new()),
         }
     }
 
@@ -239,6 +246,14 @@ impl Registry for PgBackend {
 
     fn decide(&self, id: &str, decision: Decision, by: Decider) -> Result<RunView, RegistryError> {
         blocking(|| self.decide_now(id, decision, by))
+    }
+
+    fn check_plan(
+        &self,
+        id: &str,
+        draft: &toolhost_engine::Plan,
+    ) -> Result<Vec<toolhost_engine::Problem>, RegistryError> {
+        blocking(|| self.check_draft(id, draft))
     }
 
     fn cancel(&self, id: &str, by: Decider) -> Result<RunView, RegistryError> {

@@ -7,12 +7,38 @@ use toolhost_journal::{Kind, Record};
 use toolhost_serve::{Head, Outcome, Pending, RegistryError, RunState, RunView};
 use toolhost_store_pg::{RunInfo, Status};
 
-use super::{PgBackend, pg};
+use super::{PgBackend, lock, pg};
+
+/// How many stopped runs' views a replica keeps (a view is a few kilobytes).
+const FINISHED_KEPT: usize = 4096;
 use crate::Spec;
 
 impl PgBackend {
-    /// Run `info` as the API shows it.
+    /// Run `info` as the API shows it. A run that stopped changes no more: its view is
+    /// kept (up to [`FINISHED_KEPT`] of them), so listing runs reads the journals of the
+    /// runs still going on only, not every run's on every look.
     pub(super) fn view(&self, info: &RunInfo) -> Result<RunView, RegistryError> {
+        let finished = state_of(info.status).is_final();
+        if finished {
+            let kept = lock(&self.finished);
+            if let Some((records, view)) = kept.get(&info.run)
+                && *records == info.records
+            {
+                return Ok(view.clone());
+            }
+        }
+        let view = self.view_now(info)?;
+        if finished {
+            let mut kept = lock(&self.finished);
+            if kept.len() >= FINISHED_KEPT {
+                kept.clear();
+            }
+            kept.insert(info.run.clone(), (info.records, view.clone()));
+        }
+        Ok(view)
+    }
+
+    fn view_now(&self, info: &RunInfo) -> Result<RunView, RegistryError> {
         let records = if info.records > 0 {
             let bytes = self.db.journal(&info.run).map_err(pg)?;
             parse_lines(bytes.split(|b| *b == b'\n'))

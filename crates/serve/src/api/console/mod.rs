@@ -5,20 +5,26 @@
 //!   nobody on a server without tokens) and the CSRF token every form carries.
 //! - `form`: a question's answer form generated from its JSON Schema, and its fields read
 //!   back into the answer (checked against the schema again by the registry).
+//! - `editor`: the plan editor of a run waiting for review (checked as the person types,
+//!   problems at their lines, a diff against the proposed plan) and its check route.
 //! - `inbox`: the Approvals page, everything waiting for a person across runs.
 //! - `evals`: the Evaluations page (suite results against their baselines' bands).
 //! - `list`: the Runs page (filtered by state, paged, its rows live over SSE).
+//! - `progress`: a run's spending so far, its steps in lanes over time and each plan
+//!   revision's DAG (the HTML report's model and figures).
 //! - `page`: the HTML, every untrusted text escaped, under a Content-Security-Policy that
 //!   allows only this server's own script and style (`console.js`, `console.css`, embedded).
 //! - here: the routes and handlers (a run's page, sign-in, decisions, cancel, the live timeline).
 //!
 //! The `Host`/`Origin` check of the API runs before every route here too.
 
+mod editor;
 mod evals;
 mod form;
 mod inbox;
 mod list;
 mod page;
+mod progress;
 mod session;
 
 use std::convert::Infallible;
@@ -35,10 +41,12 @@ use serde::Deserialize;
 
 use toolhost_engine::approval::{Decider, How};
 
+use self::editor::Draft;
 use self::session::{Form, Session};
 use super::AppState;
 use crate::auth::Role;
-use crate::registry::{Decision, DecisionKind};
+use crate::draft::DraftRequest;
+use crate::registry::{Decision, DecisionKind, RegistryError};
 
 pub(crate) use self::session::CsrfKey;
 
@@ -64,6 +72,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/console/runs/{id}/report", get(report))
         .route("/console/runs/{id}/journal", get(journal))
         .route("/console/runs/{id}/decide", post(decide))
+        .route("/console/runs/{id}/check", post(editor::check))
         .route("/console/runs/{id}/cancel", post(cancel))
 }
 
@@ -137,7 +146,18 @@ async fn run_page(
     let Some(session) = Session::of(&state, &headers) else {
         return html(StatusCode::UNAUTHORIZED, page::sign_in(None));
     };
-    let view = match state.registry.get(&id) {
+    run_html(&state, &session, &id, StatusCode::OK, None)
+}
+
+/// Run `id`'s page for `session`, with `status`; `draft`: an edit that came back refused.
+fn run_html(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    status: StatusCode,
+    draft: Option<&Draft>,
+) -> Response {
+    let view = match state.registry.get(id) {
         Ok(v) => v,
         Err(e) => return refused(StatusCode::NOT_FOUND, &e.to_string()),
     };
@@ -152,14 +172,11 @@ async fn run_page(
     }
     // An approver without `read` sees what the run waits for, not its journal.
     let journal = if session.caller.may_read(view.submitter.as_deref()) {
-        state.registry.journal(&id).unwrap_or_default()
+        state.registry.journal(id).unwrap_or_default()
     } else {
         Vec::new()
     };
-    html(
-        StatusCode::OK,
-        page::run(&session, &view, &String::from_utf8_lossy(&journal)),
-    )
+    html(status, page::run(session, &view, &journal, draft))
 }
 
 /// The run's state name, as text: the script reloads the page when it changes.
@@ -354,6 +371,9 @@ async fn decide(
             "this token may not decide: it needs the `approve` role",
         );
     }
+    if form.get("decision") == Some("edit") {
+        return edit(&state, &session, id, form.get("plan").unwrap_or_default()).await;
+    }
     let schema = state
         .registry
         .get(&id)
@@ -372,6 +392,75 @@ async fn decide(
             let status = super::ApiError::from(e).status;
             refused(status, &why_of(&state, &id, status, &why))
         }
+    }
+}
+
+/// Records the edit in `text` as the session's decision. Text that is not JSON, and a plan
+/// the run refuses, come back on the run's page with their problems at their lines (400,
+/// 422); the run keeps waiting.
+async fn edit(state: &AppState, session: &Session, id: String, text: &str) -> Response {
+    let plan = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(plan) => plan,
+        Err(_) => return located(state, session, id, text, StatusCode::BAD_REQUEST).await,
+    };
+    let decision = Decision {
+        decision: DecisionKind::Edit,
+        reason: None,
+        plan: Some(plan),
+        answer: None,
+    };
+    let by = Decider::person(session.caller.name().map(str::to_string), How::Console);
+    let registry = state.registry.clone();
+    let run = id.clone();
+    let decided = tokio::task::spawn_blocking(move || registry.decide(&run, decision, by)).await;
+    match decided {
+        Ok(Ok(_)) => Redirect::to(&format!("/console/runs/{id}")).into_response(),
+        // Refused with every problem, the run waiting again: shown at their lines.
+        Ok(Err(RegistryError::InvalidEdit { .. } | RegistryError::BadRequest(_))) => {
+            located(state, session, id, text, StatusCode::UNPROCESSABLE_ENTITY).await
+        }
+        Ok(Err(e)) => {
+            let why = e.to_string();
+            let status = super::ApiError::from(e).status;
+            refused(status, &why_of(state, &id, status, &why))
+        }
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// Run `id`'s page with the refused edit `text` in its editor, its problems at their lines.
+async fn located(
+    state: &AppState,
+    session: &Session,
+    id: String,
+    text: &str,
+    status: StatusCode,
+) -> Response {
+    let request = DraftRequest {
+        plan: None,
+        text: Some(text.to_string()),
+    };
+    // With replicas the run's holder parks it again a moment after it journaled its
+    // verdict on the edit: until then the run is not waiting on a plan (409).
+    let mut checked = super::runs::checked_draft(state, id.clone(), request.clone()).await;
+    for _ in 0..40 {
+        match &checked {
+            Err(e) if e.status == StatusCode::CONFLICT => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                checked = super::runs::checked_draft(state, id.clone(), request.clone()).await;
+            }
+            _ => break,
+        }
+    }
+    match checked {
+        Ok(report) => {
+            let draft = Draft {
+                text: text.to_string(),
+                problems: report.problems,
+            };
+            run_html(state, session, &id, status, Some(&draft))
+        }
+        Err(e) => e.into_response(),
     }
 }
 

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::editor::{self, Draft};
 use super::session::Session;
 use crate::auth::Role;
 use crate::registry::{Pending, RunState, RunView};
@@ -81,7 +82,7 @@ pub(super) fn stop_reason(run: &RunView) -> String {
 }
 
 /// What a waiting run waits for, and the forms the session's role allows.
-fn pending(session: &Session, run: &RunView, p: &Pending) -> String {
+fn pending(session: &Session, run: &RunView, p: &Pending, draft: Option<&Draft>) -> String {
     let mut out = format!(
         r#"<section id="pending" aria-labelledby="pending-h"><h2 id="pending-h">Waiting for a person: {}</h2>"#,
         esc(&p.subject)
@@ -133,6 +134,9 @@ fn pending(session: &Session, run: &RunView, p: &Pending) -> String {
             out,
             r#"<form method="post" action="/console/runs/{id}/decide"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="decision" value="reject"><label for="reason">Reason</label><input id="reason" name="reason" required><button type="submit" id="reject">Reject</button></form></div>"#
         );
+        if let (true, Some(plan)) = (p.subject == "plan", &p.plan) {
+            out.push_str(&editor::render(&run.id, &session.csrf, plan, draft));
+        }
     }
     out.push_str("</section>");
     out
@@ -180,7 +184,8 @@ fn timeline(journal: &str) -> (String, u64) {
 }
 
 /// A run's page.
-pub(crate) fn run(session: &Session, run: &RunView, journal: &str) -> String {
+pub(crate) fn run(session: &Session, run: &RunView, bytes: &[u8], draft: Option<&Draft>) -> String {
+    let journal = &String::from_utf8_lossy(bytes);
     let id = esc(&run.id);
     let answer = run.answer.as_ref().map_or(String::new(), |a| {
         let text = a.as_str().map_or_else(|| json(a), esc);
@@ -189,7 +194,7 @@ pub(crate) fn run(session: &Session, run: &RunView, journal: &str) -> String {
     let waiting = run
         .pending
         .as_ref()
-        .map_or(String::new(), |p| pending(session, run, p));
+        .map_or(String::new(), |p| pending(session, run, p, draft));
     let cancel = if !run.state.is_final() && session.caller.may_cancel(run.submitter.as_deref()) {
         format!(
             r#"<form method="post" action="/console/runs/{id}/cancel"><input type="hidden" name="csrf" value="{}"><button type="submit" id="cancel">Cancel the run</button></form>"#,
@@ -212,6 +217,7 @@ pub(crate) fn run(session: &Session, run: &RunView, journal: &str) -> String {
 <dl><dt>State</dt><dd id="state" class="state {state}">{state}</dd><dt>Goal</dt><dd>{goal}</dd><dt>Submitter</dt><dd>{who}</dd><dt>Steps</dt><dd>{ok} ok, {failed} failed, {skipped} skipped</dd><dt>Stop</dt><dd>{stop}</dd></dl>
 {answer}{waiting}{cancel}
 <p><a href="/console/runs/{id}/report">HTML report</a> · <a href="/console/runs/{id}/journal">JSONL journal</a></p>
+{progress}
 <h2>Timeline</h2><ol id="timeline" data-run="{id}" data-after="{last}"{live}>{items}</ol>"#,
             state = state_name(run.state),
             goal = esc(&run.goal),
@@ -220,6 +226,7 @@ pub(crate) fn run(session: &Session, run: &RunView, journal: &str) -> String {
             failed = run.steps.failed,
             skipped = run.steps.skipped,
             stop = stop_reason(run),
+            progress = super::progress::sections(&run.id, bytes, !run.state.is_final()),
         ),
     )
 }

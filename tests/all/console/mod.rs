@@ -5,6 +5,9 @@
 //! deny cases: a form without its CSRF token, a request from another origin, and a `read`
 //! token deciding are refused, the run still waiting.
 
+mod editor;
+mod progress;
+
 use reqwest::blocking::{Client, Response};
 use reqwest::redirect::Policy;
 use serde_json::Value;
@@ -53,6 +56,20 @@ impl Browser {
         }
         let r = r.send().unwrap();
         (r.status().as_u16(), r.text().unwrap())
+    }
+
+    /// A JSON POST from the console's script: same origin, the session's cookie.
+    fn post_json(&self, p: &str, body: &Value) -> (u16, Value) {
+        let mut r = client()
+            .post(format!("{}{p}", self.url))
+            .header("origin", &self.url)
+            .json(body);
+        if let Some(c) = &self.cookie {
+            r = r.header("cookie", c);
+        }
+        let r = r.send().unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
     }
 
     fn post(&self, p: &str, form: &[(&str, &str)], origin: Option<&str>) -> Response {
