@@ -11,16 +11,18 @@ use std::fmt::Write;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::ApiError;
-use super::page::esc;
 use super::session::Session;
 use super::{AppState, CSP, secured};
 use crate::auth::Role;
 use crate::draft::{DraftProblem, DraftRequest};
+use crate::registry::{Decision, DecisionKind, RegistryError};
+use toolhost_engine::approval::{Decider, How};
+use toolhost_journal::report::escape as esc;
 
 /// A draft the server shows back: the text the person submitted and what is wrong with it.
 #[derive(Debug, Clone, Default)]
@@ -136,6 +138,76 @@ pub(super) async fn check(
                 .into_response(),
             CSP,
         ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Records the edit in `text` as the session's decision. Text that is not JSON, and a plan
+/// the run refuses, come back on the run's page with their problems at their lines (400,
+/// 422); the run keeps waiting.
+pub(super) async fn edit(state: &AppState, session: &Session, id: String, text: &str) -> Response {
+    let plan = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(plan) => plan,
+        Err(_) => return located(state, session, id, text, StatusCode::BAD_REQUEST).await,
+    };
+    let decision = Decision {
+        decision: DecisionKind::Edit,
+        reason: None,
+        plan: Some(plan),
+        answer: None,
+    };
+    let by = Decider::person(session.caller.name().map(str::to_string), How::Console);
+    let registry = state.registry.clone();
+    let run = id.clone();
+    let decided = tokio::task::spawn_blocking(move || registry.decide(&run, decision, by)).await;
+    match decided {
+        Ok(Ok(_)) => Redirect::to(&format!("/console/runs/{id}")).into_response(),
+        // Refused with every problem, the run waiting again: shown at their lines.
+        Ok(Err(RegistryError::InvalidEdit { .. } | RegistryError::BadRequest(_))) => {
+            located(state, session, id, text, StatusCode::UNPROCESSABLE_ENTITY).await
+        }
+        Ok(Err(e)) => {
+            let why = e.to_string();
+            let status = super::super::ApiError::from(e).status;
+            super::refused(status, &super::why_of(state, &id, status, &why))
+        }
+        Err(e) => super::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// Run `id`'s page with the refused edit `text` in its editor, its problems at their lines.
+async fn located(
+    state: &AppState,
+    session: &Session,
+    id: String,
+    text: &str,
+    status: StatusCode,
+) -> Response {
+    let request = DraftRequest {
+        plan: None,
+        text: Some(text.to_string()),
+    };
+    // With replicas the run's holder parks it again a moment after it journaled its
+    // verdict on the edit: until then the run is not waiting on a plan (409).
+    let mut checked = super::super::runs::checked_draft(state, id.clone(), request.clone()).await;
+    for _ in 0..40 {
+        match &checked {
+            Err(e) if e.status == StatusCode::CONFLICT => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                checked =
+                    super::super::runs::checked_draft(state, id.clone(), request.clone()).await;
+            }
+            _ => break,
+        }
+    }
+    match checked {
+        Ok(report) => {
+            let draft = Draft {
+                text: text.to_string(),
+                problems: report.problems,
+            };
+            super::run_html(state, session, &id, status, Some(&draft))
+        }
         Err(e) => e.into_response(),
     }
 }

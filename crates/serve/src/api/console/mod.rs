@@ -45,8 +45,7 @@ use self::editor::Draft;
 use self::session::{Form, Session};
 use super::AppState;
 use crate::auth::Role;
-use crate::draft::DraftRequest;
-use crate::registry::{Decision, DecisionKind, RegistryError};
+use crate::registry::{Decision, DecisionKind};
 
 pub(crate) use self::session::CsrfKey;
 
@@ -372,7 +371,7 @@ async fn decide(
         );
     }
     if form.get("decision") == Some("edit") {
-        return edit(&state, &session, id, form.get("plan").unwrap_or_default()).await;
+        return editor::edit(&state, &session, id, form.get("plan").unwrap_or_default()).await;
     }
     let schema = state
         .registry
@@ -392,75 +391,6 @@ async fn decide(
             let status = super::ApiError::from(e).status;
             refused(status, &why_of(&state, &id, status, &why))
         }
-    }
-}
-
-/// Records the edit in `text` as the session's decision. Text that is not JSON, and a plan
-/// the run refuses, come back on the run's page with their problems at their lines (400,
-/// 422); the run keeps waiting.
-async fn edit(state: &AppState, session: &Session, id: String, text: &str) -> Response {
-    let plan = match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(plan) => plan,
-        Err(_) => return located(state, session, id, text, StatusCode::BAD_REQUEST).await,
-    };
-    let decision = Decision {
-        decision: DecisionKind::Edit,
-        reason: None,
-        plan: Some(plan),
-        answer: None,
-    };
-    let by = Decider::person(session.caller.name().map(str::to_string), How::Console);
-    let registry = state.registry.clone();
-    let run = id.clone();
-    let decided = tokio::task::spawn_blocking(move || registry.decide(&run, decision, by)).await;
-    match decided {
-        Ok(Ok(_)) => Redirect::to(&format!("/console/runs/{id}")).into_response(),
-        // Refused with every problem, the run waiting again: shown at their lines.
-        Ok(Err(RegistryError::InvalidEdit { .. } | RegistryError::BadRequest(_))) => {
-            located(state, session, id, text, StatusCode::UNPROCESSABLE_ENTITY).await
-        }
-        Ok(Err(e)) => {
-            let why = e.to_string();
-            let status = super::ApiError::from(e).status;
-            refused(status, &why_of(state, &id, status, &why))
-        }
-        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
-}
-
-/// Run `id`'s page with the refused edit `text` in its editor, its problems at their lines.
-async fn located(
-    state: &AppState,
-    session: &Session,
-    id: String,
-    text: &str,
-    status: StatusCode,
-) -> Response {
-    let request = DraftRequest {
-        plan: None,
-        text: Some(text.to_string()),
-    };
-    // With replicas the run's holder parks it again a moment after it journaled its
-    // verdict on the edit: until then the run is not waiting on a plan (409).
-    let mut checked = super::runs::checked_draft(state, id.clone(), request.clone()).await;
-    for _ in 0..40 {
-        match &checked {
-            Err(e) if e.status == StatusCode::CONFLICT => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                checked = super::runs::checked_draft(state, id.clone(), request.clone()).await;
-            }
-            _ => break,
-        }
-    }
-    match checked {
-        Ok(report) => {
-            let draft = Draft {
-                text: text.to_string(),
-                problems: report.problems,
-            };
-            run_html(state, session, &id, status, Some(&draft))
-        }
-        Err(e) => e.into_response(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use toolhost_journal::report::{self, dag, lanes, model, page};
 use toolhost_journal::verify;
 
-use super::page::esc;
+use toolhost_journal::report::escape as esc;
 
 /// The most plan revisions drawn.
 const MAX_PLANS: usize = 5;
