@@ -31,12 +31,15 @@ pub enum Shape {
     Chain(usize),
     /// Steps that depend on nothing.
     Independent(usize),
+    /// A chain carrying untrusted data: step 0's tool (`src`) has untrusted output, and
+    /// each later step's output derives from it, one hop longer a step.
+    Tainted(usize),
 }
 
 impl Shape {
     fn len(self) -> usize {
         match self {
-            Shape::Chain(n) | Shape::Independent(n) => n,
+            Shape::Chain(n) | Shape::Independent(n) | Shape::Tainted(n) => n,
         }
     }
 
@@ -46,10 +49,16 @@ impl Shape {
         (0..self.len())
             .map(|i| {
                 let expression = match self {
-                    Shape::Chain(_) if i > 0 => format!("${{s{}.output}} + 1", i - 1),
+                    Shape::Chain(_) | Shape::Tainted(_) if i > 0 => {
+                        format!("${{s{}.output}} + 1", i - 1)
+                    }
                     _ => format!("{i} * 2 + 1"),
                 };
-                json!({"id": format!("s{i}"), "tool": "calc", "operation": "eval",
+                let tool = match self {
+                    Shape::Tainted(_) if i == 0 => "src",
+                    _ => "calc",
+                };
+                json!({"id": format!("s{i}"), "tool": tool, "operation": "eval",
                        "args": {"expression": expression}, "idempotent": !synced})
             })
             .collect()
@@ -58,14 +67,14 @@ impl Shape {
 
 /// Runs a plan of `shape` through the engine with its journal under `state` (`synced`:
 /// each step's start made durable before it runs); the time from the run's start to its
-/// report.
+/// report, and the journal's size in bytes.
 pub fn run_plan(
     rt: &Arc<Runtime>,
     catalog: &Arc<Catalog>,
     shape: Shape,
     synced: bool,
     state: &Path,
-) -> Duration {
+) -> (Duration, u64) {
     let n = shape.len();
     let script: Script =
         serde_json::from_value(json!({"plan": {"goal": "evaluate", "steps": shape.steps(synced)}}))
@@ -96,7 +105,20 @@ pub fn run_plan(
     let took = t.elapsed();
     assert_eq!(report.stop, StopReason::Completed, "{n} steps");
     assert_eq!(report.steps.len(), n);
-    took
+    if let Shape::Tainted(_) = shape {
+        let last = report.steps.last().expect("steps");
+        assert_eq!(
+            last.untrusted.len(),
+            n,
+            "the last step carries the whole chain"
+        );
+    }
+    drop(engine);
+    let path = journal.path().to_path_buf();
+    // Closed first: a journal file's preallocated tail goes at its close.
+    drop(journal);
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    (took, bytes)
 }
 
 fn journal(state: &Path, budgets: &Budgets) -> Journal {
@@ -119,10 +141,12 @@ fn journal(state: &Path, budgets: &Budgets) -> Journal {
     Journal::create(state, &start, redactor).expect("journal")
 }
 
+/// `calc` (outputs derived from its arguments) and `src`, the same component with
+/// untrusted outputs.
 pub fn runtime() -> (Arc<Runtime>, Arc<Catalog>) {
-    crate::setup::one_tool(
-        "version = 1\n[tools.calc]\n",
-        "calc",
+    crate::setup::same_tool(
+        "version = 1\n[tools.calc]\n[tools.src]\noutputs = \"untrusted\"\n",
+        &["calc", "src"],
         toolhost_tools::CALC.as_ref(),
     )
 }
@@ -133,37 +157,64 @@ pub fn one(shape: Option<&str>, n: Option<usize>, synced: bool) {
     let shape = match (shape, n) {
         (Some("chain"), Some(n)) if n > 0 => Shape::Chain(n),
         (Some("independent"), Some(n)) if n > 0 => Shape::Independent(n),
+        (Some("tainted"), Some(n)) if n > 0 => Shape::Tainted(n),
         _ => {
-            eprintln!("usage: bench --plan chain|independent N [--synced] (N > 0)");
+            eprintln!("usage: bench --plan chain|independent|tainted N [--synced] (N > 0)");
             std::process::exit(2);
         }
     };
     let (rt, catalog) = runtime();
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
-    let took = run_plan(&rt, &catalog, shape, synced, state.path());
-    println!("steps={} us={}", shape.len(), took.as_micros());
+    let (took, bytes) = run_plan(&rt, &catalog, shape, synced, state.path());
+    println!(
+        "steps={} us={} journal_bytes={bytes}",
+        shape.len(),
+        took.as_micros()
+    );
 }
 
-pub fn run(scale: Scale) -> Figure {
+/// Per-step cost in µs (median of `samples` runs) and journal bytes per step of `shape`.
+fn per_step(
+    rt: &Arc<Runtime>,
+    catalog: &Arc<Catalog>,
+    state: &Path,
+    shape: Shape,
+    samples: usize,
+) -> (f64, f64) {
+    let mut bytes = 0;
+    let d = median(
+        (0..samples)
+            .map(|_| {
+                let (took, b) = run_plan(rt, catalog, shape, false, state);
+                bytes = b;
+                took
+            })
+            .collect(),
+    );
+    let n = shape.len() as f64;
+    (d.as_secs_f64() * 1e6 / n, bytes as f64 / n)
+}
+
+/// The engine's linearity (chains of 100, 1,000 and 10,000 steps, and 1,000
+/// independent), and the same for a chain carrying untrusted data (provenance one hop a
+/// step, journaled once).
+pub fn run(scale: Scale) -> Vec<Figure> {
     let (rt, catalog) = runtime();
     // On the disk the state directory would be on, not a tmpfs.
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
+    let state = state.path();
     // Warm the pool and the page cache before anything is timed.
-    run_plan(&rt, &catalog, Shape::Chain(100), false, state.path());
-    let per_step = |shape: Shape, samples: usize| {
-        let d = median(
-            (0..samples)
-                .map(|_| run_plan(&rt, &catalog, shape, false, state.path()))
-                .collect(),
-        );
-        d.as_secs_f64() * 1e6 / shape.len() as f64
-    };
-    let chain_100 = per_step(Shape::Chain(100), scale.n(21, 9));
-    let chain_1k = per_step(Shape::Chain(1_000), scale.n(7, 3));
-    let chain_10k = per_step(Shape::Chain(10_000), scale.n(3, 1));
-    let wide_1k = per_step(Shape::Independent(1_000), scale.n(7, 3));
+    run_plan(&rt, &catalog, Shape::Chain(100), false, state);
+    let step = |shape, samples| per_step(&rt, &catalog, state, shape, samples);
+    let (chain_100, _) = step(Shape::Chain(100), scale.n(21, 9));
+    let (chain_1k, _) = step(Shape::Chain(1_000), scale.n(7, 3));
+    let (chain_10k, _) = step(Shape::Chain(10_000), scale.n(3, 1));
+    let (wide_1k, _) = step(Shape::Independent(1_000), scale.n(7, 3));
+    let (t_100, tb_100) = step(Shape::Tainted(100), scale.n(21, 9));
+    let (t_1k, tb_1k) = step(Shape::Tainted(1_000), scale.n(7, 3));
+    let (t_10k, tb_10k) = step(Shape::Tainted(10_000), scale.n(3, 1));
     let rate = |us: f64| 1e6 / us;
-    Figure {
+    let chains = Figure {
         name: "engine per-step cost, 10,000-step chain vs 100-step chain",
         detail: format!(
             "journaled on disk, 4 at a time: chain of 100 {chain_100:.1} µs/step ({:.0} steps/s), 1,000 {chain_1k:.1} µs/step ({:.0} steps/s), 10,000 {chain_10k:.1} µs/step ({:.0} steps/s); 1,000 independent {wide_1k:.1} µs/step ({:.0} steps/s)",
@@ -176,5 +227,16 @@ pub fn run(scale: Scale) -> Figure {
         target: 1.3,
         lower_is_better: true,
         gated: true,
-    }
+    };
+    let tainted = Figure {
+        name: "chain carrying untrusted data, per-step cost, 10,000 steps vs 100",
+        detail: format!(
+            "journaled on disk, each step's output derived from the last (its provenance one hop longer): 100 steps {t_100:.1} µs/step, {tb_100:.0} journal bytes/step; 1,000 {t_1k:.1} µs/step, {tb_1k:.0} B/step; 10,000 {t_10k:.1} µs/step, {tb_10k:.0} B/step (the untainted chain of 10,000 in the same run: {chain_10k:.1} µs/step)",
+        ),
+        ratio: t_10k / t_100,
+        target: 1.3,
+        lower_is_better: true,
+        gated: true,
+    };
+    vec![chains, tainted]
 }
