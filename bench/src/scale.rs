@@ -67,14 +67,15 @@ impl Shape {
 
 /// Runs a plan of `shape` through the engine with its journal under `state` (`synced`:
 /// each step's start made durable before it runs); the time from the run's start to its
-/// report, and the journal's size in bytes.
+/// report, the journal's size in bytes, and the bytes the steps' provenance would take
+/// written whole in each record (the journal's form before it was written once).
 pub fn run_plan(
     rt: &Arc<Runtime>,
     catalog: &Arc<Catalog>,
     shape: Shape,
     synced: bool,
     state: &Path,
-) -> (Duration, u64) {
+) -> (Duration, u64, u64) {
     let n = shape.len();
     let script: Script =
         serde_json::from_value(json!({"plan": {"goal": "evaluate", "steps": shape.steps(synced)}}))
@@ -113,12 +114,34 @@ pub fn run_plan(
             "the last step carries the whole chain"
         );
     }
+    let whole = whole_paths(&report.steps);
     drop(engine);
     let path = journal.path().to_path_buf();
     // Closed first: a journal file's preallocated tail goes at its close.
     drop(journal);
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-    (took, bytes)
+    (took, bytes, whole)
+}
+
+/// The bytes of every step's provenance as a JSON list of its hops, source first
+/// (`["h1","h2",…]`), summed: for a chain, path i is path i - 1 and one hop, so the sum is
+/// computed from running totals rather than by writing n²/2 hops out.
+fn whole_paths(steps: &[toolhost_engine::StepRecord]) -> u64 {
+    // The last path measured and its length: each hop quoted, commas between them,
+    // brackets around (plain ASCII, no escapes).
+    let mut last: Option<(toolhost_engine::Taint, usize)> = None;
+    let mut total = 0;
+    for r in steps.iter().filter(|r| !r.untrusted.is_trusted()) {
+        let t = &r.untrusted;
+        let hop = t.last_hop().map_or(0, str::len) + 3;
+        let len = match &last {
+            Some((prev, len)) if t.parent().same(prev) => len + hop,
+            _ => t.hops().iter().map(|h| h.len() + 3).sum::<usize>() + 1,
+        };
+        total += len as u64;
+        last = Some((t.clone(), len));
+    }
+    total
 }
 
 fn journal(state: &Path, budgets: &Budgets) -> Journal {
@@ -165,7 +188,7 @@ pub fn one(shape: Option<&str>, n: Option<usize>, synced: bool) {
     };
     let (rt, catalog) = runtime();
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
-    let (took, bytes) = run_plan(&rt, &catalog, shape, synced, state.path());
+    let (took, bytes, _) = run_plan(&rt, &catalog, shape, synced, state.path());
     println!(
         "steps={} us={} journal_bytes={bytes}",
         shape.len(),
@@ -173,26 +196,27 @@ pub fn one(shape: Option<&str>, n: Option<usize>, synced: bool) {
     );
 }
 
-/// Per-step cost in µs (median of `samples` runs) and journal bytes per step of `shape`.
+/// Per-step cost in µs (median of `samples` runs), journal bytes per step of `shape`, and
+/// the provenance's bytes per step written whole in each record.
 fn per_step(
     rt: &Arc<Runtime>,
     catalog: &Arc<Catalog>,
     state: &Path,
     shape: Shape,
     samples: usize,
-) -> (f64, f64) {
-    let mut bytes = 0;
+) -> (f64, f64, f64) {
+    let (mut bytes, mut whole) = (0, 0);
     let d = median(
         (0..samples)
             .map(|_| {
-                let (took, b) = run_plan(rt, catalog, shape, false, state);
-                bytes = b;
+                let (took, b, w) = run_plan(rt, catalog, shape, false, state);
+                (bytes, whole) = (b, w);
                 took
             })
             .collect(),
     );
     let n = shape.len() as f64;
-    (d.as_secs_f64() * 1e6 / n, bytes as f64 / n)
+    (d.as_secs_f64() * 1e6 / n, bytes as f64 / n, whole as f64 / n)
 }
 
 /// The engine's linearity (chains of 100, 1,000 and 10,000 steps, and 1,000
@@ -206,13 +230,13 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     // Warm the pool and the page cache before anything is timed.
     run_plan(&rt, &catalog, Shape::Chain(100), false, state);
     let step = |shape, samples| per_step(&rt, &catalog, state, shape, samples);
-    let (chain_100, _) = step(Shape::Chain(100), scale.n(21, 9));
-    let (chain_1k, _) = step(Shape::Chain(1_000), scale.n(7, 3));
-    let (chain_10k, _) = step(Shape::Chain(10_000), scale.n(3, 1));
-    let (wide_1k, _) = step(Shape::Independent(1_000), scale.n(7, 3));
-    let (t_100, tb_100) = step(Shape::Tainted(100), scale.n(21, 9));
-    let (t_1k, tb_1k) = step(Shape::Tainted(1_000), scale.n(7, 3));
-    let (t_10k, tb_10k) = step(Shape::Tainted(10_000), scale.n(3, 1));
+    let (chain_100, ..) = step(Shape::Chain(100), scale.n(21, 9));
+    let (chain_1k, ..) = step(Shape::Chain(1_000), scale.n(7, 3));
+    let (chain_10k, ..) = step(Shape::Chain(10_000), scale.n(3, 1));
+    let (wide_1k, ..) = step(Shape::Independent(1_000), scale.n(7, 3));
+    let (t_100, tb_100, w_100) = step(Shape::Tainted(100), scale.n(21, 9));
+    let (t_1k, tb_1k, w_1k) = step(Shape::Tainted(1_000), scale.n(7, 3));
+    let (t_10k, tb_10k, w_10k) = step(Shape::Tainted(10_000), scale.n(3, 1));
     let rate = |us: f64| 1e6 / us;
     let chains = Figure {
         name: "engine per-step cost, 10,000-step chain vs 100-step chain",
@@ -231,7 +255,7 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     let tainted = Figure {
         name: "chain carrying untrusted data, per-step cost, 10,000 steps vs 100",
         detail: format!(
-            "journaled on disk, each step's output derived from the last (its provenance one hop longer): 100 steps {t_100:.1} µs/step, {tb_100:.0} journal bytes/step; 1,000 {t_1k:.1} µs/step, {tb_1k:.0} B/step; 10,000 {t_10k:.1} µs/step, {tb_10k:.0} B/step (the untainted chain of 10,000 in the same run: {chain_10k:.1} µs/step)",
+            "journaled on disk, each step's output derived from the last (its provenance one hop longer): 100 steps {t_100:.1} µs/step, journal {tb_100:.0} B/step; 1,000 {t_1k:.1} µs/step, {tb_1k:.0} B/step; 10,000 {t_10k:.1} µs/step, {tb_10k:.0} B/step (the untainted chain of 10,000 in the same run: {chain_10k:.1} µs/step); the paths written whole in each record, as journals were before: {w_100:.0} / {w_1k:.0} / {w_10k:.0} B/step more",
         ),
         ratio: t_10k / t_100,
         target: 1.3,
