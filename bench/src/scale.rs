@@ -216,7 +216,11 @@ fn per_step(
             .collect(),
     );
     let n = shape.len() as f64;
-    (d.as_secs_f64() * 1e6 / n, bytes as f64 / n, whole as f64 / n)
+    (
+        d.as_secs_f64() * 1e6 / n,
+        bytes as f64 / n,
+        whole as f64 / n,
+    )
 }
 
 /// The engine's linearity (chains of 100, 1,000 and 10,000 steps, and 1,000

@@ -24,7 +24,9 @@ fn killed_after(server: &Server, dir: &Path, tag: &str, n: usize) -> std::path::
     let task = write_task(&case, server, tag, None);
     let state = case.join("state");
     let hook = Some(("TOOLHOST_CRASH_AFTER_RECORD", n));
-    let status = spawn_with(&state, &task, hook, Stdio::null()).wait().unwrap();
+    let status = spawn_with(&state, &task, hook, Stdio::null())
+        .wait()
+        .unwrap();
     assert_eq!(status.signal(), Some(9), "{tag}: not killed: {status:?}");
     state
 }
@@ -45,7 +47,9 @@ fn a_killed_writers_preallocated_zeros_are_not_records() {
     let verify = cli(["journal", "verify", path]);
     assert_eq!(verify.code, 0, "{verify:?}");
     assert!(
-        verify.stdout.contains("chain: valid, 12 records (no stop record"),
+        verify
+            .stdout
+            .contains("chain: valid, 12 records (no stop record"),
         "{}",
         verify.stdout
     );
@@ -75,7 +79,13 @@ fn zeros_amid_the_records_end_them_and_resume_carries_on_from_there() {
     // Lose a page's worth from the middle of record 11 to the middle of record 12, as a
     // crash can when a later write reached the disk before an earlier one.
     let starts: Vec<usize> = std::iter::once(0)
-        .chain(at_kill.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1))
+        .chain(
+            at_kill
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
         .collect();
     let (from, to) = (starts[10] + 20, starts[11] + 20);
     bytes[from..to].fill(0);
@@ -84,12 +94,17 @@ fn zeros_amid_the_records_end_them_and_resume_carries_on_from_there() {
     let verify = cli(["journal", "verify", journal.to_str().unwrap()]);
     assert!(
         verify.stderr.contains("is torn: line 11: torn record")
-            && verify.stderr.contains("the 10 record(s) before it are intact"),
+            && verify
+                .stderr
+                .contains("the 10 record(s) before it are intact"),
         "{verify:?}"
     );
     resume_to_the_end(&state, &journal, &expected_answer(None));
     let after = std::fs::read(&journal).unwrap();
-    assert!(after.starts_with(&at_kill[..starts[10]]), "records before the gap were lost");
+    assert!(
+        after.starts_with(&at_kill[..starts[10]]),
+        "records before the gap were lost"
+    );
     assert!(!after.contains(&0));
     let verify = cli(["journal", "verify", journal.to_str().unwrap()]);
     assert_eq!(verify.code, 0, "{verify:?}");
