@@ -7,7 +7,6 @@
 //!   durable (group commit: the syncs are shared) vs 16 threads each `pwrite` + `fdatasync`
 //!   on one preallocated file (each caller its own sync).
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -16,36 +15,16 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolhost_engine::Observer;
 use toolhost_engine::budget::Budgets;
 use toolhost_engine::plan::Step;
-use toolhost_engine::{Mode, Observer};
-use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Journal, Redactor, RunStart};
+use toolhost_journal::Journal;
 
+use super::setup::journal;
 use super::{Figure, Scale, median, us};
 
 /// Threads starting steps together in the group-commit figure.
 const THREADS: usize = 16;
-
-fn journal(state: &Path) -> Journal {
-    let digest = FileDigest {
-        path: "bench".into(),
-        sha256: "0".repeat(64),
-        signer: None,
-    };
-    let start = RunStart {
-        goal: "evaluate".into(),
-        mode: Mode::PlanThenExecute,
-        task: None,
-        policy: digest.clone(),
-        tools: BTreeMap::from([("calc".to_string(), digest)]),
-        budgets: Budgets::default(),
-        max_parallel: THREADS,
-        replay_of: None,
-    };
-    let redactor = Redactor::new(std::iter::empty::<String>(), &[]).expect("redactor");
-    Journal::create(state, &start, redactor).expect("journal")
-}
 
 fn step(i: usize) -> Step {
     serde_json::from_value(
@@ -113,7 +92,7 @@ pub fn run(scale: Scale) -> Vec<Figure> {
 
 fn one_step(scale: Scale, dir: &Path) -> Figure {
     let n = scale.n(400, 100);
-    let mut j = journal(dir);
+    let mut j = journal(dir, &Budgets::default(), THREADS);
     let mut floor = Floor::new(dir, "floor");
     // Warm both: the journal's first segment, the page cache.
     for i in 0..10 {
@@ -174,7 +153,7 @@ fn rounds(per: usize, work: impl Fn(usize, usize) + Sync) -> Duration {
 
 fn together(scale: Scale, dir: &Path) -> Figure {
     let per = scale.n(40, 12);
-    let j = journal(dir);
+    let j = journal(dir, &Budgets::default(), THREADS);
     let shared = rounds(per, |k, i| {
         synced_start(&mut j.clone(), k * 10_000 + i);
     });

@@ -9,17 +9,14 @@
 //! no step's start waits for an fdatasync, so the figure measures the engine rather than
 //! the disk's sync latency (the `journal` group measures that).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_engine::{
-    ApprovalMode, Budgets, Canned, Catalog, Engine, Mode, RunConfig, Script, StopReason, Unattended,
+    ApprovalMode, Budgets, Canned, Catalog, Engine, RunConfig, Script, StopReason, Unattended,
 };
-use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Journal, Redactor, RunStart};
 use toolhost_runtime::Runtime;
 
 use super::{Figure, Scale, median};
@@ -86,7 +83,7 @@ pub fn run_plan(
         max_steps: u32::try_from(n).expect("steps"),
         ..Budgets::default()
     };
-    let mut journal = journal(state, &budgets);
+    let mut journal = crate::setup::journal(state, &budgets, 4);
     let mut engine = Engine::builder(rt.clone(), catalog.clone())
         .config(RunConfig {
             max_parallel: 4,
@@ -142,26 +139,6 @@ fn whole_paths(steps: &[toolhost_engine::StepRecord]) -> u64 {
         last = Some((t.clone(), len));
     }
     total
-}
-
-fn journal(state: &Path, budgets: &Budgets) -> Journal {
-    let digest = FileDigest {
-        path: "bench".into(),
-        sha256: "0".repeat(64),
-        signer: None,
-    };
-    let start = RunStart {
-        goal: "evaluate".into(),
-        mode: Mode::PlanThenExecute,
-        task: None,
-        policy: digest.clone(),
-        tools: BTreeMap::from([("calc".to_string(), digest)]),
-        budgets: budgets.clone(),
-        max_parallel: 4,
-        replay_of: None,
-    };
-    let redactor = Redactor::new(std::iter::empty::<String>(), &[]).expect("redactor");
-    Journal::create(state, &start, redactor).expect("journal")
 }
 
 /// `calc` (outputs derived from its arguments) and `src`, the same component with

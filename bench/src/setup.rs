@@ -1,9 +1,15 @@
-//! What the engine benchmarks share: a runtime and a catalog of one tool under a policy.
+//! What the engine benchmarks share: a runtime and a catalog of one tool under a policy,
+//! and a journal for a plan of `calc` steps.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use toolhost_engine::{Catalog, Entry};
+use std::collections::BTreeMap;
+
+use toolhost_engine::budget::Budgets;
+use toolhost_engine::{Catalog, Entry, Mode};
+use toolhost_journal::writer::FileDigest;
+use toolhost_journal::{Journal, Redactor, RunStart};
 use toolhost_runtime::{Policy, Runtime, RuntimeConfig};
 
 /// A default runtime and a catalog holding tool `name` (the component at `wasm`) under the
@@ -32,4 +38,26 @@ pub fn same_tool(policy: &str, names: &[&str], wasm: &Path) -> (Arc<Runtime>, Ar
         tools: tools.collect(),
     });
     (rt, catalog)
+}
+
+/// A new journal under `state` for a run of `calc` steps with `budgets`, `max_parallel` at a
+/// time (its `run_started` written and synced).
+pub fn journal(state: &Path, budgets: &Budgets, max_parallel: usize) -> Journal {
+    let digest = FileDigest {
+        path: "bench".into(),
+        sha256: "0".repeat(64),
+        signer: None,
+    };
+    let start = RunStart {
+        goal: "evaluate".into(),
+        mode: Mode::PlanThenExecute,
+        task: None,
+        policy: digest.clone(),
+        tools: BTreeMap::from([("calc".to_string(), digest)]),
+        budgets: budgets.clone(),
+        max_parallel,
+        replay_of: None,
+    };
+    let redactor = Redactor::new(std::iter::empty::<String>(), &[]).expect("redactor");
+    Journal::create(state, &start, redactor).expect("journal")
 }
