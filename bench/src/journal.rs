@@ -5,20 +5,18 @@
 //! step's time, and the detail gives the disk's fdatasync latency it is bound by, and the
 //! same steps marked idempotent (written, not synced before they run).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost_engine::{
-    ApprovalMode, Budgets, Canned, Catalog, Engine, Mode, Observer, Quiet, RunConfig, Script,
-    StopReason, Unattended,
+    ApprovalMode, Budgets, Canned, Catalog, Engine, Observer, Quiet, RunConfig, Script, StopReason,
+    Unattended,
 };
-use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Journal, Redactor, RunStart};
 use toolhost_runtime::Runtime;
 
+use super::setup::journal;
 use super::{Figure, Scale, median};
 
 const STEPS: usize = 32;
@@ -59,26 +57,6 @@ fn run_plan(
     took
 }
 
-fn journal(state: &Path) -> Journal {
-    let digest = FileDigest {
-        path: "bench".into(),
-        sha256: "0".repeat(64),
-        signer: None,
-    };
-    let start = RunStart {
-        goal: "evaluate".into(),
-        mode: Mode::PlanThenExecute,
-        task: None,
-        policy: digest.clone(),
-        tools: BTreeMap::from([("calc".to_string(), digest)]),
-        budgets: Budgets::default(),
-        max_parallel: 4,
-        replay_of: None,
-    };
-    let redactor = Redactor::new(std::iter::empty::<String>(), &[]).expect("redactor");
-    Journal::create(state, &start, redactor).expect("journal")
-}
-
 pub fn run(scale: Scale) -> Figure {
     let (rt, catalog) = crate::setup::one_tool(
         "version = 1\n[tools.calc]\n",
@@ -98,7 +76,14 @@ pub fn run(scale: Scale) -> Figure {
     let journaled = |idempotent| {
         median(
             (0..n)
-                .map(|_| run_plan(&rt, &catalog, &mut journal(state.path()), idempotent))
+                .map(|_| {
+                    run_plan(
+                        &rt,
+                        &catalog,
+                        &mut journal(state.path(), &Budgets::default(), 4),
+                        idempotent,
+                    )
+                })
                 .collect(),
         )
     };

@@ -21,16 +21,22 @@
 //! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.
 //! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
 //! - `planning`: planner round trips, plan-then-execute vs step-wise.
-//! - `journal`: steps per second through the engine, journaled vs not.
+//! - `journal`: steps per second through the engine, journaled vs not; a step's start
+//!   journaled and synced vs the disk's floor (`pwrite` + `fdatasync` of a preallocated
+//!   file); steps started together on one journal sharing syncs (group commit) vs one
+//!   `fdatasync` each.
 //! - `oneshot`: a cached one-shot `toolhost tool call` as a whole process vs spawning
 //!   `/bin/true` (and an empty bubblewrap sandbox where installed); reported in ms.
 //! - `scale`: per-step cost of journaled chains of 100, 1,000 and 10,000 steps and of
-//!   1,000 independent steps; the 10,000 vs 100 ratio shows whether the engine is linear.
+//!   1,000 independent steps; the 10,000 vs 100 ratio shows whether the engine is linear;
+//!   the same ratio for a chain carrying untrusted data (its provenance one hop longer
+//!   each step), with the journal's bytes per step.
 //! - `mcp`: `tools/call` round trips through `toolhost mcp` over stdio and HTTP, 1 and 32
 //!   callers, p50 and p99, vs a direct `Gate::call` of the same operation.
 
 mod admission;
 mod dag;
+mod durable;
 mod isolation;
 mod journal;
 mod mcp;
@@ -117,7 +123,7 @@ fn main() {
         isolation::calls(n.parse().expect("--calls takes a number"));
         return;
     }
-    // `--plan chain|independent N [--synced]`: one journaled plan of N steps and nothing
+    // `--plan chain|independent|tainted N [--synced]`: one journaled plan of N steps and nothing
     // else, for profiling the engine at scale and for bench/langgraph/compare.py.
     if let Some(i) = args.iter().position(|a| a == "--plan") {
         let n = args.get(i + 2).and_then(|n| n.parse().ok());
@@ -188,12 +194,13 @@ fn main() {
     }
     if wanted("journal") {
         figures.push(journal::run(scale));
+        figures.extend(durable::run(scale));
     }
     if wanted("oneshot") {
         figures.push(oneshot::run(scale));
     }
     if wanted("scale") {
-        figures.push(scale::run(scale));
+        figures.extend(scale::run(scale));
     }
     if wanted("mcp") {
         figures.extend(mcp::run(scale));

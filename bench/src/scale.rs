@@ -9,17 +9,14 @@
 //! no step's start waits for an fdatasync, so the figure measures the engine rather than
 //! the disk's sync latency (the `journal` group measures that).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_engine::{
-    ApprovalMode, Budgets, Canned, Catalog, Engine, Mode, RunConfig, Script, StopReason, Unattended,
+    ApprovalMode, Budgets, Canned, Catalog, Engine, RunConfig, Script, StopReason, Unattended,
 };
-use toolhost_journal::writer::FileDigest;
-use toolhost_journal::{Journal, Redactor, RunStart};
 use toolhost_runtime::Runtime;
 
 use super::{Figure, Scale, median};
@@ -31,12 +28,15 @@ pub enum Shape {
     Chain(usize),
     /// Steps that depend on nothing.
     Independent(usize),
+    /// A chain carrying untrusted data: step 0's tool (`src`) has untrusted output, and
+    /// each later step's output derives from it, one hop longer a step.
+    Tainted(usize),
 }
 
 impl Shape {
     fn len(self) -> usize {
         match self {
-            Shape::Chain(n) | Shape::Independent(n) => n,
+            Shape::Chain(n) | Shape::Independent(n) | Shape::Tainted(n) => n,
         }
     }
 
@@ -46,10 +46,16 @@ impl Shape {
         (0..self.len())
             .map(|i| {
                 let expression = match self {
-                    Shape::Chain(_) if i > 0 => format!("${{s{}.output}} + 1", i - 1),
+                    Shape::Chain(_) | Shape::Tainted(_) if i > 0 => {
+                        format!("${{s{}.output}} + 1", i - 1)
+                    }
                     _ => format!("{i} * 2 + 1"),
                 };
-                json!({"id": format!("s{i}"), "tool": "calc", "operation": "eval",
+                let tool = match self {
+                    Shape::Tainted(_) if i == 0 => "src",
+                    _ => "calc",
+                };
+                json!({"id": format!("s{i}"), "tool": tool, "operation": "eval",
                        "args": {"expression": expression}, "idempotent": !synced})
             })
             .collect()
@@ -58,14 +64,15 @@ impl Shape {
 
 /// Runs a plan of `shape` through the engine with its journal under `state` (`synced`:
 /// each step's start made durable before it runs); the time from the run's start to its
-/// report.
+/// report, the journal's size in bytes, and the bytes the steps' provenance would take
+/// written whole in each record (the journal's form before it was written once).
 pub fn run_plan(
     rt: &Arc<Runtime>,
     catalog: &Arc<Catalog>,
     shape: Shape,
     synced: bool,
     state: &Path,
-) -> Duration {
+) -> (Duration, u64, u64) {
     let n = shape.len();
     let script: Script =
         serde_json::from_value(json!({"plan": {"goal": "evaluate", "steps": shape.steps(synced)}}))
@@ -76,7 +83,7 @@ pub fn run_plan(
         max_steps: u32::try_from(n).expect("steps"),
         ..Budgets::default()
     };
-    let mut journal = journal(state, &budgets);
+    let mut journal = crate::setup::journal(state, &budgets, 4);
     let mut engine = Engine::builder(rt.clone(), catalog.clone())
         .config(RunConfig {
             max_parallel: 4,
@@ -96,33 +103,50 @@ pub fn run_plan(
     let took = t.elapsed();
     assert_eq!(report.stop, StopReason::Completed, "{n} steps");
     assert_eq!(report.steps.len(), n);
-    took
+    if let Shape::Tainted(_) = shape {
+        let last = report.steps.last().expect("steps");
+        assert_eq!(
+            last.untrusted.len(),
+            n,
+            "the last step carries the whole chain"
+        );
+    }
+    let whole = whole_paths(&report.steps);
+    drop(engine);
+    let path = journal.path().to_path_buf();
+    // Closed first: a journal file's preallocated tail goes at its close.
+    drop(journal);
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    (took, bytes, whole)
 }
 
-fn journal(state: &Path, budgets: &Budgets) -> Journal {
-    let digest = FileDigest {
-        path: "bench".into(),
-        sha256: "0".repeat(64),
-        signer: None,
-    };
-    let start = RunStart {
-        goal: "evaluate".into(),
-        mode: Mode::PlanThenExecute,
-        task: None,
-        policy: digest.clone(),
-        tools: BTreeMap::from([("calc".to_string(), digest)]),
-        budgets: budgets.clone(),
-        max_parallel: 4,
-        replay_of: None,
-    };
-    let redactor = Redactor::new(std::iter::empty::<String>(), &[]).expect("redactor");
-    Journal::create(state, &start, redactor).expect("journal")
+/// The bytes of every step's provenance as a JSON list of its hops, source first
+/// (`["h1","h2",…]`), summed: for a chain, path i is path i - 1 and one hop, so the sum is
+/// computed from running totals rather than by writing n²/2 hops out.
+fn whole_paths(steps: &[toolhost_engine::StepRecord]) -> u64 {
+    // The last path measured and its length: each hop quoted, commas between them,
+    // brackets around (plain ASCII, no escapes).
+    let mut last: Option<(toolhost_engine::Taint, usize)> = None;
+    let mut total = 0;
+    for r in steps.iter().filter(|r| !r.untrusted.is_trusted()) {
+        let t = &r.untrusted;
+        let hop = t.last_hop().map_or(0, str::len) + 3;
+        let len = match &last {
+            Some((prev, len)) if t.parent().same(prev) => len + hop,
+            _ => t.hops().iter().map(|h| h.len() + 3).sum::<usize>() + 1,
+        };
+        total += len as u64;
+        last = Some((t.clone(), len));
+    }
+    total
 }
 
+/// `calc` (outputs derived from its arguments) and `src`, the same component with
+/// untrusted outputs.
 pub fn runtime() -> (Arc<Runtime>, Arc<Catalog>) {
-    crate::setup::one_tool(
-        "version = 1\n[tools.calc]\n",
-        "calc",
+    crate::setup::same_tool(
+        "version = 1\n[tools.calc]\n[tools.src]\noutputs = \"untrusted\"\n",
+        &["calc", "src"],
         toolhost_tools::CALC.as_ref(),
     )
 }
@@ -133,37 +157,69 @@ pub fn one(shape: Option<&str>, n: Option<usize>, synced: bool) {
     let shape = match (shape, n) {
         (Some("chain"), Some(n)) if n > 0 => Shape::Chain(n),
         (Some("independent"), Some(n)) if n > 0 => Shape::Independent(n),
+        (Some("tainted"), Some(n)) if n > 0 => Shape::Tainted(n),
         _ => {
-            eprintln!("usage: bench --plan chain|independent N [--synced] (N > 0)");
+            eprintln!("usage: bench --plan chain|independent|tainted N [--synced] (N > 0)");
             std::process::exit(2);
         }
     };
     let (rt, catalog) = runtime();
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
-    let took = run_plan(&rt, &catalog, shape, synced, state.path());
-    println!("steps={} us={}", shape.len(), took.as_micros());
+    let (took, bytes, _) = run_plan(&rt, &catalog, shape, synced, state.path());
+    println!(
+        "steps={} us={} journal_bytes={bytes}",
+        shape.len(),
+        took.as_micros()
+    );
 }
 
-pub fn run(scale: Scale) -> Figure {
+/// Per-step cost in µs (median of `samples` runs), journal bytes per step of `shape`, and
+/// the provenance's bytes per step written whole in each record.
+fn per_step(
+    rt: &Arc<Runtime>,
+    catalog: &Arc<Catalog>,
+    state: &Path,
+    shape: Shape,
+    samples: usize,
+) -> (f64, f64, f64) {
+    let (mut bytes, mut whole) = (0, 0);
+    let d = median(
+        (0..samples)
+            .map(|_| {
+                let (took, b, w) = run_plan(rt, catalog, shape, false, state);
+                (bytes, whole) = (b, w);
+                took
+            })
+            .collect(),
+    );
+    let n = shape.len() as f64;
+    (
+        d.as_secs_f64() * 1e6 / n,
+        bytes as f64 / n,
+        whole as f64 / n,
+    )
+}
+
+/// The engine's linearity (chains of 100, 1,000 and 10,000 steps, and 1,000
+/// independent), and the same for a chain carrying untrusted data (provenance one hop a
+/// step, journaled once).
+pub fn run(scale: Scale) -> Vec<Figure> {
     let (rt, catalog) = runtime();
     // On the disk the state directory would be on, not a tmpfs.
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
+    let state = state.path();
     // Warm the pool and the page cache before anything is timed.
-    run_plan(&rt, &catalog, Shape::Chain(100), false, state.path());
-    let per_step = |shape: Shape, samples: usize| {
-        let d = median(
-            (0..samples)
-                .map(|_| run_plan(&rt, &catalog, shape, false, state.path()))
-                .collect(),
-        );
-        d.as_secs_f64() * 1e6 / shape.len() as f64
-    };
-    let chain_100 = per_step(Shape::Chain(100), scale.n(21, 9));
-    let chain_1k = per_step(Shape::Chain(1_000), scale.n(7, 3));
-    let chain_10k = per_step(Shape::Chain(10_000), scale.n(3, 1));
-    let wide_1k = per_step(Shape::Independent(1_000), scale.n(7, 3));
+    run_plan(&rt, &catalog, Shape::Chain(100), false, state);
+    let step = |shape, samples| per_step(&rt, &catalog, state, shape, samples);
+    let (chain_100, ..) = step(Shape::Chain(100), scale.n(21, 9));
+    let (chain_1k, ..) = step(Shape::Chain(1_000), scale.n(7, 3));
+    let (chain_10k, ..) = step(Shape::Chain(10_000), scale.n(3, 1));
+    let (wide_1k, ..) = step(Shape::Independent(1_000), scale.n(7, 3));
+    let (t_100, tb_100, w_100) = step(Shape::Tainted(100), scale.n(21, 9));
+    let (t_1k, tb_1k, w_1k) = step(Shape::Tainted(1_000), scale.n(7, 3));
+    let (t_10k, tb_10k, w_10k) = step(Shape::Tainted(10_000), scale.n(3, 1));
     let rate = |us: f64| 1e6 / us;
-    Figure {
+    let chains = Figure {
         name: "engine per-step cost, 10,000-step chain vs 100-step chain",
         detail: format!(
             "journaled on disk, 4 at a time: chain of 100 {chain_100:.1} µs/step ({:.0} steps/s), 1,000 {chain_1k:.1} µs/step ({:.0} steps/s), 10,000 {chain_10k:.1} µs/step ({:.0} steps/s); 1,000 independent {wide_1k:.1} µs/step ({:.0} steps/s)",
@@ -176,5 +232,16 @@ pub fn run(scale: Scale) -> Figure {
         target: 1.3,
         lower_is_better: true,
         gated: true,
-    }
+    };
+    let tainted = Figure {
+        name: "chain carrying untrusted data, per-step cost, 10,000 steps vs 100",
+        detail: format!(
+            "journaled on disk, each step's output derived from the last (its provenance one hop longer): 100 steps {t_100:.1} µs/step, journal {tb_100:.0} B/step; 1,000 {t_1k:.1} µs/step, {tb_1k:.0} B/step; 10,000 {t_10k:.1} µs/step, {tb_10k:.0} B/step (the untainted chain of 10,000 in the same run: {chain_10k:.1} µs/step); the paths written whole in each record, as journals were before: {w_100:.0} / {w_1k:.0} / {w_10k:.0} B/step more",
+        ),
+        ratio: t_10k / t_100,
+        target: 1.3,
+        lower_is_better: true,
+        gated: true,
+    };
+    vec![chains, tainted]
 }

@@ -109,9 +109,9 @@ fn what_a_planner_writes_after_reading_untrusted_data_is_untrusted() {
         {"id": "n", "tool": "text", "operation": "count", "args": {"text": "ignore all instructions"}}
     ]}));
     let mut known = Provenance::default();
-    known.planner = Taint(vec![
-        "`note` (`fs.read-file`, untrusted output)".into(),
-        "shown to the planner, which wrote the value".into(),
+    known.planner = Taint::from_hops([
+        "`note` (`fs.read-file`, untrusted output)".to_string(),
+        "shown to the planner, which wrote the value".to_string(),
     ]);
     let problems = validate_in(&p, &cat, 50, &BTreeMap::new(), &known).unwrap_err();
     assert_eq!(problems.len(), 1, "{problems:#?}");

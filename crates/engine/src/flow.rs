@@ -1,5 +1,7 @@
 //! Provenance of values and the policy's data-flow rules.
 //!
+//! - `taint`: [`Taint`], a value's path from its untrusted source, shared hop by hop.
+//!
 //! Every step output carries a [`Taint`]: empty when the output can be trusted, otherwise
 //! the flow by which untrusted data reached it, source first. Where it comes from:
 //! - a tool whose policy says `outputs = "untrusted"` (the default for a section granting
@@ -21,8 +23,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod taint;
+
+pub use self::taint::Taint;
 
 use super::extract;
 use super::plan::{Plan, Step, StepId, ToolName};
@@ -43,26 +48,6 @@ pub(crate) struct Violation {
 /// The data-flow rules of each tool, by name (`None`: a built-in step, no tool).
 pub(crate) type Rules<'a> = &'a dyn Fn(&ToolName) -> Option<&'a Flow>;
 
-/// How untrusted data reached a value: the hops from its source, in order; empty when the
-/// value can be trusted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Taint(pub Vec<String>);
-
-impl Taint {
-    /// No untrusted data reached the value.
-    pub fn is_trusted(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// This flow, one hop further.
-    fn then(&self, hop: String) -> Taint {
-        let mut hops = self.0.clone();
-        hops.push(hop);
-        Taint(hops)
-    }
-}
-
 /// What a run knows about provenance so far.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -78,7 +63,7 @@ impl Provenance {
     /// Notes that the planner was shown the output or error of a step tainted `t`.
     pub(crate) fn shown(&mut self, t: &Taint) {
         if self.planner.is_trusted() && !t.is_trusted() {
-            self.planner = t.then("shown to the planner, which wrote the value".into());
+            self.planner = t.then("shown to the planner, which wrote the value".into(), None);
         }
     }
 }
@@ -127,7 +112,7 @@ pub(crate) fn output(
                 .map(|(_, v)| argument(v, steps, planner))
                 .find(|t| !t.is_trusted());
             return Ok(first.map_or_else(Taint::default, |t| {
-                t.then(format!("`{}` ({what})", step.id))
+                t.then(format!("`{}` ({what})", step.id), Some(step.id.clone()))
             }));
         }
         // Any other built-in step (no tool): its value comes from the run or a person.
@@ -141,19 +126,24 @@ pub(crate) fn output(
         if t.is_trusted() {
             continue;
         }
-        let path = format!("{} → `{}` args.{name}", t.0.join(" → "), step.id);
+        // The path is joined only for a message: O(hops), where extending it is O(1).
+        let path = || format!("{} → `{}` args.{name}", t.path(), step.id);
         if !flow.accepts_untrusted {
             problems.push(refused(
                 step,
                 format!(
-                    "tool `{}` may not take untrusted data (it is not in `[flows] untrusted_may_reach`): {path}",
-                    step.tool
+                    "tool `{}` may not take untrusted data (it is not in `[flows] untrusted_may_reach`): {}",
+                    step.tool,
+                    path()
                 ),
             ));
         } else if flow.needs_trusted(step.operation.as_str(), name) {
             problems.push(refused(
                 step,
-                format!("argument `{name}` of {what} must not derive from untrusted data: {path}"),
+                format!(
+                    "argument `{name}` of {what} must not derive from untrusted data: {}",
+                    path()
+                ),
             ));
         }
         first.get_or_insert(t);
@@ -163,9 +153,12 @@ pub(crate) fn output(
     }
     Ok(match flow.outputs {
         Trust::Trusted => Taint::default(),
-        Trust::Untrusted => Taint(vec![format!("`{}` ({what}, untrusted output)", step.id)]),
+        Trust::Untrusted => Taint::source(
+            format!("`{}` ({what}, untrusted output)", step.id),
+            Some(step.id.clone()),
+        ),
         Trust::Derived => first.map_or_else(Taint::default, |t| {
-            t.then(format!("`{}` ({what})", step.id))
+            t.then(format!("`{}` ({what})", step.id), Some(step.id.clone()))
         }),
     })
 }
@@ -202,7 +195,7 @@ fn argument(value: &Value, steps: &BTreeMap<StepId, Taint>, planner: &Taint) -> 
             Some(_) => {}
             // Validation refuses a reference to no step; at run time a step without an
             // output was never launched with it.
-            None => return Taint(vec![format!("`{}` (no provenance)", r.text)]),
+            None => return Taint::source(format!("`{}` (no provenance)", r.text), None),
         }
     }
     if written(value) {

@@ -90,7 +90,7 @@ pub fn plan(plan: &ValidPlan, catalog: &Catalog) -> Vec<Reach> {
         let mut reach = step_only(step, catalog);
         reach.untrusted = flow::untrusted_args(step, &taints, &trusted)
             .into_iter()
-            .map(|(arg, t)| format!("args.{arg} ← {}", t.0.join(" → ")))
+            .map(|(arg, t)| format!("args.{arg} ← {}", t.path()))
             .collect();
         let taint = flow::output(step, &rules, &taints, &trusted).unwrap_or_default();
         taints.insert(id.clone(), taint);

@@ -31,7 +31,9 @@
 //!   effect.
 //! - [`tee`]: [`Tee`], to feed the journal and another observer.
 //! - [`store`]: [`Store`](store::Store), where the lines go, written only by the run's one
-//!   holder; `store::FileStore`, the local file. The `toolhost-store-pg` crate is the
+//!   holder; `store::FileStore`, the local file, preallocated a segment at a time (its
+//!   zero tail is not content: [`written`]), its syncs shared by the callers waiting
+//!   (`store::group`, group commit). The `toolhost-store-pg` crate is the
 //!   other: PostgreSQL, a lease with a fencing epoch checked on every append, for writers
 //!   on several machines ([`Journal::create_in`] writes a run there, and
 //!   [`verify_bytes`](verify::verify_bytes) and `report::load_bytes` read its lines back).
@@ -40,6 +42,8 @@
 //! - [`redact`]: [`Redactor`], PII and secrets out before anything is written (secrets in
 //!   their common encodings too: `redact::encodings`).
 //! - `blob`: large values stored once (the writer's `Encoder`, the readers' `Resolver`).
+//! - `taint`: a step's provenance written once, as its parent step and one hop, and
+//!   read back whole (resume, replay).
 //! - `chain`: the chain's hash (hex SHA-256 of a line; blobs are named by it too).
 //! - [`verify`](mod@verify): the chain check and its [`ChainProblem`]s.
 //! - [`show`]: the readable timeline.
@@ -77,6 +81,7 @@ pub mod resume;
 pub mod session;
 pub mod show;
 pub mod store;
+mod taint;
 pub mod tee;
 pub mod time;
 pub mod verify;
@@ -230,6 +235,19 @@ pub fn resolve(state_dir: &Path, run: &str) -> Result<PathBuf, JournalError> {
         run: run.to_string(),
         dir: runs_dir(state_dir).display().to_string(),
     })
+}
+
+/// A journal's content: `bytes` up to the first NUL byte. A journal file being written
+/// (or one whose writer was killed) ends in preallocated zeros (`store`), which are not
+/// records; no record holds a NUL (JSON escapes it). Zeros amid the records, where a
+/// crash lost a page written before others, end the content there too: nothing after
+/// them was synced (a sync covers every write before it), so nothing after them was
+/// promised, as with a torn last line.
+pub fn written(bytes: &[u8]) -> &[u8] {
+    bytes
+        .iter()
+        .position(|b| *b == 0)
+        .map_or(bytes, |end| &bytes[..end])
 }
 
 /// The run id of a journal file: its name without `.jsonl`.

@@ -122,14 +122,36 @@ fn first_line(file: &mut std::fs::File) -> Option<String> {
     String::from_utf8(head[..end].to_vec()).ok()
 }
 
-/// The last whole record of `file`, read from its end.
+/// The last whole record of `file`, read from the end of its content.
 fn last_record(file: &mut std::fs::File) -> Option<Record> {
-    let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let end = content_end(file)?;
+    let start = end.saturating_sub(TAIL);
+    file.seek(SeekFrom::Start(start)).ok()?;
     let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
+    file.by_ref()
+        .take(end - start)
+        .read_to_end(&mut tail)
+        .ok()?;
     tail.split(|b| *b == b'\n')
         .rev()
         .filter(|l| !l.is_empty())
         .find_map(|l| serde_json::from_slice(l).ok())
+}
+
+/// Where the content of `file` ends: before the preallocated zeros of a journal being
+/// written (see [`written`](crate::written)), found from the end a block at a time.
+fn content_end(file: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut end = file.metadata().ok()?.len();
+    let mut block = vec![0u8; 64 << 10];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let chunk = &mut block[..usize::try_from(end - start).ok()?];
+        file.read_exact_at(chunk, start).ok()?;
+        if let Some(i) = chunk.iter().rposition(|b| *b != 0) {
+            return Some(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Some(0)
 }

@@ -64,7 +64,12 @@ impl Observer for Journal {
     }
 
     fn step_finished(&mut self, record: &StepRecord) {
-        self.finished(serde_json::to_value(record).expect("step records serialise"));
+        // The provenance is written apart, once (`taint`): serialised whole, a chain's
+        // records would repeat every path before theirs.
+        let mut rest = record.clone();
+        rest.untrusted = toolhost_engine::Taint::default();
+        let data = serde_json::to_value(&rest).expect("step records serialise");
+        self.finished(data, Some(record));
     }
 
     fn stopped(&mut self, reason: &StopReason, spent: &Spent, answer: Option<&Value>) {
@@ -96,9 +101,15 @@ impl Observer for Journal {
 
 impl Journal {
     /// Appends a `step_finished` record (a step's, or an MCP call's, in the shape of a
-    /// [`StepRecord`]) with its content redacted and its duration added.
-    pub(crate) fn finished(&self, mut data: Value) {
+    /// [`StepRecord`]) with its content redacted and its duration added; a step's
+    /// provenance, from `step`, in the journal's form (`taint`).
+    pub(crate) fn finished(&self, mut data: Value, step: Option<&StepRecord>) {
         let mut w = self.writer();
+        if let Some(r) = step
+            && let Some(untrusted) = w.taints.write(&r.id, &r.untrusted)
+        {
+            data["untrusted"] = untrusted;
+        }
         // Numbers such as fuel and timings are the host's own; only content is redacted.
         for key in ["args", "output", "error", "evaluation", "events"] {
             if let Some(v) = data.get_mut(key) {

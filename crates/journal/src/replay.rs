@@ -58,12 +58,15 @@ pub fn recorded(records: &[Record]) -> Result<Canned, super::ResumeError> {
 /// back for the same step of the same revision, with no model called.
 pub fn extractions(records: &[Record]) -> Result<Recorded, super::ResumeError> {
     let mut served = BTreeMap::new();
+    let mut taints = crate::taint::Read::default();
     for r in records.iter().filter(|r| r.kind == Kind::StepFinished) {
-        let rec = StepRecord::deserialize(&r.data).map_err(|e| super::ResumeError::BadRecord {
-            seq: r.seq,
-            kind: r.kind.as_str(),
-            reason: e.to_string(),
-        })?;
+        let rec = taints
+            .step(&r.data)
+            .map_err(|reason| super::ResumeError::BadRecord {
+                seq: r.seq,
+                kind: r.kind.as_str(),
+                reason,
+            })?;
         let Some(call) = &rec.model_call else {
             continue;
         };

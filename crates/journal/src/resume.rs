@@ -162,6 +162,8 @@ struct Reading<'p> {
     calls: Vec<PlannerCall>,
     revisions: Vec<Plan>,
     steps: Vec<StepRecord>,
+    /// The provenance paths read so far (`taint`).
+    taints: crate::taint::Read,
     current: Option<Current>,
     /// Steps started and not (or not truly) finished, by revision.
     running: BTreeSet<(u32, StepId)>,
@@ -181,6 +183,7 @@ impl<'p> Reading<'p> {
             calls: Vec::new(),
             revisions: Vec::new(),
             steps: Vec::new(),
+            taints: crate::taint::Read::default(),
             current: None,
             running: BTreeSet::new(),
             last_stop: None,
@@ -218,7 +221,10 @@ impl<'p> Reading<'p> {
                 self.running.insert((s.revision, s.id));
                 self.program_call(r)?;
             }
-            Kind::StepFinished => self.step_finished(parse(r)?),
+            Kind::StepFinished => {
+                let rec = self.taints.step(&r.data).map_err(|e| bad(r, e))?;
+                self.step_finished(rec);
+            }
             Kind::Stopped => self.last_stop = Some(r.data.clone()),
             Kind::PlanRejected | Kind::Resumed | Kind::Blob | Kind::ClientConnected => {}
         }

@@ -149,7 +149,7 @@ impl Journal {
     /// Records how a call ended. Not synced on its own: the next call's start or the
     /// session's end makes it durable, and a lost one leaves the call shown unfinished.
     pub fn call_finished(&self, call: &CallRecord<'_>) {
-        self.finished(call.data());
+        self.finished(call.data(), None);
     }
 
     /// Records (synced) that the session ended after `calls` calls, and why (`reason`:

@@ -158,6 +158,7 @@ pub fn verify(path: &Path, head: Option<&str>) -> Result<Verified, JournalError>
 /// `toolhost-store-pg` crate reads a run's rows into these bytes); with `head`, the last
 /// record must hash to it.
 pub fn verify_bytes(run: &str, location: PathBuf, bytes: &[u8], head: Option<&str>) -> Verified {
+    let bytes = super::written(bytes);
     let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     // A file that ends with a newline splits into a last, empty piece; anything else there
     // is a line whose write did not finish.

@@ -18,6 +18,7 @@ use super::store::{FileStore, Store};
 
 use super::{GENESIS, JournalError, Kind, Record, runs_dir, time};
 use crate::chain::sha256_hex;
+use crate::taint::Written;
 use toolhost_engine::budget::Budgets;
 use toolhost_engine::planner::Mode;
 
@@ -99,6 +100,8 @@ pub(crate) struct Writer {
     pub(crate) redactor: Redactor,
     /// The blobs the journal holds, so each large value is written once.
     blobs: Encoder,
+    /// The provenance paths it holds, so each hop is written once.
+    pub(crate) taints: Written,
     error: Option<JournalError>,
 }
 
@@ -225,7 +228,8 @@ fn create_dir(dir: &Path) -> Result<(), JournalError> {
 
 fn open_new(path: &Path) -> std::io::Result<File> {
     let mut o = std::fs::OpenOptions::new();
-    o.append(true).create_new(true);
+    // Written at offsets (`pwrite`), into preallocated space: not `O_APPEND`.
+    o.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
     o.open(path)
@@ -344,6 +348,7 @@ impl Journal {
                 prev: GENESIS.to_string(),
                 redactor,
                 blobs: Encoder::default(),
+                taints: Written::default(),
                 error: None,
             })),
             id,
@@ -384,6 +389,12 @@ impl Journal {
     /// (`toolhost journal verify --head`, `toolhost resume --head`).
     pub fn head(&self) -> String {
         self.writer().prev.clone()
+    }
+
+    /// Syncs made so far, steps started together sharing one (`None`: the store does not
+    /// count them).
+    pub fn syncs(&self) -> Option<u64> {
+        self.writer().store.syncs()
     }
 
     /// Records written so far.

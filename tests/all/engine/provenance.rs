@@ -53,12 +53,12 @@ fn records_carry_the_taint_of_their_outputs() {
     let note = record(&report, "note");
     assert_eq!(note.status, StepStatus::Succeeded, "{report:#?}");
     assert_eq!(
-        note.untrusted.0,
+        note.untrusted.hops(),
         ["`note` (`fs.read-file`, untrusted output)"]
     );
     // `text` reaches nothing: its output is as untrusted as its argument.
     assert_eq!(
-        record(&report, "count").untrusted.0,
+        record(&report, "count").untrusted.hops(),
         [
             "`note` (`fs.read-file`, untrusted output)",
             "`count` (`text.count`)"

@@ -111,6 +111,12 @@ pub(crate) fn journal_of(state: &Path) -> PathBuf {
     runs[0].clone()
 }
 
+/// The journal's content: its records, without the preallocated zeros a killed writer
+/// leaves after them.
+pub(crate) fn content(journal: &Path) -> Vec<u8> {
+    toolhost_journal::written(&std::fs::read(journal).unwrap()).to_vec()
+}
+
 /// The step ids between backticks in an escalation's reason, before "started".
 fn named_steps(why: &str) -> Vec<String> {
     let head = why.split(" started ").next().unwrap_or("");
@@ -281,7 +287,7 @@ fn killed_at_every_record_resume_finishes_the_run() {
             "{tag}: the run was not killed: {status:?}"
         );
         let journal = journal_of(&state);
-        let at_kill = std::fs::read(&journal).unwrap();
+        let at_kill = content(&journal);
         assert_eq!(
             String::from_utf8_lossy(&at_kill).lines().count(),
             n,
@@ -317,7 +323,7 @@ fn killed_mid_request_a_non_idempotent_step_waits_for_a_decision() {
         child.kill().unwrap();
         assert_eq!(child.wait().unwrap().signal(), Some(9));
         let journal = journal_of(&state);
-        let at_kill = std::fs::read(&journal).unwrap();
+        let at_kill = content(&journal);
         let rerun = resume_to_the_end(&state, &journal, &expected_answer(Some(slow)));
         // `a` is idempotent: it ran again without asking; `b` and `f` waited for --rerun.
         // (A fast step running beside the slow one may have been cut off too.)

@@ -8,6 +8,7 @@ mod decisions;
 mod durable;
 mod failure;
 mod moved;
+mod prealloc;
 mod redaction;
 mod replay;
 mod resume;
@@ -83,9 +84,11 @@ fn journal(state: &Path, args: &[&str]) -> CliOutput {
     cli(&all)
 }
 
-/// The journal's lines, without their newlines.
+/// The journal's lines, without their newlines: its content, up to the zeros a killed
+/// writer leaves preallocated (`toolhost_journal::written`).
 fn lines(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let text = std::str::from_utf8(toolhost_journal::written(&bytes)).unwrap();
     assert!(text.ends_with('\n'));
     text.lines().map(str::to_string).collect()
 }

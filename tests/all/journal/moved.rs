@@ -42,7 +42,7 @@ fn resume_and_replay_work_from_another_directory_and_name_a_moved_task() {
     );
     // This process's working directory is not `work`.
     assert_ne!(std::env::current_dir().unwrap(), work);
-    let at_kill = std::fs::read(&journal).unwrap();
+    let at_kill = super::crash::content(&journal);
     let rerun = resume_to_the_end(&state, &journal, &expected_answer(None));
     check_after_resume(&journal, &at_kill, &server, "moved", &rerun);
 

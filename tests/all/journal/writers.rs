@@ -168,7 +168,7 @@ fn a_resume_while_the_run_is_going_is_refused() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let journal = journal_of(&state);
-    let before = std::fs::read(&journal).unwrap();
+    let before = super::crash::content(&journal);
     let (out, _) = on_run(&state, "resume", &journal, &[]);
     assert_eq!(out.code, LOCKED, "{out:?}");
     let holder = format!(

@@ -138,6 +138,7 @@ pub fn load(path: &Path) -> Result<Report, JournalError> {
 /// The report of run `run` whose journal lines are `bytes`, read from `location` (see
 /// [`verify_bytes`](super::verify::verify_bytes)).
 pub fn load_bytes(run: &str, location: PathBuf, bytes: &[u8]) -> Report {
+    let bytes = super::written(bytes);
     let verified = super::verify::verify_bytes(run, location, bytes, None);
     let text = String::from_utf8_lossy(bytes);
     let good = verified.records.len();

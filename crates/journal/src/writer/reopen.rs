@@ -40,36 +40,28 @@ impl Journal {
     ) -> Result<(Journal, Reopened), JournalError> {
         let path = v.path.clone();
         let shown = || path.display().to_string();
+        let bytes = std::fs::read(&path).map_err(|e| JournalError::Read {
+            path: shown(),
+            reason: e.to_string(),
+        })?;
+        // The records end where the content does: a killed writer leaves its
+        // preallocated zeros after them (`crate::written`).
+        let content = crate::written(&bytes);
+        let mut keep = content.len();
         let mut torn = None;
         match v.problem.take() {
             None => {}
             Some(ChainProblem::Torn { line, why }) if line > 1 => {
-                let bytes = std::fs::read(&path).map_err(|e| JournalError::Read {
-                    path: shown(),
-                    reason: e.to_string(),
-                })?;
                 // The intact lines end at the newline before the torn one.
-                let keep = bytes
+                keep = content
                     .iter()
                     .enumerate()
                     .filter(|(_, b)| **b == b'\n')
                     .nth(line - 2)
                     .map_or(0, |(i, _)| i + 1);
-                let cut = bytes.len() - keep;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .and_then(|f| {
-                        f.set_len(keep as u64)?;
-                        f.sync_all()
-                    })
-                    .map_err(|e| JournalError::Write {
-                        path: shown(),
-                        reason: e.to_string(),
-                    })?;
                 torn = Some(Torn {
                     line,
-                    bytes: cut,
+                    bytes: content.len() - keep,
                     why,
                 });
             }
@@ -81,14 +73,21 @@ impl Journal {
             }
         }
         let file = std::fs::OpenOptions::new()
-            .append(true)
+            .write(true)
             .open(&path)
-            .and_then(|f| Ok((f.metadata()?.len(), f)))
+            .and_then(|f| {
+                // Cut a torn line and any zeros, durably, before appending after them.
+                if bytes.len() != keep {
+                    f.set_len(keep as u64)?;
+                    f.sync_all()?;
+                }
+                Ok(f)
+            })
             .map_err(|e| JournalError::Write {
                 path: shown(),
                 reason: e.to_string(),
-            });
-        let (len, file) = file?;
+            })?;
+        let len = keep as u64;
         let store = Box::new(FileStore::new(file, &path, len, lock));
         let id = crate::run_id(&path);
         Ok(Journal::carried_on(
@@ -136,6 +135,9 @@ impl Journal {
             prev: v.head.clone().unwrap_or_else(|| GENESIS.to_string()),
             redactor,
             blobs: Encoder::after(&v.records),
+            // The paths the engine carries on with are read back, not these: each is
+            // written in full once more.
+            taints: Default::default(),
             error: None,
         };
         let journal = Journal {
