@@ -41,6 +41,13 @@ fn a_runs_page_shows_spending_so_far_its_lanes_and_its_plans_dag() {
     );
     let steps = row(&page, "steps").unwrap_or_else(|| panic!("a steps row: {page}"));
     assert!(steps.starts_with("steps|0|"), "{steps}");
+    assert!(page.contains("Intact so far: "), "{page}");
+    // The journal of a run still writing is its records, not the file's preallocated tail.
+    let (_, journal) = server
+        .as_token("tok-ops")
+        .text(&format!("/v1/runs/{waiting}/journal"));
+    assert!(!journal.is_empty() && !journal.contains('\0'), "{journal:?}");
+    assert!(journal.ends_with('\n'), "{journal:?}");
 
     // Over: the stop record's figures, its one step in a lane, its plan's DAG.
     let ops = server.as_token("tok-ops");

@@ -408,7 +408,11 @@ impl Registry for Embedded {
         toolhost_runtime::owned::open_regular(&run.path)
             .and_then(|mut f| {
                 let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
+                std::io::Read::read_to_end(&mut f, &mut bytes)?;
+                // A run still writing has preallocated zeros after its records.
+                let content = toolhost_journal::written(&bytes).len();
+                bytes.truncate(content);
+                Ok(bytes)
             })
             .map_err(|e| {
                 RegistryError::Internal(format!(
