@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod postgres;
+pub mod proxy;
 pub mod server;
 pub mod suite;
 

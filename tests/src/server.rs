@@ -29,7 +29,7 @@
 //! A TLS client hello gets a plain-text 400, so TLS to this server fails fast.
 
 pub mod sdk;
-mod wire;
+pub(crate) mod wire;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};

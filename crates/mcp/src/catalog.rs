@@ -35,11 +35,40 @@ pub struct Entry {
     pub(crate) effects: bool,
     /// Whether results are MCP content blocks (the `content` convention), not JSON.
     pub(crate) content: bool,
-    /// Whether a call runs as an MCP task for a client that declares the extension (the
-    /// section's `tasks`).
-    pub(crate) task: bool,
+    /// Whether a call runs as an MCP task (the section's `tasks` and `tasks_required`).
+    pub(crate) task: TaskSupport,
     pub(crate) descriptor: McpTool,
 }
+
+/// How a tool's calls relate to MCP tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskSupport {
+    /// Every call answers when it ends.
+    Never,
+    /// A call from a client that declares the tasks extension runs as a task (`tasks`).
+    Optional,
+    /// Every call runs as a task; a client without the extension is refused
+    /// (`tasks_required`).
+    Required,
+}
+
+impl TaskSupport {
+    fn of(section: &ToolPolicy, operation: &str) -> TaskSupport {
+        let named = |list: &[String]| list.iter().any(|t| t == "*" || t == operation);
+        if named(&section.tasks_required) {
+            TaskSupport::Required
+        } else if named(&section.tasks) {
+            TaskSupport::Optional
+        } else {
+            TaskSupport::Never
+        }
+    }
+}
+
+/// What a task-only tool's description ends with: the tools list has no field for it on
+/// 2026-07-28 (`execution.taskSupport` is the 2025-11-25 core tasks' own, which toolhost
+/// does not serve), so the client's model reads it here.
+pub(crate) const TASK_ONLY: &str = " Runs only as an MCP task: call it with the `io.modelcontextprotocol/tasks` extension declared, then poll `tasks/get`.";
 
 /// Why a set of tools cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,10 +161,12 @@ impl Catalog {
                     pool: pool.to_string(),
                 });
             }
-            // `tasks` names operations too: one the component lacks is the same mistake.
+            // `tasks` and `tasks_required` name operations too: one the component lacks is
+            // the same mistake.
             let named = o.section.operations.iter().flatten();
+            let tasks = o.section.tasks.iter().chain(&o.section.tasks_required);
             let lacking = |a: &&String| *a != "*" && o.tool.operation(a).is_none();
-            if let Some(missing) = named.chain(&o.section.tasks).find(lacking) {
+            if let Some(missing) = named.chain(tasks).find(lacking) {
                 return Err(CatalogError::UnknownOperation {
                     section: section.clone(),
                     operation: missing.clone(),
@@ -160,12 +191,8 @@ impl Catalog {
                     });
                 }
                 let content = content::is_content(&op.returns);
-                let description = op.description.clone().unwrap_or_else(|| {
-                    format!(
-                        "Operation `{}` of the sandboxed tool `{}`.",
-                        op.name, o.tool.name
-                    )
-                });
+                let task = TaskSupport::of(&o.section, &op.name);
+                let description = describe(op, &o.tool.name, task);
                 let annotations = annotate::annotations(&o.section);
                 let effects = annotations.read_only_hint != Some(true);
                 let mut descriptor =
@@ -187,7 +214,7 @@ impl Catalog {
                         wrapped,
                         effects,
                         content,
-                        task: o.section.tasks.iter().any(|t| t == "*" || *t == op.name),
+                        task,
                         descriptor,
                     },
                 );
@@ -231,6 +258,19 @@ impl Catalog {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// The tool's description: the operation's own (or one naming it), and [`TASK_ONLY`] for a
+/// task-only operation.
+fn describe(op: &toolhost_runtime::Operation, tool: &str, task: TaskSupport) -> String {
+    let mut description = op
+        .description
+        .clone()
+        .unwrap_or_else(|| format!("Operation `{}` of the sandboxed tool `{tool}`.", op.name));
+    if task == TaskSupport::Required {
+        description.push_str(TASK_ONLY);
+    }
+    description
 }
 
 fn check_name(name: &str, section: &str) -> Result<(), CatalogError> {

@@ -11,8 +11,11 @@
 //! to the first replica that sees them: that one runs the call again only when the
 //! operation is idempotent by policy (and not `sensitive`: nobody would approve it again);
 //! otherwise it ends the task `failed`, naming the replica and why, so no call ever runs
-//! twice unnoticed. Every settle is fenced by the task's epoch: a holder that lost a task
-//! cannot overwrite what its successor wrote.
+//! twice unnoticed. A replica stopped with SIGTERM does not wait for that: it hands the
+//! tasks that may run again back at once (their leases end, the other replicas hear it and
+//! take them over) and ends the others `failed`, saying it was stopped
+//! ([`Durable::hand_back`]). Every settle is fenced by the task's epoch: a holder that lost
+//! a task cannot overwrite what its successor wrote.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -40,9 +43,24 @@ pub struct TaskDatabase {
     pub lease: Duration,
 }
 
-/// The calls this replica runs for its tasks: the token that stops each, and the epoch
-/// it settles with.
-type Running = Arc<Mutex<HashMap<String, (CancellationToken, i64)>>>;
+/// A call this replica runs for a task: what stops it, the epoch it settles with, and
+/// whether another replica may run it again (idempotent by policy, arguments kept).
+struct Held {
+    ct: CancellationToken,
+    epoch: i64,
+    again: bool,
+    operation: String,
+}
+
+/// The calls this replica runs for its tasks, by task id; `stopping` once it hands them
+/// back (it holds no more after that).
+#[derive(Default)]
+struct Calls {
+    held: HashMap<String, Held>,
+    stopping: bool,
+}
+
+type Running = Arc<Mutex<Calls>>;
 
 pub(crate) struct Durable {
     db: Database,
@@ -50,8 +68,19 @@ pub(crate) struct Durable {
     /// This replica's name in the database: its process id and 64 random bits.
     replica: String,
     running: Running,
-    /// Held for the notifications of cancelled tasks.
-    _cancels: TaskCancels,
+    /// Woken when another replica hands tasks back: take them over now.
+    handed: Arc<tokio::sync::Notify>,
+    /// Held for the notifications of cancelled and handed back tasks.
+    _heard: (TaskCancels, TaskCancels),
+}
+
+/// What a stopping replica did with its tasks ([`Durable::hand_back`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HandedBack {
+    /// Handed to the other replicas, to be run again at once.
+    pub handed: usize,
+    /// Ended `failed`: not idempotent by policy, so not run again anywhere.
+    pub ended: usize,
 }
 
 impl Durable {
@@ -63,18 +92,45 @@ impl Durable {
         let cancels = config
             .db
             .on_task_cancel(move |id| {
-                if let Some((ct, _)) = hears.lock().expect("running lock").get(id) {
-                    ct.cancel();
+                if let Some(h) = hears.lock().expect("running lock").held.get(id) {
+                    h.ct.cancel();
                 }
             })
+            .map_err(|e| e.to_string())?;
+        let handed = Arc::new(tokio::sync::Notify::new());
+        let wake = handed.clone();
+        let handbacks = config
+            .db
+            .on_task_handback(move |_| wake.notify_one())
             .map_err(|e| e.to_string())?;
         Ok(Durable {
             db: config.db,
             lease: config.lease,
             replica,
             running,
-            _cancels: cancels,
+            handed,
+            _heard: (cancels, handbacks),
         })
+    }
+
+    /// Resolves when another replica hands tasks back (one wake-up stands for any number).
+    pub async fn handed_back(&self) {
+        self.handed.notified().await;
+    }
+
+    /// Holds `id` here unless this replica is stopping, when `held` comes back to be
+    /// released.
+    fn hold(&self, id: &str, held: Held) -> Option<Held> {
+        let mut calls = self.running.lock().expect("running lock");
+        if calls.stopping {
+            return Some(held);
+        }
+        calls.held.insert(id.to_string(), held);
+        None
+    }
+
+    fn stopping(&self) -> bool {
+        self.running.lock().expect("running lock").stopping
     }
 
     /// `owner` as the database knows it: a session's tasks are its replica's session's.
@@ -95,6 +151,12 @@ impl Durable {
         max: usize,
         ttl: Duration,
     ) -> Result<Result<(String, String, CancellationToken), CallToolResult>, ErrorData> {
+        if self.stopping() {
+            return Err(ErrorData::internal_error(
+                "this replica is stopping: send the call again (another replica takes it)",
+                None,
+            ));
+        }
         let again = runs_again(entry);
         let text = args.to_string();
         let new = NewTask {
@@ -114,16 +176,23 @@ impl Durable {
             return Ok(Err(tasks::overloaded(max)));
         };
         let ct = CancellationToken::new();
-        self.running
-            .lock()
-            .expect("running lock")
-            .insert(row.id.clone(), (ct.clone(), row.epoch));
+        let held = Held {
+            ct: ct.clone(),
+            epoch: row.epoch,
+            again,
+            operation: name.to_string(),
+        };
+        // Stopping since the check above: the task is released like the others were.
+        if let Some(held) = self.hold(&row.id, held) {
+            self.release(vec![(row.id.clone(), held)]).await;
+        }
         Ok(Ok((row.id, stamp(row.created), ct)))
     }
 
     /// Records how the call of task `id` ended, unless it was cancelled or taken over.
     pub async fn settle(&self, id: &str, state: State) {
-        let Some((_, epoch)) = self.running.lock().expect("running lock").remove(id) else {
+        let Some(Held { epoch, .. }) = self.running.lock().expect("running lock").held.remove(id)
+        else {
             return;
         };
         let (end, outcome) = match state {
@@ -160,8 +229,8 @@ impl Durable {
         if !blocking(move || db.cancel_task(&key, &owner_key)).await? {
             return Err(tasks::unknown(id));
         }
-        if let Some((ct, _)) = self.running.lock().expect("running lock").get(id) {
-            ct.cancel();
+        if let Some(h) = self.running.lock().expect("running lock").held.get(id) {
+            h.ct.cancel();
         }
         Ok(())
     }
@@ -186,6 +255,7 @@ impl Durable {
             .running
             .lock()
             .expect("running lock")
+            .held
             .keys()
             .cloned()
             .collect();
@@ -199,8 +269,8 @@ impl Durable {
             .collect();
         let mut running = self.running.lock().expect("running lock");
         for id in ours.iter().filter(|id| !held.contains(*id)) {
-            if let Some((ct, _)) = running.remove(id) {
-                ct.cancel();
+            if let Some(h) = running.held.remove(id) {
+                h.ct.cancel();
             }
         }
         Ok(())
@@ -218,18 +288,28 @@ impl Durable {
     /// each here: the caller runs each again ([`Durable::may_run_again`]) or fails it
     /// ([`Durable::fail_lost`]).
     pub async fn take_over(&self) -> Result<Vec<(TakenTask, CancellationToken)>, ErrorData> {
+        if self.stopping() {
+            return Ok(Vec::new());
+        }
         let (db, me, lease) = (self.db.clone(), self.replica.clone(), self.lease);
         let taken = blocking(move || db.take_over_tasks(&me, lease, TAKE_AT_ONCE)).await?;
-        let mut running = self.running.lock().expect("running lock");
-        Ok(taken
-            .into_iter()
-            .map(|t| {
-                tracing::warn!(task = %t.id, replica = ?t.was, operation = %t.operation, "took over a task whose replica's lease lapsed");
-                let ct = CancellationToken::new();
-                running.insert(t.id.clone(), (ct.clone(), t.epoch));
-                (t, ct)
-            })
-            .collect())
+        let (mut kept, mut released) = (Vec::new(), Vec::new());
+        for t in taken {
+            tracing::warn!(task = %t.id, replica = ?t.was, operation = %t.operation, "took over a task whose replica's lease lapsed or was handed back");
+            let ct = CancellationToken::new();
+            let held = Held {
+                ct: ct.clone(),
+                epoch: t.epoch,
+                again: t.idempotent && t.args.is_some(),
+                operation: t.operation.clone(),
+            };
+            match self.hold(&t.id, held) {
+                None => kept.push((t, ct)),
+                Some(held) => released.push((t.id.clone(), held)),
+            }
+        }
+        self.release(released).await;
+        Ok(kept)
     }
 
     /// Whether the call of task `t`, taken over, runs again here as the tool `entry` (this
@@ -244,6 +324,55 @@ impl Durable {
         let was = t.was.as_deref().unwrap_or("unknown");
         let why = lost(&t.operation, was, &self.replica, served);
         self.settle(&t.id, State::Failed(why)).await;
+    }
+
+    /// Stops holding tasks (SIGTERM): every call running here is stopped, each task that may
+    /// run again is handed to the other replicas at once (its lease ends now; they hear of
+    /// it), and each that may not is ended `failed`, saying so. Calls opened or taken over
+    /// after this are released the same way.
+    pub async fn hand_back(&self) -> HandedBack {
+        let held: Vec<(String, Held)> = {
+            let mut calls = self.running.lock().expect("running lock");
+            calls.stopping = true;
+            calls.held.drain().collect()
+        };
+        self.release(held).await
+    }
+
+    /// Stops the calls of `held` and hands their tasks back, or ends them `failed`.
+    async fn release(&self, held: Vec<(String, Held)>) -> HandedBack {
+        let mut done = HandedBack::default();
+        if held.is_empty() {
+            return done;
+        }
+        for (_, h) in &held {
+            h.ct.cancel();
+        }
+        let (again, not): (Vec<_>, Vec<_>) = held.into_iter().partition(|(_, h)| h.again);
+        let epochs = again.iter().map(|(id, h)| (id.clone(), h.epoch)).collect();
+        let (db, me) = (self.db.clone(), self.replica.clone());
+        match blocking(move || db.hand_back_tasks(&me, epochs)).await {
+            Ok(ids) => done.handed = ids.len(),
+            Err(e) => {
+                tracing::error!(error = %e.message, "cannot hand tasks back: they are taken over when their leases lapse");
+            }
+        }
+        for (id, h) in not {
+            let why = stopped(&h.operation, &self.replica);
+            let (db, me, outcome) = (self.db.clone(), self.replica.clone(), Value::Object(why));
+            let end = TaskEnd::Failed;
+            let settled =
+                blocking(move || db.settle_task(&id, &me, h.epoch, end, &outcome.to_string()))
+                    .await;
+            match settled {
+                Ok(true) => done.ended += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(error = %e.message, "cannot end a task this replica stops")
+                }
+            }
+        }
+        done
     }
 
     /// Forgets the tasks that ended more than their ttl ago.
@@ -268,12 +397,25 @@ fn lost(operation: &str, was: &str, me: &str, served: bool) -> serde_json::Map<S
         false => format!("replica `{me}`, which took the task over, does not serve `{operation}`"),
     };
     let message = format!(
-        "replica `{was}` stopped renewing its hold on this task (it died or lost the database) while running `{operation}`, and the task was not run again: {why}; the call may have taken effect once, or not at all"
+        "replica `{was}` stopped renewing its hold on this task (it died, was stopped, or lost the database) while running `{operation}`, and the task was not run again: {why}; the call may have taken effect once, or not at all"
     );
     tasks::object(Ok(json!({
         "code": -32603,
         "message": message,
         "data": {"kind": "replica_lost", "replica": was, "operation": operation},
+    })))
+}
+
+/// The error of a task whose replica `me` stopped (SIGTERM) while running `operation`,
+/// which is not idempotent by policy, so no replica runs it again.
+fn stopped(operation: &str, me: &str) -> serde_json::Map<String, Value> {
+    let message = format!(
+        "replica `{me}` was stopped while running `{operation}`, and the task was not handed to another replica: `{operation}` is not idempotent by policy (its section does not say `idempotent = true`, or it is `sensitive`); the call may have taken effect once, or not at all"
+    );
+    tasks::object(Ok(json!({
+        "code": -32603,
+        "message": message,
+        "data": {"kind": "replica_stopped", "replica": me, "operation": operation},
     })))
 }
 

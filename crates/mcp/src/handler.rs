@@ -81,6 +81,16 @@ impl Server {
         crate::keep::keep(self.shared.clone(), stop).await;
     }
 
+    /// With a task database, once this replica stops serving (SIGTERM): stops the calls of
+    /// the tasks it runs, hands each that may run again to the other replicas at once and
+    /// ends the others `failed`, saying why. Without one, nothing to do.
+    pub async fn hand_back_tasks(&self) -> crate::HandedBack {
+        match &self.shared.durable {
+            Some(d) => d.hand_back().await,
+            None => crate::HandedBack::default(),
+        }
+    }
+
     /// The catalog calls resolve through now.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.shared.catalog()
@@ -229,7 +239,7 @@ impl ServerHandler for Server {
             responses: request.input_responses,
             state: request.request_state,
         };
-        if tasks::wanted(entry.task, &context) {
+        if tasks::wanted(&request.name, entry.task, &context)? {
             return call::start_task(
                 &self.shared,
                 &self.session,

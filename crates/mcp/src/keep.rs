@@ -1,7 +1,8 @@
-//! Keeping a replica's durable tasks (`durable`) while it serves: every third of the lease
-//! it renews its leases, takes over the tasks of replicas whose leases lapsed (running
-//! each call again here when its operation may run again, else failing the task, saying
-//! why), and forgets expired tasks.
+//! Keeping a replica's durable tasks (`durable`) while it serves: every third of the lease,
+//! and at once when a stopping replica hands tasks back, it renews its leases, takes over
+//! the tasks of replicas whose leases lapsed or were handed back (running each call again
+//! here when its operation may run again, else failing the task, saying why), and forgets
+//! expired tasks.
 
 use std::sync::Arc;
 
@@ -21,6 +22,8 @@ pub(crate) async fn keep(shared: Arc<Shared>, stop: CancellationToken) {
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(durable.every()) => {}
+            // A stopping replica handed tasks back: take them over now, not at the next look.
+            () = durable.handed_back() => {}
         }
         if let Err(e) = durable.renew().await {
             tracing::warn!(error = %e.message, "cannot renew the leases of tasks");

@@ -36,11 +36,14 @@
 //! - `tasks`: the MCP tasks extension: a call of an operation the policy lists under
 //!   `tasks` answers with a task id; the call runs on, its status and result polled with
 //!   `tasks/get`, ended with `tasks/cancel`; each task visible to its own client only.
+//!   An operation under `tasks_required` runs only as a task (`-32021` without the
+//!   extension).
 //! - `durable`: the same tasks in PostgreSQL ([`TaskDatabase`], `--database`), shared by
 //!   replicas: run under a lease by one, read and cancelled through any, taken over when
-//!   their replica dies (run again only when idempotent by policy, else `failed`).
+//!   their replica dies (run again only when idempotent by policy, else `failed`), handed
+//!   back at once by a replica that stops ([`HandedBack`]).
 //! - `keep`: a replica's upkeep of its durable tasks: renewing its leases, taking over
-//!   lapsed replicas' tasks (a call run again through `call`), forgetting expired ones.
+//!   lapsed or handed back tasks (a call run again through `call`), forgetting expired ones.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
@@ -68,7 +71,7 @@ mod tasks;
 pub mod watch;
 
 pub use self::catalog::{Catalog, CatalogError, Offered, ToolNames};
-pub use self::durable::TaskDatabase;
+pub use self::durable::{HandedBack, TaskDatabase};
 pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
 pub use self::sessions::SessionLimits;

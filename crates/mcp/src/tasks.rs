@@ -2,7 +2,8 @@
 //! 2026-07-28): a call of an operation the policy lists under `tasks`, from a client that
 //! declares the extension (at `initialize` or in the request's `_meta`), answers at once
 //! with a task; the call runs on, and the client polls `tasks/get` for its status and, once
-//! it ended, its result inlined, or ends it with `tasks/cancel`.
+//! it ended, its result inlined, or ends it with `tasks/cancel`. An operation listed under
+//! `tasks_required` runs only so: a client without the extension is refused (`-32021`).
 //!
 //! A task belongs to the client that started it: the session that started it, or, for a
 //! stateless 2026-07-28 request, whoever holds its id (128 random bits, like a bearer
@@ -23,12 +24,14 @@ use std::time::{Duration, Instant};
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject,
-    Task, TaskPayload, TaskStatus,
+    CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask,
+    ErrorCode, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+use crate::catalog::TaskSupport;
 
 /// How often a client is asked to poll a task that is still working.
 const POLL_MS: u64 = 500;
@@ -66,14 +69,37 @@ pub(crate) struct Tasks {
     slots: Mutex<HashMap<String, Slot>>,
 }
 
-/// Whether the call of `request` runs as a task: its operation is listed under `tasks` and
-/// the request's client declared the extension.
-pub(crate) fn wanted(task_operation: bool, ctx: &RequestContext<RoleServer>) -> bool {
-    task_operation
-        && ctx
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks())
+/// Whether the call of the tool `name` runs as a task: its operation is listed under `tasks`
+/// or `tasks_required` and the request's client declared the extension. A task-only
+/// operation's call from a client that did not is refused: `-32021`, the extension named in
+/// `data.requiredCapabilities` (SEP-2663, "Required Capabilities").
+pub(crate) fn wanted(
+    name: &str,
+    support: TaskSupport,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<bool, ErrorData> {
+    let declared = ctx
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks());
+    match support {
+        TaskSupport::Never => Ok(false),
+        TaskSupport::Optional => Ok(declared),
+        TaskSupport::Required if declared => Ok(true),
+        TaskSupport::Required => {
+            let required = ClientCapabilities::builder().enable_tasks().build();
+            Err(ErrorData::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "`{name}` runs only as an MCP task: declare the `{TASKS_EXTENSION}` extension to call it"
+                ),
+                Some(json!({"requiredCapabilities": required})),
+            ))
+        }
+    }
 }
+
+/// The tasks extension's identifier.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// The owner of what `ctx` starts or asks about, in the session `session`.
 pub(crate) fn owner(session: u64, ctx: &RequestContext<RoleServer>) -> Owner {

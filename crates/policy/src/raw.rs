@@ -101,6 +101,10 @@ pub(crate) struct RawTool {
     /// the tasks extension.
     #[serde(default)]
     pub tasks: Vec<Spanned<String>>,
+    /// Operations (or `*`) that `toolhost mcp` runs only as MCP tasks: a client that does
+    /// not declare the tasks extension is refused (`-32021`).
+    #[serde(default)]
+    pub tasks_required: Vec<Spanned<String>>,
     /// The executor pool whose workers run this tool's calls.
     pub pool: Option<Spanned<String>>,
     pub outputs: Option<RawOutputs>,

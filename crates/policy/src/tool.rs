@@ -41,6 +41,12 @@ pub struct ToolPolicy {
     /// answers at once with a task id to poll. Empty: every call answers when it ends.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<String>,
+    /// Operations (`*`: all of them) that `toolhost mcp` runs only as MCP tasks: as
+    /// `tasks`, and a call from a client that does not declare the extension is refused
+    /// (JSON-RPC `-32021`, naming the extension) instead of answering when it ends. Never
+    /// one that `tasks` lists too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks_required: Vec<String>,
     /// The executor pool whose workers run this tool's calls (they hold its grants); `None`:
     /// calls run in the process that runs the plan. Only a run on the PostgreSQL backend
     /// can route a call to a pool.
@@ -106,6 +112,7 @@ impl ToolPolicy {
             sensitive: false,
             idempotent: false,
             tasks: Vec::new(),
+            tasks_required: Vec::new(),
             pool: None,
             grants_on_pool: false,
             flow: Flow {
@@ -162,7 +169,7 @@ pub(crate) fn tool_policy(
         .operations
         .as_ref()
         .map(|ops| operations(ops, at, problems));
-    let tasks = tasks(&raw.tasks, operations.as_deref(), at, problems);
+    let (tasks, tasks_required) = task_lists(raw, operations.as_deref(), at, problems);
     let (limits, rate) = limits::apply(defaults.0.clone(), &raw.limits, at, problems);
     let flow = flow::flow(raw, at, problems);
     let pool = raw.pool.as_ref().and_then(|p| {
@@ -185,6 +192,7 @@ pub(crate) fn tool_policy(
         sensitive: raw.sensitive,
         idempotent: raw.idempotent,
         tasks,
+        tasks_required,
         pool,
         grants_on_pool: grants == Grants::OnPool,
         flow,
@@ -354,9 +362,41 @@ fn operations(
     names
 }
 
+/// `tasks` and `tasks_required`: each checked ([`tasks`]), and no operation named in both
+/// (nor `*` in `tasks_required` beside anything in `tasks`): `tasks_required` already runs
+/// it as a task. `tasks = ["*"]` with some operations required is fine.
+fn task_lists(
+    raw: &RawTool,
+    allowed: Option<&[String]>,
+    at: &At<'_>,
+    problems: &mut Problems,
+) -> (Vec<String>, Vec<String>) {
+    let optional = tasks("tasks", &raw.tasks, allowed, at, problems);
+    let required = tasks("tasks_required", &raw.tasks_required, allowed, at, problems);
+    let mut kept = Vec::new();
+    for op in &raw.tasks_required {
+        let name = op.get_ref();
+        if !required.contains(name) || kept.contains(name) {
+            continue;
+        }
+        if optional.iter().any(|t| t == name || name == "*") {
+            problems.push(at(
+                op.span(),
+                format!(
+                    "operation `{name}` is in both `tasks` and `tasks_required`: `tasks_required` already runs it as a task, so list it there only"
+                ),
+            ));
+        } else {
+            kept.push(name.clone());
+        }
+    }
+    (optional, kept)
+}
+
 /// The operations run as MCP tasks: names (or `*`), each listed once and, when the section
 /// lists its `operations`, one of them.
 fn tasks(
+    key: &str,
     written: &[Spanned<String>],
     allowed: Option<&[String]>,
     at: &At<'_>,
@@ -366,12 +406,12 @@ fn tasks(
     for op in written {
         let n = op.get_ref();
         let why = if n.is_empty() || n.contains(char::is_whitespace) {
-            Some(format!("`{n}` in `tasks` is not an operation name"))
+            Some(format!("`{n}` in `{key}` is not an operation name"))
         } else if names.contains(n) {
-            Some(format!("operation `{n}` is listed twice in `tasks`"))
+            Some(format!("operation `{n}` is listed twice in `{key}`"))
         } else if n != "*" && allowed.is_some_and(|ops| !ops.contains(n)) {
             Some(format!(
-                "`tasks` names operation `{n}`, which `operations` does not allow"
+                "`{key}` names operation `{n}`, which `operations` does not allow"
             ))
         } else {
             None

@@ -5,7 +5,9 @@
 //! cancels it ([`Database::cancel_task`]; the holder hears at once through
 //! [`Database::on_task_cancel`]). A task whose holder stopped renewing is taken over by
 //! another replica ([`Database::take_over_tasks`]), which runs it again or fails it: that
-//! choice (by policy) is the caller's. A finished task is forgotten `ttl` after it ended.
+//! choice (by policy) is the caller's. A replica that stops hands its tasks back at once
+//! ([`Database::hand_back_tasks`]): their leases end now and the other replicas hear of it
+//! ([`Database::on_task_handback`]). A finished task is forgotten `ttl` after it ended.
 //!
 //! Results, errors and arguments travel as opaque JSON text: this crate knows nothing of
 //! MCP.
@@ -21,6 +23,9 @@ use super::{Database, PgError};
 
 /// The channel the `mcp_tasks_cancelled` trigger (migration 0008) notifies.
 const CANCELLED: &str = "toolhost_task_cancel";
+
+/// The channel [`Database::hand_back_tasks`] notifies (payload: the task's id).
+const HANDED_BACK: &str = "toolhost_task_handback";
 
 /// A task as the replica that a call reached opens it.
 #[derive(Debug, Clone)]
@@ -85,7 +90,8 @@ pub enum TaskEnd {
     Failed,
 }
 
-/// Hears cancelled tasks while it lives (see [`Database::on_task_cancel`]).
+/// Hears cancelled (or handed back) tasks while it lives (see [`Database::on_task_cancel`],
+/// [`Database::on_task_handback`]).
 #[derive(Debug)]
 pub struct TaskCancels {
     task: tokio::task::AbortHandle,
@@ -330,6 +336,43 @@ impl Database {
         })
     }
 
+    /// Ends now the leases `holder` holds at `epochs` (task id, epoch) on working tasks, so
+    /// that another replica takes them over at once (their epochs go up by one: whatever
+    /// `holder` still writes is fenced off), and tells the replicas listening
+    /// ([`Database::on_task_handback`]); the ids of the tasks handed back.
+    pub fn hand_back_tasks(
+        &self,
+        holder: &str,
+        epochs: Vec<(String, i64)>,
+    ) -> Result<Vec<String>, PgError> {
+        let (db, holder) = (self.db.clone(), holder.to_string());
+        self.block(async move {
+            let mut c = db.client().await?;
+            let failed = |e: tokio_postgres::Error| db.query_err(&e);
+            let tx = c.transaction().await.map_err(failed)?;
+            let mut handed = Vec::new();
+            for (id, epoch) in epochs {
+                let n = tx
+                    .execute(
+                        "UPDATE mcp_tasks SET lease_expires = now(), epoch = epoch + 1,
+                             updated_at = now()
+                         WHERE id = $1 AND holder = $2 AND epoch = $3 AND status = 'working'",
+                        &[&id, &holder, &epoch],
+                    )
+                    .await
+                    .map_err(failed)?;
+                if n == 1 {
+                    tx.execute("SELECT pg_notify($1, $2)", &[&HANDED_BACK, &id])
+                        .await
+                        .map_err(failed)?;
+                    handed.push(id);
+                }
+            }
+            tx.commit().await.map_err(failed)?;
+            Ok(handed)
+        })
+    }
+
     /// Forgets the tasks that ended more than their ttl ago; how many.
     pub fn forget_tasks(&self) -> Result<u64, PgError> {
         let db = self.db.clone();
@@ -348,6 +391,25 @@ impl Database {
         &self,
         on: impl Fn(&str) + Send + Sync + 'static,
     ) -> Result<TaskCancels, PgError> {
+        self.on_task_notice(CANCELLED, on)
+    }
+
+    /// Calls `on` with the id of each task a stopping replica hands back from now on
+    /// ([`Database::hand_back_tasks`]; on the database's thread: `on` must not block), until
+    /// the [`TaskCancels`] is dropped. One missed while reconnecting is taken over when its
+    /// lease is next looked at, as any lapsed one.
+    pub fn on_task_handback(
+        &self,
+        on: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<TaskCancels, PgError> {
+        self.on_task_notice(HANDED_BACK, on)
+    }
+
+    fn on_task_notice(
+        &self,
+        channel: &'static str,
+        on: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<TaskCancels, PgError> {
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let (db, on) = (self.db.clone(), Arc::new(on));
         let task = self.bridge.spawn(async move {
@@ -357,12 +419,12 @@ impl Database {
                     on(&id);
                     true
                 };
-                if let Err(e) = listen_once(&db, CANCELLED, sink, &mut ready).await {
+                if let Err(e) = listen_once(&db, channel, sink, &mut ready).await {
                     if let Some(r) = ready.take() {
                         let _ = r.send(Err(e));
                         return;
                     }
-                    tracing::warn!(error = %e, "the connection for task cancellations was lost; reconnecting (until then they are seen at lease renewals)");
+                    tracing::warn!(error = %e, channel, "the connection for task notifications was lost; reconnecting (until then leases tell)");
                     tokio::time::sleep(RECONNECT).await;
                 }
             }

@@ -32,11 +32,13 @@ fn node() -> PathBuf {
 fn server(dir: &tempfile::TempDir) -> HttpServer {
     let policy = dir.path().join("policy.toml");
     // `ask`: the fixture's elicitation, sampling and roots tools put their questions to the
-    // suite's client. `tasks`: the tasks scenarios' long operations run as MCP tasks.
+    // suite's client. `tasks`: the tasks scenarios' long operations run as MCP tasks;
+    // `failing_job` only so (`tasks-required-task-error` calls it without the extension).
     std::fs::write(
         &policy,
         "version = 1\n[tools.conformance]\nask = true\n\
-         tasks = [\"slow-compute\", \"failing-job\", \"protocol-error-job\"]\n\
+         tasks = [\"slow-compute\", \"protocol-error-job\"]\n\
+         tasks_required = [\"failing-job\"]\n\
          limits = { timeout_ms = 60000 }\n",
     )
     .expect("policy");
@@ -100,12 +102,7 @@ const TASKS_NOT_SERVED: &[(&str, &str)] = &[
     ),
     ("tasks-mrtr-input", "tasks-mrtr-tasks-update-resumes"),
     ("tasks-mrtr-input", "tasks-mrtr-partial-fulfillment"),
-    // Not served yet: operations that run only as tasks (`-32021` for a client without
-    // the extension), and a call that asks first and then becomes a task.
-    (
-        "tasks-required-task-error",
-        "sep-2663-server-returns-missing-capability-when-required",
-    ),
+    // Not served yet: a call that asks first and then becomes a task.
     (
         "tasks-mrtr-composition",
         "sep-2663-mrtr-synchronous-before-task-creation",

@@ -38,6 +38,16 @@ fn policy(dir: &Path) -> std::path::PathBuf {
 
 /// A replica: its own state directory, the shared database, a 1 s lease, 2 tasks a client.
 fn replica(dir: &Path, name: &str, url: &str) -> HttpServer {
+    replica_with(
+        dir,
+        name,
+        url,
+        &["--task-lease-ms", "1000", "--max-tasks", "2"],
+    )
+}
+
+/// [`replica`] with the task flags `flags`.
+pub(super) fn replica_with(dir: &Path, name: &str, url: &str, flags: &[&str]) -> HttpServer {
     let own = dir.join(name);
     std::fs::create_dir_all(&own).expect("replica dir");
     let mut cmd = Command::new(BIN);
@@ -48,13 +58,13 @@ fn replica(dir: &Path, name: &str, url: &str) -> HttpServer {
         .args(["mcp", "--policy"])
         .arg(policy(dir))
         .args(["--http", "127.0.0.1:0", "--database", url])
-        .args(["--task-lease-ms", "1000", "--max-tasks", "2"])
+        .args(flags)
         .env_remove("TOOLHOST_LOG");
     HttpServer::start_with(cmd)
 }
 
 /// One stateless 2026-07-28 request (the tasks extension declared); its JSON-RPC answer.
-async fn stateless(url: &str, method: &str, mut params: Value) -> Value {
+pub(super) async fn stateless(url: &str, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "durable-test", "version": "0"},
@@ -69,7 +79,7 @@ fn slow(tool: &str, seconds: u64, label: &str) -> Value {
 }
 
 /// Starts `slow(tool, …)` on `url` as a task; its id.
-async fn start(url: &str, tool: &str, seconds: u64, label: &str) -> String {
+pub(super) async fn start(url: &str, tool: &str, seconds: u64, label: &str) -> String {
     let made = stateless(url, "tools/call", slow(tool, seconds, label)).await;
     made["result"]["taskId"]
         .as_str()
@@ -78,7 +88,7 @@ async fn start(url: &str, tool: &str, seconds: u64, label: &str) -> String {
 }
 
 /// Polls `tasks/get` of `id` on `url` until it is no longer working; the task.
-async fn ended(url: &str, id: &str, limit: Duration) -> Value {
+pub(super) async fn ended(url: &str, id: &str, limit: Duration) -> Value {
     let started = Instant::now();
     loop {
         let got = stateless(url, "tasks/get", json!({"taskId": id})).await;
@@ -97,12 +107,16 @@ async fn ended(url: &str, id: &str, limit: Duration) -> Value {
 }
 
 /// The records of every journal under `dir` (a replica's state).
-fn records(dir: &Path) -> Vec<Value> {
+pub(super) fn records(dir: &Path) -> Vec<Value> {
     super::records(&super::journals(&dir.join("state")))
 }
 
 /// Waits until `dir`'s journals hold a record that `matches`, or `limit` passes.
-async fn journaled(dir: &Path, limit: Duration, matches: impl Fn(&Value) -> bool) -> bool {
+pub(super) async fn journaled(
+    dir: &Path,
+    limit: Duration,
+    matches: impl Fn(&Value) -> bool,
+) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
         if records(dir).iter().any(&matches) {
@@ -312,7 +326,7 @@ fn task_flags_without_their_prerequisites_are_refused() {
 }
 
 /// Sends `signal` (`-STOP`, `-CONT`) to process `pid`.
-fn signal(pid: u32, signal: &str) {
+pub(super) fn signal(pid: u32, signal: &str) {
     let status = Command::new("kill")
         .args([signal, &pid.to_string()])
         .status()

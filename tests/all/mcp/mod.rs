@@ -10,6 +10,7 @@ mod hostile;
 mod http;
 mod journal;
 mod python;
+mod replicas;
 mod rmcp_asks;
 mod rmcp_client;
 mod sessions;

@@ -1,8 +1,9 @@
 //! The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) through the real
 //! binary: operations a policy section lists under `tasks` answer a client that declares
 //! the extension with a task; `tasks/get` polls it to its inlined result, `tasks/cancel`
-//! stops it. Denied: another session's task (read or cancel), an id never issued, and a
-//! task past `--max-tasks`.
+//! stops it. Denied: another session's task (read or cancel), an id never issued, a task
+//! past `--max-tasks`, and a task-only operation (`tasks_required`) called without the
+//! extension.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,25 +17,33 @@ use toolhost_tests::path;
 
 use super::{BIN, HttpServer, cache};
 
-/// A policy serving the conformance fixture, its three long operations as tasks.
-fn policy(dir: &tempfile::TempDir) -> std::path::PathBuf {
+/// The conformance fixture's three long operations as tasks.
+const TASKS: &str = "tasks = [\"slow-compute\", \"failing-job\", \"protocol-error-job\"]";
+
+/// A policy serving the conformance fixture, `tasks` its task lines.
+fn policy(dir: &tempfile::TempDir, tasks: &str) -> std::path::PathBuf {
     let policy = dir.path().join("policy.toml");
     std::fs::write(
         &policy,
-        "version = 1\n[tools.conformance]\ntasks = [\"slow-compute\", \"failing-job\", \"protocol-error-job\"]\nlimits = { timeout_ms = 60000 }\n",
+        format!("version = 1\n[tools.conformance]\n{tasks}\nlimits = {{ timeout_ms = 60000 }}\n"),
     )
     .expect("policy");
     policy
 }
 
 fn command(dir: &tempfile::TempDir, extra: &[&str]) -> Command {
+    command_with(dir, TASKS, extra)
+}
+
+/// [`command`] with the policy's task lines `tasks`.
+fn command_with(dir: &tempfile::TempDir, tasks: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.arg("--cache-dir")
         .arg(cache())
         .arg("--state-dir")
         .arg(dir.path().join("state"))
         .args(["mcp", "--tool-names", "operation", "--policy"])
-        .arg(policy(dir))
+        .arg(policy(dir, tasks))
         .arg(path("conformance"))
         .args(extra)
         .env_remove("TOOLHOST_LOG");
@@ -51,13 +60,21 @@ async fn client(
     dir: &tempfile::TempDir,
     tasks: bool,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ClientConfig> {
+    client_of(command(dir, &[]), tasks).await
+}
+
+/// An rmcp client of the server `cmd` starts, declaring the tasks extension when `tasks`.
+async fn client_of(
+    cmd: Command,
+    tasks: bool,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ClientConfig> {
     use rmcp::ServiceExt;
     let caps = match tasks {
         true => ClientCapabilities::builder().enable_tasks().build(),
         false => ClientCapabilities::default(),
     };
     let info = ClientConfig::new(caps, rmcp::model::Implementation::new("tasks-test", "0"));
-    let cmd = tokio::process::Command::from(command(dir, &[]));
+    let cmd = tokio::process::Command::from(cmd);
     let transport = rmcp::transport::TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -299,5 +316,80 @@ fn max_tasks_zero_is_refused() {
     assert!(
         stderr.contains("--max-tasks 0 would refuse every task"),
         "{stderr}"
+    );
+}
+
+/// `tasks_required`: the operation runs only as a task. A client without the extension is
+/// refused with -32021 naming it, over stdio and in a stateless 2026-07-28 request, and the
+/// call never runs; with the extension it is a task; the description says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_only_operation_refuses_a_client_without_the_extension() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let only = "tasks_required = [\"slow-compute\"]";
+    let plain = client_of(command_with(&dir, only, &[]), false).await;
+    let tools = plain.list_all_tools().await.expect("tools/list");
+    let slow = tools.iter().find(|t| t.name == "slow_compute").unwrap();
+    let description = slow.description.as_deref().unwrap_or_default();
+    assert!(
+        description.ends_with("then poll `tasks/get`."),
+        "{description}"
+    );
+    let refused = plain
+        .call_tool_once(params("slow_compute", json!({"seconds": 0, "label": "no"})))
+        .await;
+    let Err(rmcp::ServiceError::McpError(e)) = refused else {
+        panic!("a task-only operation answered a client without the extension: {refused:?}")
+    };
+    assert_missing_tasks(&serde_json::to_value(&e).unwrap());
+    // Another operation still answers.
+    let greet = plain
+        .call_tool_once(params("greet", json!({"name": "W"})))
+        .await;
+    assert!(
+        matches!(greet, Ok(CallToolResponse::Complete(_))),
+        "{greet:?}"
+    );
+    plain.cancel().await.expect("close");
+    let ran = super::records(&super::journals(&dir.path().join("state")))
+        .into_iter()
+        .any(|r| r["kind"] == "step_started" && r["data"]["args"]["label"] == "no");
+    assert!(!ran, "the refused call ran");
+
+    let tasks = client_of(command_with(&dir, only, &[]), true).await;
+    let made = tasks
+        .call_tool_once(params(
+            "slow_compute",
+            json!({"seconds": 0, "label": "yes"}),
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(made, CallToolResponse::Task(_)), "{made:?}");
+    tasks.cancel().await.expect("close");
+
+    // Stateless 2026-07-28, no extension in the request's capabilities: the same refusal.
+    let http = HttpServer::start_with(command_with(&dir, only, &["--http", "127.0.0.1:0"]));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "task-only", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let call =
+        json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "no"}, "_meta": meta});
+    let answer = super::stateless(&http.url, "tools/call", call).await;
+    assert_missing_tasks(&answer["error"]);
+}
+
+/// `error` is -32021 with the tasks extension in `data.requiredCapabilities`.
+fn assert_missing_tasks(error: &Value) {
+    assert_eq!(error["code"], -32021, "{error}");
+    assert_eq!(
+        error["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "{error}"
+    );
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`slow_compute` runs only as an MCP task"),
+        "{error}"
     );
 }

@@ -34,7 +34,7 @@ impl Received {
 
 /// The request line and headers; the body is left unread (empty). `None` when the
 /// client hung up (also between requests on a kept-alive connection) or sent no HTTP.
-pub(super) fn read_head(reader: &mut impl BufRead) -> Option<Received> {
+pub(crate) fn read_head(reader: &mut impl BufRead) -> Option<Received> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let mut parts = line.split_whitespace();
@@ -60,7 +60,7 @@ pub(super) fn read_head(reader: &mut impl BufRead) -> Option<Received> {
 }
 
 /// The body `head` announces: by length, chunked, or none.
-pub(super) fn read_body(reader: &mut impl BufRead, head: &Received) -> Option<Vec<u8>> {
+pub(crate) fn read_body(reader: &mut impl BufRead, head: &Received) -> Option<Vec<u8>> {
     if let Some(len) = head.header("content-length") {
         let mut body = vec![0; len.parse().ok()?];
         reader.read_exact(&mut body).ok()?;
@@ -91,7 +91,7 @@ fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
 }
 
 /// A whole response: status, `headers`, a `content-length` and `body`.
-pub(super) fn respond(
+pub(crate) fn respond(
     out: &mut impl Write,
     status: u16,
     headers: &[(&str, &str)],

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use toolhost_mcp::http::{self, Auth, HttpConfig};
-use toolhost_mcp::{CallSink, ConnLimits, NoSink, Server, ServerConfig, SessionLimits};
+use toolhost_mcp::{CallSink, ConnLimits, HandedBack, NoSink, Server, ServerConfig, SessionLimits};
 use toolhost_runtime::Runtime;
 
 use super::{CmdResult, Failure, exit};
@@ -136,6 +136,12 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
     args.budget.apply(&mut rt)?;
     let (connections, sessions) = http_limits(&args)?;
     let auth = auth(&args)?;
+    let http = args.http.map(|bind| {
+        HttpConfig::new(bind, auth)
+            .allow_hosts(args.allow_hosts.clone())
+            .connections(connections)
+            .sessions(sessions)
+    });
     let rt = Arc::new(rt);
     let source = load::Source::new(&args);
     let loaded = source.load(&rt)?;
@@ -155,35 +161,26 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
     let stop = CancellationToken::new();
     let outcome = tokio.block_on(async {
         spawn_signals(stop.clone());
-        tokio::spawn({
+        let keeper = tokio::spawn({
             let (server, stop) = (server.clone(), stop.clone());
             async move { server.keep_tasks(stop).await }
         });
         if args.watch {
             let (files, reload) = source.watcher(rt.clone());
+            let (server, stop) = (server.clone(), stop.clone());
             tokio::spawn(toolhost_mcp::watch::watch(
-                server.clone(),
+                server,
                 WATCH_EVERY,
                 files,
                 reload,
-                stop.clone(),
+                stop,
             ));
         }
-        match args.http {
-            None => {
-                eprintln!("toolhost mcp: serving {tools} tools over stdio");
-                toolhost_mcp::stdio::serve(server, stop.clone())
-                    .await
-                    .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
-            }
-            Some(bind) => {
-                let config = HttpConfig::new(bind, auth)
-                    .allow_hosts(args.allow_hosts.clone())
-                    .connections(connections)
-                    .sessions(sessions);
-                serve_http(server, config, tools, &stop).await
-            }
-        }
+        let served = serve(server.clone(), http, tools, &stop).await;
+        stop.cancel();
+        let _ = keeper.await;
+        hand_back(&server).await;
+        served
     });
     stop.cancel();
     // Calls still running end with the runtime; their sandboxes go with them.
@@ -195,6 +192,37 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
         });
     }
     outcome.map(|()| exit::OK)
+}
+
+/// Serves `server` over stdio, or over HTTP as `http` says, until the client leaves or
+/// `stop`.
+async fn serve(
+    server: Server,
+    http: Option<HttpConfig>,
+    tools: usize,
+    stop: &CancellationToken,
+) -> Result<(), Failure> {
+    match http {
+        None => {
+            eprintln!("toolhost mcp: serving {tools} tools over stdio");
+            toolhost_mcp::stdio::serve(server, stop.clone())
+                .await
+                .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+        }
+        Some(config) => serve_http(server, config, tools, stop).await,
+    }
+}
+
+/// Once stopped (SIGTERM, or the client left) and its upkeep ended: the tasks still running
+/// here go to the other replicas now rather than when their leases lapse.
+async fn hand_back(server: &Server) {
+    let back = server.hand_back_tasks().await;
+    if back != HandedBack::default() {
+        eprintln!(
+            "toolhost mcp: handed {} task(s) back to the other replicas; ended {} that may not run again",
+            back.handed, back.ended
+        );
+    }
 }
 
 /// How HTTP clients authenticate: the token, if one is given; none is refused on an
