@@ -46,7 +46,10 @@ fn a_runs_page_shows_spending_so_far_its_lanes_and_its_plans_dag() {
     let (_, journal) = server
         .as_token("tok-ops")
         .text(&format!("/v1/runs/{waiting}/journal"));
-    assert!(!journal.is_empty() && !journal.contains('\0'), "{journal:?}");
+    assert!(
+        !journal.is_empty() && !journal.contains('\0'),
+        "{journal:?}"
+    );
     assert!(journal.ends_with('\n'), "{journal:?}");
 
     // Over: the stop record's figures, its one step in a lane, its plan's DAG.
