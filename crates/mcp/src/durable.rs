@@ -74,7 +74,7 @@ pub(crate) struct Durable {
     _heard: (TaskCancels, TaskCancels),
 }
 
-/// What a stopping replica did with its tasks ([`Durable::hand_back`]).
+/// What a stopping replica did with its tasks (`Durable::hand_back`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct HandedBack {
     /// Handed to the other replicas, to be run again at once.
