@@ -105,14 +105,19 @@ fn submit(server: &Server, expression: &str) -> String {
 /// A run of `expression` submitted, approved by `ops` and run to its end.
 fn completed(server: &Server, expression: &str) -> String {
     let id = submit(server, expression);
+    approved_to_its_end(server, &id);
+    id
+}
+
+/// Run `id`, waiting for its plan's review, approved by `ops` and run to its end.
+fn approved_to_its_end(server: &Server, id: &str) {
     let ops = server.as_token("tok-ops");
     let (status, _) = ops.post(
         &format!("/v1/runs/{id}/approval"),
         serde_json::json!({"decision": "approve"}),
     );
     assert_eq!(status, 200);
-    ops.wait(&id, |r| r["state"] == "completed");
-    id
+    ops.wait(id, |r| r["state"] == "completed");
 }
 
 fn approvals(server: &Server, id: &str) -> Vec<Value> {

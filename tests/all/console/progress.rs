@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Browser, started, submit};
+use super::{Browser, approved_to_its_end, started, submit};
 use crate::serve::Fixture;
 
 /// The text of the table row whose first cell is `name`, cells joined by `|`.
@@ -53,13 +53,7 @@ fn a_runs_page_shows_spending_so_far_its_lanes_and_its_plans_dag() {
     assert!(journal.ends_with('\n'), "{journal:?}");
 
     // Over: the stop record's figures, its one step in a lane, its plan's DAG.
-    let ops = server.as_token("tok-ops");
-    let (status, _) = ops.post(
-        &format!("/v1/runs/{waiting}/approval"),
-        serde_json::json!({"decision": "approve"}),
-    );
-    assert_eq!(status, 200);
-    ops.wait(&waiting, |r| r["state"] == "completed");
+    approved_to_its_end(&server, &waiting);
     let done = waiting;
     let (_, page) = reader.get(&format!("/console/runs/{done}"));
     assert!(page.contains(r#"<h2 id="spent-h">Spent</h2>"#), "{page}");
