@@ -7,6 +7,7 @@ use std::path::Path;
 mod approval;
 mod durable;
 mod handles;
+mod parallel;
 
 use serde_json::Value;
 use toolhost_tests::cli;
@@ -24,23 +25,40 @@ fn run_json(task: &str, extra: &[&str]) -> (i32, Value) {
     (out.code, doc)
 }
 
-/// A code-mode task in `dir` with tools calc and text (text's `extract-lines` not
-/// allowed, and nothing else granted), running `program`; `extra` is more TOML (after `[planner] program`).
-fn task(dir: &Path, program: &str, extra: &str) -> String {
-    std::fs::write(
-        dir.join("policy.toml"),
-        "version = 1\napproval = \"deny\"\n[tools.calc]\n[tools.text]\noperations = [\"count\", \"search\"]\n",
-    )
-    .unwrap();
+/// Writes `policy` to `dir/policy.toml` and a code-mode task over `tools` (a TOML array)
+/// running `program`, `head` more top-level TOML and `extra` more after the program, with
+/// no replans and at most 20 steps; the task's path.
+fn code_task(
+    dir: &Path,
+    policy: &str,
+    tools: &str,
+    head: &str,
+    program: &str,
+    extra: &str,
+) -> String {
+    std::fs::write(dir.join("policy.toml"), policy).unwrap();
     let path = dir.join("task.toml");
     std::fs::write(
         &path,
         format!(
-            "goal = \"g\"\nmode = \"code\"\npolicy = \"policy.toml\"\ntools = [\"calc\", \"text\"]\n\n[planner]\nprogram = '''\n{program}\n'''\n{extra}\n[budgets]\nmax_replans = 0\nmax_steps = 20\n"
+            "goal = \"g\"\nmode = \"code\"\npolicy = \"policy.toml\"\ntools = {tools}\n{head}\n[planner]\nprogram = '''\n{program}\n'''\n{extra}\n[budgets]\nmax_replans = 0\nmax_steps = 20\n"
         ),
     )
     .unwrap();
     path.display().to_string()
+}
+
+/// A code-mode task in `dir` with tools calc and text (text's `extract-lines` not
+/// allowed, and nothing else granted), running `program`; `extra` is more TOML (after `[planner] program`).
+fn task(dir: &Path, program: &str, extra: &str) -> String {
+    code_task(
+        dir,
+        "version = 1\napproval = \"deny\"\n[tools.calc]\n[tools.text]\noperations = [\"count\", \"search\"]\n",
+        "[\"calc\", \"text\"]",
+        "",
+        program,
+        extra,
+    )
 }
 
 /// The report of a code-mode run of `program` with no replans.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_runtime::program::{self, CallFailure, ProgramCall};
+use toolhost_runtime::program;
 use toolhost_runtime::{CallError, Limits, Tool};
 use tracing::Instrument;
 
@@ -31,9 +31,10 @@ use super::engine::Engine;
 use super::plan::{Plan, Step, StepId};
 use super::planner::{Planner, Reply};
 use super::record::{StepRecord, StepStatus};
-use super::state::{Journaled, State};
-use super::validate::{Problem, ProblemKind, ValidPlan};
+use super::state::State;
+use super::validate::ValidPlan;
 
+mod calls;
 pub(crate) mod durable;
 pub(crate) mod handles;
 
@@ -54,26 +55,6 @@ pub fn program_limits() -> Limits {
 /// The tool name and operation a program's own step record carries.
 pub const PROGRAM_TOOL: &str = "python";
 const PROGRAM_STEP: &str = "program";
-
-/// Step kinds of a refused call: the program sees them as `Denied`; every other failure
-/// is a `ToolError`.
-fn refused(kind: &str) -> bool {
-    matches!(
-        kind,
-        "denied"
-            | "rate_limited"
-            | "not_allowed"
-            | "unknown_tool"
-            | "unknown_operation"
-            | "bad_arguments"
-            | "untrusted_flow"
-            | "rejected"
-            | "approval_denied"
-            | "escalated"
-            | "overloaded"
-            | "pool_unavailable"
-    )
-}
 
 /// A program as its accepted revision (no steps: its calls become steps as it makes them).
 fn accepted(plan: &Plan) -> ValidPlan {
@@ -211,7 +192,7 @@ impl Engine<'_> {
         limits
     }
 
-    /// Runs one revision's program, answering its calls one at a time.
+    /// Runs one revision's program, answering its calls (a batch at a time).
     async fn run_program(&mut self, interpreter: &Arc<Tool>, plan: &Plan, st: &mut State) -> Ended {
         let source = plan.program.as_deref().unwrap_or_default();
         let prelude = self.prelude();
@@ -224,8 +205,8 @@ impl Engine<'_> {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut running => break outcome,
-                Some(call) = calls.recv() => {
-                    if let Err(stop) = self.program_call(call, plan, st).await {
+                Some(batch) = calls.recv() => {
+                    if let Err(stop) = self.program_calls(batch, plan, st).await {
                         return Ended::Stop(stop);
                     }
                 }
@@ -287,147 +268,6 @@ impl Engine<'_> {
         st.records.push(failed.clone());
         Ended::Failed(Box::new(failed))
     }
-
-    /// One call of the program, run as a step `cN` of its revision; the program gets the
-    /// output or the failure. A resumed program's call that the journal holds is served
-    /// from it (or, cut off before, run again under the same id when a person said so).
-    /// `Err`: the run must stop (the program is abandoned).
-    async fn program_call(
-        &mut self,
-        call: ProgramCall,
-        plan: &Plan,
-        st: &mut State,
-    ) -> Result<(), StopReason> {
-        // A handle the program passes on is the reference to its call's output.
-        let args = handles::to_refs(&call.args, &st.records);
-        let written = args.as_ref().unwrap_or(&call.args);
-        let rerun = match self.held_call(&call, written, plan.revision, st)? {
-            Some(Journaled::Done(r)) => {
-                // Its output is there for the handles the program passes on.
-                if r.status == StepStatus::Succeeded {
-                    st.remember(&r);
-                }
-                call.answer(reply_of(Some(&r)));
-                return Ok(());
-            }
-            Some(Journaled::Rerun(step)) => Some(step.id),
-            None => None,
-        };
-        let id = rerun.unwrap_or_else(|| {
-            StepId::try_from(format!("c{}", st.records.len() + 1)).expect("a valid id")
-        });
-        let step = Step {
-            id: id.clone(),
-            description: String::new(),
-            tool: call.tool.as_str().into(),
-            operation: call.operation.as_str().into(),
-            args: written.clone(),
-            depends_on: Vec::new(),
-            expect: None,
-            idempotent: false,
-            timeout_ms: None,
-        };
-        if let Err(message) = args {
-            self.not_run(&step, plan.revision, "bad_arguments", message.clone(), st);
-            call.answer(Err(CallFailure::new(true, "bad_arguments", message)));
-            return Ok(());
-        }
-        let one = Plan {
-            goal: plan.goal.clone(),
-            revision: plan.revision,
-            steps: vec![step],
-            answer: None,
-            program: None,
-        };
-        let valid = match self.validate_plan(&one, st) {
-            Ok(v) => v,
-            Err(problems) => {
-                // Journaled as a failed step like any call, so a resume serves it in its
-                // place rather than count the refusal twice.
-                let failure = refusal(&problems);
-                let message = failure.message.clone();
-                self.not_run(&one.steps[0], plan.revision, &failure.kind, message, st);
-                let counted = self.reject(&problems, st);
-                call.answer(Err(failure));
-                return counted;
-            }
-        };
-        match self.execute(&valid, st, None).await {
-            Ok(()) => {}
-            // A person said no to a sensitive call: the program is told, as a refusal it
-            // may handle, where a plan's run stops.
-            Err(StopReason::RejectedByHuman { what }) if !st.cancel.is_cancelled() => {
-                self.not_run(&one.steps[0], plan.revision, "rejected", what, st);
-            }
-            Err(stop) => return Err(stop),
-        }
-        let record = st.records.iter().rev().find(|r| r.id == id);
-        call.answer(reply_of(record));
-        Ok(())
-    }
-}
-
-impl Engine<'_> {
-    /// The call the journal holds at the resumed program's position, if any, once `call`
-    /// is checked to be the same; `Err`: it is not (the run stops).
-    fn held_call(
-        &mut self,
-        call: &ProgramCall,
-        written: &Value,
-        revision: u32,
-        st: &mut State,
-    ) -> Result<Option<Journaled>, StopReason> {
-        let Some(held) = st.journaled.pop_front() else {
-            return Ok(None);
-        };
-        // A call that ran holds its arguments resolved; one refused before it ran, as
-        // the program wrote them (handles as references).
-        let resolved = self
-            .observer
-            .journaled(&handles::resolved(written, &st.records));
-        let asked = self.observer.journaled(written);
-        let (tool, op) = (&call.tool, &call.operation);
-        match held.diverges(tool, op, &resolved, revision) {
-            Some(_) if held.diverges(tool, op, &asked, revision).is_none() => Ok(Some(held)),
-            Some(why) => Err(StopReason::Escalated { why }),
-            None => Ok(Some(held)),
-        }
-    }
-
-    /// Journals `step` as a call that failed with `kind` without running.
-    fn not_run(&mut self, step: &Step, revision: u32, kind: &str, message: String, st: &mut State) {
-        let at = st.micros();
-        let record = StepRecord::not_run(step, revision, StepStatus::Failed, kind, message, at);
-        self.observer.step_finished(&record);
-        st.records.push(record);
-    }
-}
-
-/// What the program gets for a call whose record is `record`: its output, or its failure
-/// (`Denied` for a refusal, `ToolError` else).
-fn reply_of(record: Option<&StepRecord>) -> Result<Value, CallFailure> {
-    match record {
-        Some(r) if r.status == StepStatus::Succeeded => Ok(handles::shown_output(r)),
-        Some(r) => {
-            let (kind, message) = r.error.as_ref().map_or_else(
-                || ("tool_error".to_string(), "the call failed".to_string()),
-                |e| (e.kind.clone(), handles::error_text(r, e)),
-            );
-            Err(CallFailure::new(refused(&kind), kind, message))
-        }
-        None => Err(CallFailure::new(true, "skipped", "the call did not run")),
-    }
-}
-
-/// A call the validation refused, as the program's `Denied`.
-fn refusal(problems: &[Problem]) -> CallFailure {
-    let kind = problems.first().map_or(ProblemKind::NotAllowed, |p| p.kind);
-    let kind = serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "not_allowed".into());
-    let message: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-    CallFailure::new(true, kind, message.join("; "))
 }
 
 /// The step a program's own record stands for.

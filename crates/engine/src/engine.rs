@@ -380,7 +380,8 @@ impl Engine<'_> {
             remaining: self.remaining(st),
             revision,
             thoughts: thoughts(self.config.mode, st),
-            api: (self.config.mode == Mode::Code).then(|| crate::pyapi::catalog_api(&self.catalog)),
+            api: (self.config.mode == Mode::Code)
+                .then(|| crate::pyapi::run_api(&self.catalog, self.builtins())),
         }
     }
 }

@@ -10,8 +10,8 @@
 //! does: records are plain dicts keyed by their WIT field names (as `toolhost tool call
 //! --json` prints them), enums strings, lists lists. A refused call raises `Denied`, a
 //! tool's error `ToolError`, both caught by `except CallError`, with the message
-//! `KIND: MESSAGE` (`kind_of(e)`, `message_of(e)`); the program answers with
-//! `answer(value)`, once. The interpreter (monty 0.0.23) has no user-defined exception
+//! `KIND: MESSAGE` (`kind_of(e)`, `message_of(e)`); `parallel(lambda: …, …)` makes
+//! independent calls at once; the program answers with `answer(value)`, once. The interpreter (monty 0.0.23) has no user-defined exception
 //! classes, so `Denied` is `PermissionError`, `ToolError` `RuntimeError`, and `CallError`
 //! the tuple of both.
 
@@ -20,7 +20,10 @@ use std::fmt::Write as _;
 use toolhost_runtime::tool::Returns;
 use toolhost_runtime::{Operation, Tool, WitType};
 
+use super::draft::Builtins;
 use super::validate::Catalog;
+
+mod builtins;
 
 /// Python's keywords (soft ones included), its builtins, and the API's own names, in that
 /// order: a generated name equal to one of them gets a trailing `_`.
@@ -34,7 +37,7 @@ const RESERVED: &str = "\
     input int isinstance issubclass iter len license list locals map max memoryview min \
     next object oct open ord pow print property quit range repr reversed round set \
     setattr slice sorted staticmethod str sum super tuple vars zip \
-    answer self kind_of message_of";
+    answer self kind_of message_of parallel";
 
 /// `name` as a Python identifier: snake_cased (`-` and `.` become `_`, upper case lower),
 /// anything else outside `[a-z0-9_]` dropped, a leading digit prefixed with `_`, and a
@@ -155,7 +158,7 @@ fn worth_shaping(t: &WitType) -> bool {
 /// What a generated method does: nothing (`...`, shown to planners and people) or call
 /// the host (the interpreter's prelude).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Body {
+pub(crate) enum Body {
     Stub,
     Call,
 }
@@ -185,11 +188,23 @@ def answer(value) -> None:
     ...
 
 
+def parallel(*calls, return_exceptions: bool = False) -> list:
+    """Makes independent tool calls at once and returns their values in order.
+
+    Each call is written `lambda: tool.operation(...)` and makes exactly one tool call;
+    a list of them may be passed instead (`parallel([lambda p=p: fs.read_file(path=p)
+    for p in paths])`: bind loop variables as defaults). At most 256 calls. When one
+    fails, its Denied or ToolError is raised once all have ended; with
+    return_exceptions=True it takes that call's place in the list instead.
+    """
+    ...
+
+
 # A call whose output is untrusted (by the policy's data-flow rules) returns an Untrusted
 # handle, never the value: pass it on as an argument of a tool that accepts untrusted
-# data; printing, comparing, branching on, indexing, iterating, concatenating or
-# answering it raises UntrustedValueError (a builtin ValueError, message
-# "untrusted_value: ...").
+# data; h.part("key", 0) is the handle of that part (h["key"][0]). Printing, comparing,
+# branching on, indexing, iterating, concatenating or answering it raises
+# UntrustedValueError (a builtin ValueError, message "untrusted_value: ...") or TypeError.
 UntrustedValueError = ValueError
 
 
@@ -197,6 +212,10 @@ class Untrusted:
     """The opaque handle of the untrusted output of call `handle` (`c1`, `c2`, ...)."""
 
     handle: str
+
+    def part(self, *path: str | int) -> "Untrusted":
+        """The handle of a part of this value: `h.part("items", 0)` names `h["items"][0]`."""
+        ...
 "#;
 
 /// The head of the prelude: the exceptions, the helpers and the `Untrusted` handle.
@@ -229,20 +248,35 @@ fn tool_apis(catalog: &Catalog) -> Vec<ToolApi<'_>> {
 }
 
 /// The prelude the interpreter runs before a program: the API of the catalog's tools with
-/// bodies that call the host. Every operation is there, allowed or not, so that a call the
-/// policy refuses reaches the host and raises `Denied` (what the planner is shown lists
-/// only the allowed ones).
+/// bodies that call the host, and the built-in `human` and `model`. Every operation is
+/// there, allowed or not, and both built-ins, served or not, so that a call the run
+/// refuses reaches the host and raises `Denied` with its reason (what the planner is
+/// shown lists only what it may call).
 pub fn prelude(catalog: &Catalog) -> String {
     let mut tools = tool_apis(catalog);
     for t in &mut tools {
         t.allowed = None;
     }
-    render(&tools, Body::Call)
+    let mut out = render(&tools, Body::Call);
+    let all = Builtins {
+        answers: true,
+        extracts: true,
+    };
+    builtins::render(&mut out, catalog, all, Body::Call);
+    out
 }
 
 /// The tool API of a catalog as stubs: [`python_api`] of its tools and allowed operations.
 pub fn catalog_api(catalog: &Catalog) -> String {
     python_api(&tool_apis(catalog))
+}
+
+/// What a run's code-mode planner is shown: [`catalog_api`], and `human.ask` and
+/// `model.extract` where the run can serve them.
+pub(crate) fn run_api(catalog: &Catalog, serves: Builtins) -> String {
+    let mut out = catalog_api(catalog);
+    builtins::render(&mut out, catalog, serves, Body::Stub);
+    out
 }
 
 fn render(tools: &[ToolApi<'_>], body: Body) -> String {

@@ -66,8 +66,9 @@ branches, filters and combines results as it likes; only what it passes to answe
 once, becomes the run's answer, so do the work in the program rather than returning raw \
 tool outputs. The host checks and runs every call as a plan step: a refused call raises \
 Denied, a failed one ToolError (`except CallError as e:` catches both; kind_of(e) and \
-message_of(e) tell why). Write plain Python: functions, loops, comprehensions, lists and \
-dicts; no imports, files, network, classes of your own or async. After a failure you get \
+message_of(e) tell why). Independent calls run at once in `parallel(lambda: a.x(...), \
+lambda: b.y(...))`, which returns their values in order. Write plain Python: functions, loops, \
+comprehensions, lists and dicts; no imports, files, network, classes of your own or async. After a failure you get \
 the traceback and every call made so far; answer a whole revised program, which runs from \
 its start. If the goal cannot be reached with these tools, leave program empty and say why \
 in give_up.";

@@ -80,7 +80,7 @@ impl Runtime {
         args: &Value,
         caps: &Capabilities,
         limits: &Limits,
-        program: Option<tokio::sync::mpsc::Sender<crate::sandbox::program::ProgramCall>>,
+        program: Option<crate::sandbox::program::ProgramDoor>,
         asker: Option<crate::sandbox::ask::Asker>,
     ) -> CallOutcome {
         let started = Instant::now();
@@ -315,7 +315,7 @@ struct Armed<'a> {
     limits: &'a Limits,
     audit: &'a AuditLog,
     /// Where the interpreter's tool calls go; `None` for every tool.
-    program: Option<tokio::sync::mpsc::Sender<crate::sandbox::program::ProgramCall>>,
+    program: Option<crate::sandbox::program::ProgramDoor>,
     /// Where the tool's questions go; `None`: nobody answers.
     asker: Option<crate::sandbox::ask::Asker>,
 }

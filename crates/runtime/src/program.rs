@@ -3,12 +3,10 @@
 //! no grants) with each tool call it makes handed to the embedder as a [`ProgramCall`].
 //!
 //! The embedder (the engine's code mode) answers each call by running it as a plan step;
-//! the program waits for the answer. Calls arrive one at a time, in the program's order.
+//! the program waits for the answer. Calls arrive in the program's order, one at a time or,
+//! from a `parallel(…)`, as a batch the embedder may run concurrently.
 
 use std::path::Path;
-
-use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::call::CallOutcome;
 use crate::error::LoadError;
@@ -16,8 +14,11 @@ use crate::grants::Capabilities;
 use crate::limits::Limits;
 use crate::runtime::Runtime;
 use crate::tool::Tool;
+use serde_json::json;
 
-pub use crate::sandbox::program::{CallFailure, ProgramCall, ProgramCalls, channel};
+pub use crate::sandbox::program::{
+    CallFailure, MAX_BATCH, ProgramCall, ProgramCalls, ProgramDoor, channel,
+};
 
 impl Runtime {
     /// Loads the interpreter component at `path`. Every tool links `toolhost:host/tools`;
@@ -28,7 +29,8 @@ impl Runtime {
     }
 
     /// Runs `program` after `prelude` in a fresh instance of `interpreter` under `limits`
-    /// with no grants; each tool call it makes arrives on the receiver of `calls`. The
+    /// with no grants; each tool call it makes (each batch: one call, or one `parallel(…)`'s)
+    /// arrives on the receiver of `calls`. The
     /// outcome's value is the JSON text given to `answer(…)`; a program that raised is a
     /// `tool_error` whose value is the traceback.
     pub async fn run_program(
@@ -37,7 +39,7 @@ impl Runtime {
         prelude: &str,
         program: &str,
         limits: &Limits,
-        calls: mpsc::Sender<ProgramCall>,
+        calls: ProgramDoor,
     ) -> CallOutcome {
         let args = json!({"prelude": prelude, "program": program});
         self.call_from(

@@ -1,7 +1,8 @@
 //! Durable code mode through the CLI: a program killed with SIGKILL at every journal
 //! record and resumed runs no finished call again (the test server counts each call) and
-//! its chain verifies; a resumed program that asks another call than its journal holds
-//! stops with the divergence; `toolhost replay` of a code-mode run compares each call.
+//! its chain verifies, whether it made its calls one at a time or in a `parallel(…)`; a
+//! resumed program that asks another call than its journal holds stops with the
+//! divergence; `toolhost replay` of a code-mode run compares each call.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -16,12 +17,56 @@ use toolhost_tests::server::{Canned, Server, TEXT};
 use crate::journal::crash::{calls, journal_of, resume_to_the_end, spawn_with};
 use crate::journal::{on_run, records};
 
+/// How a task's program makes its calls.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// One at a time: fetch and count a, then b, then c (`c1`…`c6`).
+    OneByOne,
+    /// a and b fetched in one `parallel(…)` (`c1`, `c2`), each counted (`c3`, `c4`), then
+    /// c fetched and counted (`c5`, `c6`).
+    Parallel,
+}
+
+impl Shape {
+    /// The fetch of each of a, b, c: its call's id.
+    fn fetches(self) -> [(&'static str, &'static str); 3] {
+        match self {
+            Shape::OneByOne => [("a", "c1"), ("b", "c3"), ("c", "c5")],
+            Shape::Parallel => [("a", "c1"), ("b", "c2"), ("c", "c5")],
+        }
+    }
+
+    fn program(self, base: &str, tag: &str) -> String {
+        match self {
+            Shape::OneByOne => format!(
+                r#"total = 0
+for s in ["a", "b", "c"]:
+    body = http.get_text(url="{base}" + s + "-{tag}")
+    total += text.count(text=body)["words"]
+answer(total)"#
+            ),
+            Shape::Parallel => format!(
+                r#"bodies = parallel(
+    lambda: http.get_text(url="{base}a-{tag}"),
+    lambda: http.get_text(url="{base}b-{tag}"),
+)
+total = 0
+for body in bodies:
+    total += text.count(text=body)["words"]
+body = http.get_text(url="{base}c-{tag}")
+total += text.count(text=body)["words"]
+answer(total)"#
+            ),
+        }
+    }
+}
+
 /// A code-mode task in `dir` whose program fetches `/text?S-TAG` for S in a, b, c (so the
-/// server counts each call), counts each body's words and answers the sum. Each body is
-/// untrusted (http grants network): the program holds it as a handle (`c1`, `c3`, `c5`)
-/// and passes it on to text, whose counts the policy vouches for; so a resume must give
-/// the same handles for the journal's calls to match.
-fn write_task(dir: &Path, server: &Server, tag: &str) -> PathBuf {
+/// server counts each call), counts each body's words and answers the sum, its calls
+/// made as `shape` says. Each body is untrusted (http grants network): the program holds
+/// it as a handle and passes it on to text, whose counts the policy vouches for; so a
+/// resume must give the same handles for the journal's calls to match.
+fn write_task(dir: &Path, server: &Server, tag: &str, shape: Shape) -> PathBuf {
     let policy = format!(
         "version = 1\napproval = \"deny\"\n[tools.http]\nnetwork = {{ http = [\"{}\"] }}\n[tools.text]\noutputs = \"trusted\"\n",
         server.origin()
@@ -36,13 +81,10 @@ tools = ["http", "text"]
 
 [planner]
 program = '''
-total = 0
-for s in ["a", "b", "c"]:
-    body = http.get_text(url="{base}" + s + "-{tag}")
-    total += text.count(text=body)["words"]
-answer(total)
+{program}
 '''
-"#
+"#,
+        program = shape.program(&base, tag)
     );
     let path = dir.join("task.toml");
     std::fs::write(&path, task).unwrap();
@@ -63,6 +105,7 @@ struct Killed<'a> {
     journal: &'a Path,
     at_kill: &'a [u8],
     tag: &'a str,
+    shape: Shape,
 }
 
 fn check(k: &Killed<'_>, server: &Server, rerun: &[String]) {
@@ -71,16 +114,19 @@ fn check(k: &Killed<'_>, server: &Server, rerun: &[String]) {
         journal,
         at_kill,
         tag,
+        shape,
     } = *k;
     let after = std::fs::read(journal).unwrap();
     assert!(after.starts_with(at_kill), "{tag}: records lost or changed");
     let verify = cli(["journal", "verify", journal.to_str().unwrap()]);
     assert_eq!(verify.code, 0, "{tag}: {verify:?}");
-    let finished: Vec<String> = records(journal)
+    let mut finished: Vec<String> = records(journal)
         .iter()
         .filter(|r| r["kind"] == "step_finished")
         .map(|r| r["data"]["id"].as_str().unwrap().to_string())
         .collect();
+    // Calls made together finish in any order.
+    finished.sort();
     assert_eq!(
         finished,
         ["c1", "c2", "c3", "c4", "c5", "c6"].map(String::from),
@@ -96,7 +142,7 @@ fn check(k: &Killed<'_>, server: &Server, rerun: &[String]) {
             .any(|r| r["kind"] == kind && r["data"]["id"] == id)
     };
     let n = calls(server, tag);
-    for (s, id) in [("a", "c1"), ("b", "c3"), ("c", "c5")] {
+    for (s, id) in shape.fetches() {
         let got = n.get(s).copied().unwrap_or(0);
         if had("step_finished", id) || !had("step_started", id) {
             assert_eq!(
@@ -127,11 +173,20 @@ fn check(k: &Killed<'_>, server: &Server, rerun: &[String]) {
 
 #[test]
 fn killed_at_every_record_resume_serves_the_finished_calls_from_the_journal() {
+    killed_at_every_record(Shape::OneByOne);
+}
+
+#[test]
+fn killed_at_every_record_of_a_parallel_program_resume_runs_no_finished_call_again() {
+    killed_at_every_record(Shape::Parallel);
+}
+
+fn killed_at_every_record(shape: Shape) {
     let server = Server::start();
     let dir = tempfile::tempdir().unwrap();
     let full = dir.path().join("full");
     std::fs::create_dir_all(&full).unwrap();
-    let task = write_task(&full, &server, "full");
+    let task = write_task(&full, &server, "full", shape);
     let state = full.join("state");
     let status = spawn_with(&state, &task, None, Stdio::null())
         .wait()
@@ -143,7 +198,7 @@ fn killed_at_every_record_resume_serves_the_finished_calls_from_the_journal() {
         let tag = format!("k{n}");
         let case = dir.path().join(&tag);
         std::fs::create_dir_all(&case).unwrap();
-        let task = write_task(&case, &server, &tag);
+        let task = write_task(&case, &server, &tag, shape);
         let state = case.join("state");
         let hook = Some(("TOOLHOST_CRASH_AFTER_RECORD", n));
         let status = spawn_with(&state, &task, hook, Stdio::null())
@@ -159,6 +214,7 @@ fn killed_at_every_record_resume_serves_the_finished_calls_from_the_journal() {
             journal: &journal,
             at_kill: &at_kill,
             tag: &tag,
+            shape,
         };
         check(&killed, &server, &rerun);
     }

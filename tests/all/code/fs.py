@@ -23,11 +23,23 @@ def answer(value) -> None:
     ...
 
 
+def parallel(*calls, return_exceptions: bool = False) -> list:
+    """Makes independent tool calls at once and returns their values in order.
+
+    Each call is written `lambda: tool.operation(...)` and makes exactly one tool call;
+    a list of them may be passed instead (`parallel([lambda p=p: fs.read_file(path=p)
+    for p in paths])`: bind loop variables as defaults). At most 256 calls. When one
+    fails, its Denied or ToolError is raised once all have ended; with
+    return_exceptions=True it takes that call's place in the list instead.
+    """
+    ...
+
+
 # A call whose output is untrusted (by the policy's data-flow rules) returns an Untrusted
 # handle, never the value: pass it on as an argument of a tool that accepts untrusted
-# data; printing, comparing, branching on, indexing, iterating, concatenating or
-# answering it raises UntrustedValueError (a builtin ValueError, message
-# "untrusted_value: ...").
+# data; h.part("key", 0) is the handle of that part (h["key"][0]). Printing, comparing,
+# branching on, indexing, iterating, concatenating or answering it raises
+# UntrustedValueError (a builtin ValueError, message "untrusted_value: ...") or TypeError.
 UntrustedValueError = ValueError
 
 
@@ -35,6 +47,10 @@ class Untrusted:
     """The opaque handle of the untrusted output of call `handle` (`c1`, `c2`, ...)."""
 
     handle: str
+
+    def part(self, *path: str | int) -> "Untrusted":
+        """The handle of a part of this value: `h.part("items", 0)` names `h["items"][0]`."""
+        ...
 
 
 class _Fs:

@@ -20,20 +20,14 @@ const HOSTILE: &str =
 fn task(dir: &Path, note: &str, program: &str) -> String {
     std::fs::create_dir_all(dir.join("notes")).unwrap();
     std::fs::write(dir.join("notes/note.txt"), note).unwrap();
-    std::fs::write(
-        dir.join("policy.toml"),
+    super::code_task(
+        dir,
         "version = 1\napproval = \"deny\"\n[tools.calc]\n[tools.text]\n[tools.fs]\noperations = [\"read-file\"]\nfiles = [{ host = \"notes\", guest = \"/notes\", access = \"read\" }]\n[flows]\nuntrusted_may_reach = [\"fs\", \"text\"]\n",
+        "[\"calc\", \"fs\", \"text\"]",
+        "",
+        program,
+        "",
     )
-    .unwrap();
-    let path = dir.join("task.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "goal = \"g\"\nmode = \"code\"\npolicy = \"policy.toml\"\ntools = [\"calc\", \"fs\", \"text\"]\n\n[planner]\nprogram = '''\n{program}\n'''\n[budgets]\nmax_replans = 0\nmax_steps = 20\n"
-        ),
-    )
-    .unwrap();
-    path.display().to_string()
 }
 
 fn run(note: &str, program: &str) -> (i32, Value) {
@@ -71,7 +65,7 @@ tries = [
     (\"str\", lambda: str(h)), (\"repr\", lambda: repr(h)), (\"format\", lambda: f\"{{h}}\"),
     (\"print\", lambda: print(h)), (\"eq\", lambda: h == \"x\"), (\"ne\", lambda: h != \"x\"),
     (\"lt\", lambda: h < \"x\"), (\"hash\", lambda: {{h: 1}}), (\"len\", lambda: len(h)),
-    (\"iter\", lambda: [c for c in h]), (\"in\", lambda: \"mallory\" in h), (\"index\", lambda: h[0]),
+    (\"iter\", lambda: [c for c in h]), (\"in\", lambda: \"mallory\" in h), (\"index\", lambda: h[0]), (\"part\", lambda: str(h.part(0))),
     (\"add\", lambda: h + \"x\"), (\"radd\", lambda: \"x\" + h), (\"mul\", lambda: h * 2),
     (\"int\", lambda: int(h)), (\"join\", lambda: \",\".join([h])), (\"percent\", lambda: \"%s\" % h),
 ]
@@ -101,12 +95,14 @@ answer(out)"
             "{name}: {got}"
         );
         assert!(
-            got.starts_with("ValueError: untrusted_value: `c1`") || got.starts_with("TypeError: "),
+            got.starts_with("ValueError: untrusted_value: `c1") || got.starts_with("TypeError: "),
             "{name}: {got}"
         );
     }
     // Those the interpreter dispatches to the handle say what was refused.
-    for name in ["str", "repr", "format", "print", "eq", "hash", "iter", "in"] {
+    for name in [
+        "str", "repr", "format", "print", "eq", "hash", "iter", "in", "part",
+    ] {
         let got = out[name].as_str().unwrap();
         assert!(
             got.contains("opaque handle of an untrusted call's output"),

@@ -3,14 +3,17 @@
 //! `toolhost:host/tools` import.
 //!
 //! The host hands it two sources: the prelude (the run's typed API: `CallError`, `Denied`,
-//! `ToolError`, one object per tool) and the program. Two names are external functions
-//! answered here: `_toolhost_call(tool, operation, args)`, which crosses to the host and
-//! returns the call's value or raises its failure (`PermissionError` for a refusal,
-//! `RuntimeError` for a failure: the prelude's `Denied` and `ToolError`), and
-//! `answer(value)`, which keeps the program's answer. Every other
-//! way out is closed: an `os` call raises `PermissionError`, an unknown name is a
-//! `NameError`, `async` code a `RuntimeError`. Fuel, the deadline and the memory cap are
-//! the host's, around the whole component.
+//! `ToolError`, `parallel`, one object per tool) and the program. Three names are external
+//! functions answered here: `_toolhost_call(tool, operation, args)`, which crosses to the
+//! host and returns the call's value or raises its failure (`PermissionError` for a
+//! refusal, `RuntimeError` for a failure: the prelude's `Denied` and `ToolError`);
+//! `_toolhost_call_all(requests)`, which crosses with a batch of `[tool, operation, args]`
+//! (the prelude's `parallel`) and returns one `{"ok": value}` or `{"error": [denied, kind,
+//! message]}` per request, in order; and `answer(value)`, which keeps the program's answer.
+//! Every other way out is closed: an `os` call (`open`, `os.getenv`, …) raises a
+//! `PermissionError` the program may catch, an unknown name is a `NameError`, `async` code
+//! a `RuntimeError`. Fuel, the deadline and the memory cap are the host's, around the whole
+//! component; past [`MAX_SUSPENSIONS`] calls the program is stopped, uncatchably.
 
 use monty::{MontyRepl, ReplProgress};
 use monty_types::{
@@ -30,7 +33,11 @@ const MAX_SUSPENSIONS: usize = 10_000;
 /// How deep a value handed to a tool or to `answer` may nest.
 const MAX_DEPTH: usize = 64;
 
+/// Requests one batch may hold (the host's own bound is the same).
+const MAX_BATCH: usize = 256;
+
 const CALL: &str = "_toolhost_call";
+const CALL_ALL: &str = "_toolhost_call_all";
 const ANSWER: &str = "answer";
 
 struct Interpreter;
@@ -53,6 +60,7 @@ impl Guest for Interpreter {
         };
         let inputs = vec![
             (CALL.to_string(), door(CALL)),
+            (CALL_ALL.to_string(), door(CALL_ALL)),
             (ANSWER.to_string(), door(ANSWER)),
         ];
         repl.feed_run(&prelude, inputs, PrintWriter::Stdout)
@@ -71,7 +79,12 @@ fn drive(mut progress: Result<ReplProgress, Box<monty::ReplStartError>>) -> Resu
             Err(failed) => return Err(failed.error.to_string()),
             Ok(step) => step,
         };
-        suspensions += 1;
+        suspensions += match &step {
+            ReplProgress::FunctionCall(call) if call.function_name == CALL_ALL => {
+                batch_len(&call.args).max(1)
+            }
+            _ => 1,
+        };
         let too_many = suspensions > MAX_SUSPENSIONS;
         let limit = || {
             exception(
@@ -86,6 +99,7 @@ fn drive(mut progress: Result<ReplProgress, Box<monty::ReplStartError>>) -> Resu
                     None => Err("the program ended without calling answer(…)".into()),
                 };
             }
+            // A bound, not an error of the program's: it cannot be caught.
             ReplProgress::FunctionCall(call) if too_many => {
                 call.abort(limit(), PrintWriter::Stdout)
             }
@@ -93,13 +107,14 @@ fn drive(mut progress: Result<ReplProgress, Box<monty::ReplStartError>>) -> Resu
                 let result = external(&call.function_name, &call.args, &call.kwargs, &mut answer);
                 call.resume(result, PrintWriter::Stdout)
             }
+            // Raised where the program asked, as Python raises it: the program may catch it.
             ReplProgress::OsCall(call) => {
                 let why = format!(
                     "a program has no access to the operating system (`{}` refused)",
                     call.function_call.name()
                 );
-                call.abort(
-                    exception(ExcType::PermissionError, why),
+                call.resume(
+                    ExtFunctionResult::Error(exception(ExcType::PermissionError, why)),
                     PrintWriter::Stdout,
                 )
             }
@@ -168,6 +183,13 @@ fn external(
                 "_toolhost_call(tool, operation, args) takes two strings and a dict".into(),
             )),
         },
+        CALL_ALL => match args {
+            [MontyObject::List(requests)] => cross_all(requests),
+            _ => ExtFunctionResult::Error(exception(
+                ExcType::TypeError,
+                "_toolhost_call_all(requests) takes one list of [tool, operation, args]".into(),
+            )),
+        },
         other => ExtFunctionResult::NotFound(other.to_string()),
     }
 }
@@ -194,6 +216,73 @@ fn cross(tool: &str, op: &str, args: &Value) -> ExtFunctionResult {
             ExtFunctionResult::Error(exception(kind, format!("{}: {}", f.kind, f.message)))
         }
     }
+}
+
+/// How many requests a `_toolhost_call_all` call asks (0 for anything else).
+fn batch_len(args: &[MontyObject]) -> usize {
+    match args {
+        [MontyObject::List(requests)] => requests.len(),
+        _ => 0,
+    }
+}
+
+/// One batch through the host: per request `{"ok": value}` or `{"error": [denied, kind,
+/// message]}`, in order. A request that is not `[tool, operation, args]` is a `TypeError`
+/// and nothing crosses.
+fn cross_all(requests: &[MontyObject]) -> ExtFunctionResult {
+    if requests.len() > MAX_BATCH {
+        return ExtFunctionResult::Error(exception(
+            ExcType::ValueError,
+            format!(
+                "parallel() takes at most {MAX_BATCH} calls, not {}: split them",
+                requests.len()
+            ),
+        ));
+    }
+    let mut asked = Vec::with_capacity(requests.len());
+    for r in requests {
+        let (MontyObject::List(parts) | MontyObject::Tuple(parts)) = r else {
+            return type_error("each request is [tool, operation, args]");
+        };
+        let [MontyObject::String(tool), MontyObject::String(op), call_args] = parts.as_slice()
+        else {
+            return type_error("each request is [tool, operation, args]");
+        };
+        match to_json(call_args, 0) {
+            Ok(json) => asked.push(tools::Request {
+                tool: tool.clone(),
+                operation: op.clone(),
+                args: json.to_string(),
+            }),
+            Err(why) => return type_error(&why),
+        }
+    }
+    let answers = tools::call_all(&asked);
+    let results = answers
+        .into_iter()
+        .map(|a| match a {
+            Ok(value) => match serde_json::from_str::<Value>(&value) {
+                Ok(v) => MontyObject::dict(vec![(MontyObject::String("ok".into()), from_json(v))]),
+                Err(e) => failed(false, "host_error", &format!("the host answered with invalid JSON: {e}")),
+            },
+            Err(f) => failed(f.denied, &f.kind, &f.message),
+        })
+        .collect();
+    ExtFunctionResult::Return(MontyObject::List(results))
+}
+
+/// A failed request of a batch: `{"error": [denied, kind, message]}`.
+fn failed(denied: bool, kind: &str, message: &str) -> MontyObject {
+    let error = MontyObject::List(vec![
+        MontyObject::Bool(denied),
+        MontyObject::String(kind.into()),
+        MontyObject::String(message.into()),
+    ]);
+    MontyObject::dict(vec![(MontyObject::String("error".into()), error)])
+}
+
+fn type_error(why: &str) -> ExtFunctionResult {
+    ExtFunctionResult::Error(exception(ExcType::TypeError, why.into()))
 }
 
 /// A Python value as JSON: `None`, booleans, numbers, strings, lists, tuples and dicts

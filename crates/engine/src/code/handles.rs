@@ -4,8 +4,10 @@
 //! `Untrusted` object. Call ids are numbered in the program's order and journaled, so a
 //! resumed or replayed program gets the same handles.
 //!
-//! A handle the program passes to a tool becomes the plan reference `{"$ref":
-//! "cN.output"}` before the call is validated, so the policy's data-flow rules
+//! The program may take a part of a handle (`x["amount"]`, `x[0]`): another handle,
+//! `cN["amount"]`, `cN[0]`, named with the path of a plan reference; it learns nothing of
+//! the content by doing so. A handle the program passes to a tool becomes the plan
+//! reference `{"$ref": "cN.output…"}` (the path after it) before the call is validated, so the policy's data-flow rules
 //! (`untrusted_may_reach`, `trusted_args`) apply to it exactly as to a plan step's
 //! reference, and the tool receives the real value. The program itself never holds the
 //! content: it cannot print, compare, branch on or answer it. A failed untrusted call
@@ -51,16 +53,18 @@ pub(crate) fn error_text(r: &StepRecord, e: &StepError) -> String {
 pub(crate) fn to_refs(args: &Value, records: &[StepRecord]) -> Result<Value, String> {
     Ok(match args {
         Value::Object(m) => match handle_of(m) {
-            Some(id) => {
+            Some(handle) => {
+                let (id, path) = split(handle);
                 let known = records
                     .iter()
                     .any(|r| r.id.as_str() == id && r.status == StepStatus::Succeeded);
-                if !known {
+                let text = format!("{id}.output{path}");
+                if !known || reference::parse(&text).is_err() {
                     return Err(format!(
-                        "`{{\"{HANDLE}\": {id:?}}}` is not the handle of a call of this run that succeeded"
+                        "`{{\"{HANDLE}\": {handle:?}}}` is not the handle of a call of this run that succeeded"
                     ));
                 }
-                json!({ "$ref": format!("{id}.output") })
+                json!({ "$ref": text })
             }
             None => {
                 let mut out = Map::with_capacity(m.len());
@@ -78,6 +82,26 @@ pub(crate) fn to_refs(args: &Value, records: &[StepRecord]) -> Result<Value, Str
         ),
         other => other.clone(),
     })
+}
+
+/// A handle's call id and the path after it (`c3["amount"]` → `c3`, `["amount"]`).
+fn split(handle: &str) -> (&str, &str) {
+    let at = handle.find(['.', '[']).unwrap_or(handle.len());
+    handle.split_at(at)
+}
+
+/// The value a handle names in `records`: its call's output, or the part of it the path
+/// names.
+fn value_of<'a>(handle: &str, records: &'a [StepRecord]) -> Option<&'a Value> {
+    let (id, path) = split(handle);
+    let output = records
+        .iter()
+        .rev()
+        .find(|r| r.id.as_str() == id && r.status == StepStatus::Succeeded)?
+        .output
+        .as_ref()?;
+    let parsed = reference::parse(&format!("{id}.output{path}")).ok()?;
+    reference::value_at(output, &parsed.path).ok()
 }
 
 /// `args` (handles already references) with every reference resolved against `records`'
@@ -102,11 +126,8 @@ pub(crate) fn resolved(args: &Value, records: &[StepRecord]) -> Value {
 pub(crate) fn answered(answer: &Value, records: &[StepRecord]) -> Value {
     match answer {
         Value::Object(m) => match handle_of(m) {
-            Some(id) => records
-                .iter()
-                .rev()
-                .find(|r| r.id.as_str() == id && r.status == StepStatus::Succeeded)
-                .and_then(|r| r.output.clone())
+            Some(handle) => value_of(handle, records)
+                .cloned()
                 .unwrap_or_else(|| answer.clone()),
             None => Value::Object(
                 m.iter()
@@ -119,7 +140,7 @@ pub(crate) fn answered(answer: &Value, records: &[StepRecord]) -> Value {
     }
 }
 
-/// The id a `{"$handle": "cN"}` object names.
+/// The handle a `{"$handle": "cN…"}` object names.
 fn handle_of(m: &Map<String, Value>) -> Option<&str> {
     match (m.len(), m.get(HANDLE)) {
         (1, Some(Value::String(id))) => Some(id.as_str()),

@@ -59,3 +59,43 @@ fn docstrings_escape_quotes_and_indent() {
         "    \"\"\"says \\\"\\\"\\\"hi\\\"\\\"\\\"\n    second line\n    \"\"\""
     );
 }
+
+#[test]
+fn the_builtins_are_shown_only_where_served_and_always_in_the_prelude() {
+    let catalog = Catalog::default();
+    let none = Builtins {
+        answers: false,
+        extracts: false,
+    };
+    let api = run_api(&catalog, none);
+    assert!(
+        !api.contains("class _Human") && !api.contains("class _Model"),
+        "{api}"
+    );
+    let both = Builtins {
+        answers: true,
+        extracts: true,
+    };
+    let api = run_api(&catalog, both);
+    assert!(
+        api.contains("def ask(self, *, question: str, answer_: dict | None = None):"),
+        "{api}"
+    );
+    assert!(
+        api.contains("def extract(self, *, input_, instruction: str, output: dict | None = None):"),
+        "{api}"
+    );
+    let prelude = prelude(&catalog);
+    assert!(
+        prelude.contains("return _toolhost(\"human\", \"ask\", args)"),
+        "{prelude}"
+    );
+    assert!(
+        prelude.contains("return _toolhost(\"model\", \"extract\", args)"),
+        "{prelude}"
+    );
+    assert!(
+        prelude.contains("def parallel(*calls, return_exceptions=False):"),
+        "{prelude}"
+    );
+}

@@ -95,7 +95,7 @@ pub(crate) struct HostState {
     pub(crate) writes: std::sync::Arc<fs_gate::WriteBudget>,
     /// Where a program's tool calls go (`toolhost:host/tools`): set only for the code-mode
     /// interpreter's calls; without it the import traps.
-    pub(crate) program: Option<tokio::sync::mpsc::Sender<program::ProgramCall>>,
+    pub(crate) program: Option<program::ProgramDoor>,
     /// Whether the call may ask (`toolhost:host/ask`) and where its questions go.
     pub(crate) ask: ask::AskState,
 }

@@ -1,7 +1,8 @@
 //! The host side of `toolhost:host/tools`, the code-mode interpreter's only way out: each
 //! call the program makes goes to the embedder as a [`ProgramCall`] over a channel, and
-//! the program waits for its answer. Set in a call's state only for the interpreter
-//! (`HostState::program`); without it the import traps.
+//! the program waits for its answer. A `parallel(…)` of the program (`call-all`) arrives as
+//! one batch of calls, which the embedder may run concurrently. Set in a call's state only
+//! for the interpreter (`HostState::program`); without it the import traps.
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -18,7 +19,10 @@ pub(crate) mod bindings {
     });
 }
 
-use self::bindings::toolhost::host::tools::{self, Failure};
+use self::bindings::toolhost::host::tools::{self, Failure, Request};
+
+/// The most calls one `call-all` (a program's `parallel(…)`) may ask at once.
+pub const MAX_BATCH: usize = 256;
 
 /// Why a program's call gave no value: what the program's `Denied` or `ToolError`
 /// carries.
@@ -61,13 +65,82 @@ impl ProgramCall {
     }
 }
 
-/// Where a program's calls go: the embedder's receiving end of the channel.
-pub type ProgramCalls = mpsc::Receiver<ProgramCall>;
+/// Where a program's calls go: the embedder's receiving end of the channel. Each message
+/// is a batch: one call, or the calls of one `parallel(…)`, in the program's order.
+pub type ProgramCalls = mpsc::Receiver<Vec<ProgramCall>>;
+
+/// The program's end of the channel, given to [`crate::Runtime::run_program`].
+pub type ProgramDoor = mpsc::Sender<Vec<ProgramCall>>;
 
 /// A channel for one program's calls: give the sender to [`crate::Runtime::run_program`], answer
 /// what arrives on the receiver.
-pub fn channel() -> (mpsc::Sender<ProgramCall>, ProgramCalls) {
+pub fn channel() -> (ProgramDoor, ProgramCalls) {
     mpsc::channel(1)
+}
+
+/// A request's arguments as JSON, or the refusal of arguments that are not.
+fn parsed(args: &str) -> Result<Value, Failure> {
+    serde_json::from_str(args).map_err(|e| Failure {
+        denied: true,
+        kind: "invalid_arguments".into(),
+        message: format!("the arguments are not JSON: {e}"),
+    })
+}
+
+fn failure(f: CallFailure) -> Failure {
+    Failure {
+        denied: f.denied,
+        kind: f.kind,
+        message: f.message,
+    }
+}
+
+impl HostState {
+    /// Sends `requests` to the embedder as one batch and waits for every answer; a request
+    /// whose arguments are not JSON is refused without being sent.
+    async fn send(
+        &mut self,
+        requests: Vec<Request>,
+    ) -> wasmtime::Result<Vec<Result<String, Failure>>> {
+        let bytes: usize = requests
+            .iter()
+            .map(|r| r.tool.len() + r.operation.len() + r.args.len())
+            .sum();
+        self.meter.owe(u64::try_from(bytes).unwrap_or(u64::MAX));
+        let Some(door) = self.program.clone() else {
+            wasmtime::bail!("only the code-mode interpreter may call tools");
+        };
+        let mut results: Vec<Option<Result<String, Failure>>> = Vec::new();
+        let mut batch = Vec::new();
+        let mut waiting = Vec::new();
+        for r in requests {
+            match parsed(&r.args) {
+                Err(f) => results.push(Some(Err(f))),
+                Ok(args) => {
+                    let (reply, answer) = oneshot::channel();
+                    batch.push(ProgramCall {
+                        tool: r.tool,
+                        operation: r.operation,
+                        args,
+                        reply,
+                    });
+                    waiting.push((results.len(), answer));
+                    results.push(None);
+                }
+            }
+        }
+        if !batch.is_empty() && door.send(batch).await.is_err() {
+            wasmtime::bail!("the run stopped taking the program's calls");
+        }
+        for (at, answer) in waiting {
+            results[at] = Some(match answer.await {
+                Ok(Ok(value)) => Ok(value.to_string()),
+                Ok(Err(f)) => Err(failure(f)),
+                Err(_) => wasmtime::bail!("the run ended while the program waited for a call"),
+            });
+        }
+        Ok(results.into_iter().flatten().collect())
+    }
 }
 
 impl tools::Host for HostState {
@@ -79,40 +152,34 @@ impl tools::Host for HostState {
         operation: String,
         args: String,
     ) -> wasmtime::Result<Result<String, Failure>> {
-        self.meter
-            .owe(u64::try_from(tool.len() + operation.len() + args.len()).unwrap_or(u64::MAX));
-        let Some(door) = self.program.clone() else {
-            wasmtime::bail!("only the code-mode interpreter may call tools");
-        };
-        let args: Value = match serde_json::from_str(&args) {
-            Ok(v) => v,
-            Err(e) => {
-                return Ok(Err(Failure {
-                    denied: true,
-                    kind: "invalid_arguments".into(),
-                    message: format!("the arguments are not JSON: {e}"),
-                }));
-            }
-        };
-        let (reply, answer) = oneshot::channel();
-        let call = ProgramCall {
+        let request = Request {
             tool,
             operation,
             args,
-            reply,
         };
-        if door.send(call).await.is_err() {
-            wasmtime::bail!("the run stopped taking the program's calls");
+        let mut results = self.send(vec![request]).await?;
+        Ok(results.pop().expect("one answer for one request"))
+    }
+
+    /// As [`Self::call`] for each request, sent as one batch; more than [`MAX_BATCH`]
+    /// requests are all refused, none sent.
+    async fn call_all(
+        &mut self,
+        requests: Vec<Request>,
+    ) -> wasmtime::Result<Vec<Result<String, Failure>>> {
+        if requests.len() > MAX_BATCH {
+            let why = format!(
+                "parallel() asked {} calls at once; at most {MAX_BATCH} may run together",
+                requests.len()
+            );
+            let refused = Failure {
+                denied: true,
+                kind: "bad_arguments".into(),
+                message: why,
+            };
+            return Ok(vec![Err(refused); requests.len()]);
         }
-        match answer.await {
-            Ok(Ok(value)) => Ok(Ok(value.to_string())),
-            Ok(Err(f)) => Ok(Err(Failure {
-                denied: f.denied,
-                kind: f.kind,
-                message: f.message,
-            })),
-            Err(_) => wasmtime::bail!("the run ended while the program waited for a call"),
-        }
+        self.send(requests).await
     }
 }
 
