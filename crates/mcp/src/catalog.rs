@@ -37,6 +37,9 @@ pub struct Entry {
     pub(crate) content: bool,
     /// Whether a call runs as an MCP task (the section's `tasks` and `tasks_required`).
     pub(crate) task: TaskSupport,
+    /// Whether a call asks its first question before it becomes a task
+    /// (`tasks_ask_first`).
+    pub(crate) ask_first: bool,
     pub(crate) descriptor: McpTool,
 }
 
@@ -165,6 +168,7 @@ impl Catalog {
             // the same mistake.
             let named = o.section.operations.iter().flatten();
             let tasks = o.section.tasks.iter().chain(&o.section.tasks_required);
+            let tasks = tasks.chain(&o.section.tasks_ask_first);
             let lacking = |a: &&String| *a != "*" && o.tool.operation(a).is_none();
             if let Some(missing) = named.chain(tasks).find(lacking) {
                 return Err(CatalogError::UnknownOperation {
@@ -215,6 +219,11 @@ impl Catalog {
                         effects,
                         content,
                         task,
+                        ask_first: o
+                            .section
+                            .tasks_ask_first
+                            .iter()
+                            .any(|t| t == "*" || *t == op.name),
                         descriptor,
                     },
                 );

@@ -37,7 +37,10 @@
 //!   `tasks` answers with a task id; the call runs on, its status and result polled with
 //!   `tasks/get`, ended with `tasks/cancel`; each task visible to its own client only.
 //!   An operation under `tasks_required` runs only as a task (`-32021` without the
-//!   extension).
+//!   extension); one under `tasks_ask_first` asks its first question in the request
+//!   (`input_required`), and becomes a task when called again with the answer.
+//! - `inbox`: a stateless task's questions: `input_required` in `tasks/get` until
+//!   `tasks/update` answers them (checked as a round's answers are), then the call resumes.
 //! - `durable`: the same tasks in PostgreSQL ([`TaskDatabase`], `--database`), shared by
 //!   replicas: run under a lease by one, read and cancelled through any, taken over when
 //!   their replica dies (run again only when idempotent by policy, else `failed`), handed
@@ -60,6 +63,7 @@ mod durable;
 mod errors;
 mod handler;
 pub mod http;
+mod inbox;
 mod keep;
 mod logging;
 mod output;
