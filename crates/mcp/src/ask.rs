@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use toolhost_runtime::ask::{Input, Kind, Request};
 
+use crate::answers;
 use crate::inbox::Inbox;
 
 /// How long a `requestState` stays valid: a person answering a form may take a while.
@@ -323,64 +324,7 @@ fn check(input: &Input, answer: &Value) -> Result<(), String> {
         Request::Form { schema, .. } => Some(schema),
         _ => None,
     };
-    check_answer(&input.key, schema, answer)
-}
-
-/// Whether `answer` answers the MCP request `request` asked under `key` (an input of a
-/// task, as `tasks/get` showed it): as [`check`] does for the tool's own input.
-pub(crate) fn check_request(
-    key: &str,
-    request: &InputRequest,
-    answer: &Value,
-) -> Result<(), String> {
-    let schema = serde_json::to_value(request)
-        .ok()
-        .filter(|r| r["method"] == "elicitation/create")
-        .and_then(|r| r.pointer("/params/requestedSchema").cloned());
-    check_answer(key, schema.as_ref(), answer)
-}
-
-/// An object; with a form's `schema`, an action, and when it accepts, content that matches
-/// the schema.
-fn check_answer(key: &str, schema: Option<&Value>, answer: &Value) -> Result<(), String> {
-    let Some(obj) = answer.as_object() else {
-        return Err(format!("the answer to `{key}` is not an object: {answer}"));
-    };
-    let Some(schema) = schema else {
-        return Ok(());
-    };
-    match obj.get("action").and_then(Value::as_str) {
-        Some("decline" | "cancel") => Ok(()),
-        Some("accept") => {
-            let content = obj.get("content").cloned().unwrap_or(Value::Null);
-            let validator = jsonschema::validator_for(schema)
-                .map_err(|e| format!("the schema of `{key}` is not a JSON Schema: {e}"))?;
-            let problems: Vec<String> = validator
-                .iter_errors(&content)
-                .map(|e| {
-                    let at = e.instance_path.to_string();
-                    let at = if at.is_empty() {
-                        "the content".to_string()
-                    } else {
-                        format!("`{at}`")
-                    };
-                    format!("{at}: {e}")
-                })
-                .collect();
-            if problems.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "the answer to `{key}` does not match its schema: {}",
-                    problems.join("; ")
-                ))
-            }
-        }
-        other => Err(format!(
-            "the answer to `{key}` has no action `accept`, `decline` or `cancel`: {}",
-            other.map_or("none".to_string(), |a| format!("`{a}`"))
-        )),
-    }
+    answers::check(&input.key, schema, answer)
 }
 
 /// The form a `sensitive` tool's call is approved through.

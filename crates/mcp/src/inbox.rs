@@ -2,7 +2,7 @@
 //! its `tools/call` request did not answer waits here, the sandbox waiting with it (within
 //! the call's deadline). Meanwhile `tasks/get` shows the task `input_required` with the
 //! input requests still unanswered, under the tool's own keys, and `tasks/update` brings
-//! answers ([`take`]): each checked against its request as an `input_required` round's
+//! answers (`answers::take`): each checked against its request as an `input_required` round's
 //! answers are (a form's schema), the whole update refused (`-32602`, naming the key and
 //! why) when one does not fit. An update that answers some keys keeps the task waiting for
 //! the rest; keys the task does not wait for are ignored (an answer sent twice, or late).
@@ -15,11 +15,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::ErrorData;
-use rmcp::model::{InputRequests, InputResponses};
-use serde_json::{Value, json};
+use rmcp::model::InputRequests;
+use serde_json::Value;
 
-use crate::ask::check_request;
 use crate::shared::Shared;
 
 /// Where the questions of task `id` wait for their answers.
@@ -49,42 +47,4 @@ impl Inbox {
             },
         }
     }
-}
-
-/// Takes out of `pending` the keys `responses` answers, each answer checked against its
-/// request; the answers taken. An answer that does not fit refuses the whole update (none
-/// is taken); keys `pending` does not hold are ignored.
-pub(crate) fn take(
-    id: &str,
-    pending: &mut InputRequests,
-    responses: InputResponses,
-) -> Result<BTreeMap<String, Value>, ErrorData> {
-    let mut got = BTreeMap::new();
-    for (key, answer) in responses {
-        let Some(request) = pending.get(&key) else {
-            continue;
-        };
-        if let Err(why) = check_request(&key, request, &answer) {
-            return Err(ErrorData::invalid_params(
-                format!("task `{id}` did not take the update: {why}"),
-                Some(json!({"kind": "invalid_answer", "taskId": id, "key": key})),
-            ));
-        }
-        got.insert(key, answer);
-    }
-    for key in got.keys() {
-        pending.remove(key);
-    }
-    Ok(got)
-}
-
-/// What `tasks/update` answers for a task of its client that waits for no input now
-/// (`status`: what it does instead).
-pub(crate) fn not_waiting(id: &str, status: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!(
-            "task `{id}` is not waiting for input (it is {status}): `tasks/update` answers only a task whose status is `input_required`"
-        ),
-        Some(json!({"kind": "not_waiting", "taskId": id, "status": status})),
-    )
 }

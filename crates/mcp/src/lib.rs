@@ -24,6 +24,8 @@
 //! - `ask`: people in the loop: a tool's questions (`toolhost:host/ask`) and a `sensitive`
 //!   call's approval put to the client: server-to-client requests in a session,
 //!   `input_required` results with a sealed `requestState` on 2026-07-28.
+//! - `answers`: a client's answers checked before a tool sees them (a form's schema), and
+//!   taken out of what a waiting task asked (`tasks/update`).
 //! - `logging`: a call's log records forwarded to the client at the level it set.
 //! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
 //!   misuse.
@@ -55,6 +57,7 @@
 //! - [`watch`]: swapping in a changed policy or component, refusing a broken one.
 
 mod annotate;
+mod answers;
 mod ask;
 mod call;
 pub mod catalog;

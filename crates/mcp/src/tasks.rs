@@ -33,8 +33,8 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::answers;
 use crate::catalog::TaskSupport;
-use crate::inbox;
 
 /// How often a client is asked to poll a task that is still working.
 const POLL_MS: u64 = 500;
@@ -336,7 +336,7 @@ impl Tasks {
         Some(answered)
     }
 
-    /// `tasks/update`: the answers to what the task waits for (`inbox::take`); once all
+    /// `tasks/update`: the answers to what the task waits for (`answers::take`); once all
     /// are in, the call resumes with them and the task works again.
     pub(crate) fn update(
         &self,
@@ -350,12 +350,12 @@ impl Tasks {
             .filter(|s| s.owner == owner)
             .ok_or_else(|| unknown(id))?;
         let State::InputRequired(pending) = &mut slot.state else {
-            return Err(inbox::not_waiting(id, slot.state.status()));
+            return Err(answers::not_waiting(id, slot.state.status()));
         };
-        let got = inbox::take(id, pending, responses)?;
+        let got = answers::take(id, pending, responses)?;
         let all = pending.is_empty();
         let Some(waiting) = slot.waiting.as_mut() else {
-            return Err(inbox::not_waiting(id, "ending"));
+            return Err(answers::not_waiting(id, "ending"));
         };
         waiting.answered.extend(got);
         slot.updated = now();

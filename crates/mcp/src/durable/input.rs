@@ -12,7 +12,7 @@ use serde_json::Value;
 use toolhost_store_pg::TaskInput;
 
 use super::{Durable, blocking};
-use crate::inbox;
+use crate::answers;
 use crate::tasks::{self, Owner};
 
 /// How many times `tasks/update` reads again when another update changed the task first.
@@ -57,7 +57,7 @@ impl Durable {
     }
 
     /// `tasks/update`: the answers to what task `id` waits for, checked against its
-    /// requests as stored (`inbox::take`) and recorded; once all are in, its holder hears.
+    /// requests as stored (`answers::take`) and recorded; once all are in, its holder hears.
     pub async fn update(
         &self,
         id: &str,
@@ -70,7 +70,7 @@ impl Durable {
                 .await?
                 .ok_or_else(|| tasks::unknown(id))?;
             let (Some(expected), "working") = (row.input_requests, row.status.as_str()) else {
-                return Err(inbox::not_waiting(id, &row.status));
+                return Err(answers::not_waiting(id, &row.status));
             };
             let mut pending: InputRequests = serde_json::from_str(&expected).map_err(|e| {
                 ErrorData::internal_error(
@@ -82,7 +82,7 @@ impl Durable {
                 .as_deref()
                 .and_then(|a| serde_json::from_str(a).ok())
                 .unwrap_or_default();
-            all.extend(inbox::take(id, &mut pending, responses.clone())?);
+            all.extend(answers::take(id, &mut pending, responses.clone())?);
             let left = (!pending.is_empty())
                 .then(|| serde_json::to_string(&pending))
                 .transpose();
