@@ -14,8 +14,9 @@
 //! twice unnoticed. A replica stopped with SIGTERM does not wait for that: it hands the
 //! tasks that may run again back at once (their leases end, the other replicas hear it and
 //! take them over) and ends the others `failed`, saying it was stopped
-//! ([`Durable::hand_back`]). Every settle is fenced by the task's epoch: a holder that lost
-//! a task cannot overwrite what its successor wrote.
+//! ([`Durable::hand_back`]). A task whose call waits for input waits in the database
+//! (`input`), shown and answered through any replica. Every settle is fenced by the
+//! task's epoch: a holder that lost a task cannot overwrite what its successor wrote.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -13,6 +13,9 @@
 //! forgotten to make room, and a call past that many unfinished ones is an `isError`
 //! result of kind `overloaded`. A finished task is kept [`ServerConfig::task_ttl`].
 //!
+//! A stateless request's task whose call asks waits `input_required` until `tasks/update`
+//! answers (`inbox`); a session's task asks its session's client, as any call does.
+//!
 //! Without a database tasks live in this process's memory: another replica does not know
 //! them, and they end with the process. With one (`durable`) they live in PostgreSQL,
 //! under the same rules.
