@@ -1,7 +1,7 @@
 //! Tasks that wait for input (SEP-2663 `input_required`, `tasks/update`) through the real
 //! binary, in stateless 2026-07-28 requests: a task whose tool asks shows the questions in
 //! `tasks/get`; `tasks/update` answers them, a part at a time; the call resumes with the
-//! answers. An operation under `tasks_ask_first` asks in its request first (an
+//! answers. A `sensitive` section's task waits for its approval the same way. An operation under `tasks_ask_first` asks in its request first (an
 //! `input_required` result) and becomes a task once answered. In memory, and in PostgreSQL
 //! across two replicas (the questions shown and answered through the replica that does not
 //! run the call). Denied, each a JSON-RPC error: an answer that does not fit the question's
@@ -18,18 +18,23 @@ use toolhost_tests::postgres::database;
 
 use super::{BIN, HttpServer, cache};
 
-/// The conformance fixture, its asking tools as tasks (`test_tool_with_task` asking first).
+/// The conformance fixture's section: its asking tools as tasks (`test_tool_with_task`
+/// asking first).
+const ASKING: &str = "ask = true\n\
+     tasks = [\"confirm-delete\", \"multi-input\", \"slow-compute\"]\n\
+     tasks_required = [\"test-tool-with-task\"]\n\
+     tasks_ask_first = [\"test-tool-with-task\"]\n";
+
 fn command(dir: &Path, extra: &[&str]) -> Command {
+    command_with(dir, ASKING, extra)
+}
+
+/// The conformance fixture under the section lines `section`.
+fn command_with(dir: &Path, section: &str, extra: &[&str]) -> Command {
     let policy = dir.join("policy.toml");
-    std::fs::write(
-        &policy,
-        "version = 1\n[tools.conformance]\nask = true\n\
-         tasks = [\"confirm-delete\", \"multi-input\", \"slow-compute\"]\n\
-         tasks_required = [\"test-tool-with-task\"]\n\
-         tasks_ask_first = [\"test-tool-with-task\"]\n\
-         limits = { timeout_ms = 60000 }\n",
-    )
-    .expect("policy");
+    let text =
+        format!("version = 1\n[tools.conformance]\n{section}limits = {{ timeout_ms = 60000 }}\n");
+    std::fs::write(&policy, text).expect("policy");
     let mut cmd = Command::new(BIN);
     cmd.arg("--cache-dir")
         .arg(cache())
@@ -223,6 +228,33 @@ async fn a_call_that_asks_first_becomes_a_task_once_answered() {
     let done = until(&server.url, id, "completed").await;
     assert_eq!(
         done["result"]["content"][0]["text"], "Hello, Alice!",
+        "{done}"
+    );
+}
+
+/// A `sensitive` section's task waits for its approval the same way: an answer that is not
+/// the approval form's is refused, the approval runs the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sensitive_task_waits_for_its_approval() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let section = "sensitive = true\ntasks = [\"greet\"]\n";
+    let server = HttpServer::start_with(command_with(dir.path(), section, &[]));
+    let id = start(&server.url, "greet", json!({"name": "Eve"})).await;
+    let waiting = until(&server.url, &id, "input_required").await;
+    assert_eq!(keys(&waiting), ["toolhost.approval"], "{waiting}");
+    let sloppy = json!({"toolhost.approval": accept(json!({"approve": "yes"}))});
+    let refusal = rpc(&server.url, "tasks/update", update(&id, sloppy)).await;
+    refused(
+        &refusal,
+        "invalid_answer",
+        "an approval that is not a boolean",
+    );
+    let yes = json!({"toolhost.approval": accept(json!({"approve": true}))});
+    let ack = rpc(&server.url, "tasks/update", update(&id, yes)).await;
+    assert!(ack.get("error").is_none(), "{ack}");
+    let done = until(&server.url, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Eve!",
         "{done}"
     );
 }
