@@ -28,6 +28,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use toolhost_runtime::ask::{Input, Kind, Request};
 
+use crate::answers;
+use crate::inbox::Inbox;
+
 /// How long a `requestState` stays valid: a person answering a form may take a while.
 const STATE_TTL: Duration = Duration::from_secs(30 * 60);
 
@@ -121,6 +124,8 @@ pub(crate) struct Asking {
     pub stop: Option<Stop>,
     /// What the state is bound to: the tool's name and a digest of its arguments.
     bound: Vec<u8>,
+    /// A stateless task's: where its questions wait for `tasks/update`.
+    inbox: Option<Inbox>,
 }
 
 impl Asking {
@@ -160,7 +165,17 @@ impl Asking {
             pending: InputRequests::new(),
             stop: None,
             bound,
+            inbox: None,
         })
+    }
+
+    /// A stateless task's asking: what the call asks that the request did not answer
+    /// waits in `inbox` for `tasks/update`, rather than ending the call.
+    pub(crate) fn waiting_in(mut self, inbox: Option<Inbox>) -> Asking {
+        if self.peer.is_none() {
+            self.inbox = inbox;
+        }
+        self
     }
 
     pub(crate) fn offered(&self) -> Vec<Kind> {
@@ -194,35 +209,53 @@ impl Asking {
             self.stop = Some(Stop::Missing(missing.request.kind()));
             return None;
         }
-        let mut out = Vec::with_capacity(inputs.len());
-        for input in inputs {
-            let answer = match &self.peer {
-                Some(peer) => match send(peer, input).await {
+        if let Some(peer) = &self.peer {
+            let mut out = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                let answer = match send(peer, input).await {
                     Ok(v) => v,
                     Err(e) => return Some(Err(e)),
-                },
-                None => match self.answers.get(&input.key) {
-                    Some(v) => v.clone(),
-                    None => {
-                        match input_request(input) {
-                            Ok(r) => self.pending.insert(input.key.clone(), r),
-                            Err(e) => return Some(Err(e)),
-                        };
-                        continue;
-                    }
-                },
-            };
-            if let Err(why) = check(input, &answer) {
-                self.stop = Some(Stop::Invalid(why));
-                return None;
+                };
+                if let Err(why) = check(input, &answer) {
+                    self.stop = Some(Stop::Invalid(why));
+                    return None;
+                }
+                out.push(answer);
             }
-            out.push(answer);
+            return Some(Ok(out));
+        }
+        // Stateless: from the answers so far; the rest asked for in an `input_required`
+        // result, or, in a task, waited for (`tasks/update`, checked there).
+        for input in inputs {
+            match self.answers.get(&input.key) {
+                Some(answer) => {
+                    if let Err(why) = check(input, answer) {
+                        self.stop = Some(Stop::Invalid(why));
+                        return None;
+                    }
+                }
+                None => match input_request(input) {
+                    Ok(r) => {
+                        self.pending.insert(input.key.clone(), r);
+                    }
+                    Err(e) => return Some(Err(e)),
+                },
+            }
         }
         if !self.pending.is_empty() {
-            self.stop = Some(Stop::Input);
-            return None;
+            let Some(inbox) = &self.inbox else {
+                self.stop = Some(Stop::Input);
+                return None;
+            };
+            match inbox.wait(std::mem::take(&mut self.pending)).await {
+                Ok(got) => self.answers.extend(got),
+                Err(e) => return Some(Err(e)),
+            }
         }
-        Some(Ok(out))
+        let answers = inputs
+            .iter()
+            .map(|i| self.answers.get(&i.key).cloned().unwrap_or(Value::Null));
+        Some(Ok(answers.collect()))
     }
 
     /// The error or result a stopped call ends with.
@@ -287,45 +320,11 @@ async fn send(peer: &Peer<RoleServer>, input: &Input) -> Result<Value, String> {
 /// Whether `answer` is what `input` calls for: an object; for a form, an action, and when
 /// it accepts, content that matches the form's schema.
 fn check(input: &Input, answer: &Value) -> Result<(), String> {
-    let key = &input.key;
-    let Some(obj) = answer.as_object() else {
-        return Err(format!("the answer to `{key}` is not an object: {answer}"));
+    let schema = match &input.request {
+        Request::Form { schema, .. } => Some(schema),
+        _ => None,
     };
-    let Request::Form { schema, .. } = &input.request else {
-        return Ok(());
-    };
-    match obj.get("action").and_then(Value::as_str) {
-        Some("decline" | "cancel") => Ok(()),
-        Some("accept") => {
-            let content = obj.get("content").cloned().unwrap_or(Value::Null);
-            let validator = jsonschema::validator_for(schema)
-                .map_err(|e| format!("the schema of `{key}` is not a JSON Schema: {e}"))?;
-            let problems: Vec<String> = validator
-                .iter_errors(&content)
-                .map(|e| {
-                    let at = e.instance_path.to_string();
-                    let at = if at.is_empty() {
-                        "the content".to_string()
-                    } else {
-                        format!("`{at}`")
-                    };
-                    format!("{at}: {e}")
-                })
-                .collect();
-            if problems.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "the answer to `{key}` does not match its schema: {}",
-                    problems.join("; ")
-                ))
-            }
-        }
-        other => Err(format!(
-            "the answer to `{key}` has no action `accept`, `decline` or `cancel`: {}",
-            other.map_or("none".to_string(), |a| format!("`{a}`"))
-        )),
-    }
+    answers::check(&input.key, schema, answer)
 }
 
 /// The form a `sensitive` tool's call is approved through.

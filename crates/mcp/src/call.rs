@@ -24,6 +24,7 @@ use toolhost_runtime::ask::{Ask, channel};
 
 use crate::ask::{self, Asking};
 use crate::catalog::Entry;
+use crate::inbox::Inbox;
 use crate::logging;
 use crate::shared::Session;
 use crate::shared::Shared;
@@ -35,6 +36,16 @@ use crate::{Catalog, content, errors, output, tasks};
 pub(crate) struct Round {
     pub responses: Option<InputResponses>,
     pub state: Option<String>,
+    /// A stateless task's: where what the call asks waits for `tasks/update`.
+    pub inbox: Option<Inbox>,
+}
+
+/// Whether the call of `entry` that `round` brings runs in its request before it becomes a
+/// task: an operation under `tasks_ask_first` called without answers (MRTR round one). Its
+/// first question ends the request with an `input_required` result; the call made again
+/// with the answers starts the task (SEP-2663, "MRTR and tasks").
+pub(crate) fn asks_first(entry: &Entry, round: &Round) -> bool {
+    entry.ask_first && round.responses.is_none() && round.state.is_none()
 }
 
 /// Runs `entry` (the tool `name`) with `args` for the request `ctx`: approved first when
@@ -59,7 +70,8 @@ pub(crate) async fn call(
         round.responses,
         round.state.as_deref(),
         &ctx,
-    )?;
+    )?
+    .waiting_in(round.inbox);
     let sink = session
         .sink(shared, stateless)
         .map_err(|e| broke(shared, e))?;
@@ -115,7 +127,7 @@ pub(crate) async fn start_task(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
     catalog: Arc<Catalog>,
-    (name, args, round): (String, Value, Round),
+    (name, args, mut round): (String, Value, Round),
     mut ctx: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     let owner = tasks::owner(session.id, &ctx);
@@ -132,6 +144,9 @@ pub(crate) async fn start_task(
         Err(full) => return Ok(full.into()),
     };
     ctx.ct = ct.clone();
+    if owner == tasks::Owner::Stateless {
+        round.inbox = Some(Inbox::new(shared.clone(), id.clone()));
+    }
     let (shared2, session2, task) = (shared.clone(), session.clone(), id.clone());
     tokio::spawn(async move {
         let entry = catalog

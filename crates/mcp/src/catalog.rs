@@ -37,6 +37,9 @@ pub struct Entry {
     pub(crate) content: bool,
     /// Whether a call runs as an MCP task (the section's `tasks` and `tasks_required`).
     pub(crate) task: TaskSupport,
+    /// Whether a call asks its first question before it becomes a task
+    /// (`tasks_ask_first`).
+    pub(crate) ask_first: bool,
     pub(crate) descriptor: McpTool,
 }
 
@@ -52,9 +55,33 @@ pub(crate) enum TaskSupport {
     Required,
 }
 
+/// Every operation `o`'s section names (`operations`, and the task lists, which name
+/// operations too: one the component lacks is the same mistake) is one its component has.
+fn known_operations(o: &Offered) -> Result<(), CatalogError> {
+    let s = &o.section;
+    let named = s.operations.iter().flatten();
+    let tasks = s.tasks.iter().chain(&s.tasks_required);
+    let tasks = tasks.chain(&s.tasks_ask_first);
+    let lacking = |a: &&String| *a != "*" && o.tool.operation(a).is_none();
+    match named.chain(tasks).find(lacking) {
+        Some(missing) => Err(CatalogError::UnknownOperation {
+            section: s.name.clone(),
+            operation: missing.clone(),
+            tool: o.tool.name.clone(),
+            available: o.tool.operation_names(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `list` names `operation` (or `*`).
+fn listed(list: &[String], operation: &str) -> bool {
+    list.iter().any(|t| t == "*" || t == operation)
+}
+
 impl TaskSupport {
     fn of(section: &ToolPolicy, operation: &str) -> TaskSupport {
-        let named = |list: &[String]| list.iter().any(|t| t == "*" || t == operation);
+        let named = |list: &[String]| listed(list, operation);
         if named(&section.tasks_required) {
             TaskSupport::Required
         } else if named(&section.tasks) {
@@ -161,19 +188,7 @@ impl Catalog {
                     pool: pool.to_string(),
                 });
             }
-            // `tasks` and `tasks_required` name operations too: one the component lacks is
-            // the same mistake.
-            let named = o.section.operations.iter().flatten();
-            let tasks = o.section.tasks.iter().chain(&o.section.tasks_required);
-            let lacking = |a: &&String| *a != "*" && o.tool.operation(a).is_none();
-            if let Some(missing) = named.chain(tasks).find(lacking) {
-                return Err(CatalogError::UnknownOperation {
-                    section: section.clone(),
-                    operation: missing.clone(),
-                    tool: o.tool.name.clone(),
-                    available: o.tool.operation_names(),
-                });
-            }
+            known_operations(o)?;
             let allowed = |name: &str| {
                 o.section
                     .operations
@@ -215,6 +230,7 @@ impl Catalog {
                         effects,
                         content,
                         task,
+                        ask_first: listed(&o.section.tasks_ask_first, &op.name),
                         descriptor,
                     },
                 );

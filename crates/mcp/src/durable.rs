@@ -14,8 +14,9 @@
 //! twice unnoticed. A replica stopped with SIGTERM does not wait for that: it hands the
 //! tasks that may run again back at once (their leases end, the other replicas hear it and
 //! take them over) and ends the others `failed`, saying it was stopped
-//! ([`Durable::hand_back`]). Every settle is fenced by the task's epoch: a holder that lost
-//! a task cannot overwrite what its successor wrote.
+//! ([`Durable::hand_back`]). A task whose call waits for input waits in the database
+//! (`input`), shown and answered through any replica. Every settle is fenced by the
+//! task's epoch: a holder that lost a task cannot overwrite what its successor wrote.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,8 @@ use toolhost_store_pg::{Database, NewTask, PgError, TakenTask, TaskCancels, Task
 
 use crate::catalog::Entry;
 use crate::tasks::{self, Owner, State};
+
+mod input;
 
 /// Tasks taken over per look: the rest wait for the next one (or another replica).
 const TAKE_AT_ONCE: u32 = 8;
@@ -50,6 +53,8 @@ struct Held {
     epoch: i64,
     again: bool,
     operation: String,
+    /// Woken when the task's answers are all in (`input`).
+    input: Arc<tokio::sync::Notify>,
 }
 
 /// The calls this replica runs for its tasks, by task id; `stopping` once it hands them
@@ -70,8 +75,8 @@ pub(crate) struct Durable {
     running: Running,
     /// Woken when another replica hands tasks back: take them over now.
     handed: Arc<tokio::sync::Notify>,
-    /// Held for the notifications of cancelled and handed back tasks.
-    _heard: (TaskCancels, TaskCancels),
+    /// Held for the notifications of cancelled, handed back and answered tasks.
+    _heard: (TaskCancels, TaskCancels, TaskCancels),
 }
 
 /// What a stopping replica did with its tasks (`Durable::hand_back`).
@@ -97,6 +102,15 @@ impl Durable {
                 }
             })
             .map_err(|e| e.to_string())?;
+        let hears = running.clone();
+        let answered = config
+            .db
+            .on_task_input(move |id| {
+                if let Some(h) = hears.lock().expect("running lock").held.get(id) {
+                    h.input.notify_one();
+                }
+            })
+            .map_err(|e| e.to_string())?;
         let handed = Arc::new(tokio::sync::Notify::new());
         let wake = handed.clone();
         let handbacks = config
@@ -109,7 +123,7 @@ impl Durable {
             replica,
             running,
             handed,
-            _heard: (cancels, handbacks),
+            _heard: (cancels, handbacks, answered),
         })
     }
 
@@ -134,7 +148,7 @@ impl Durable {
     }
 
     /// `owner` as the database knows it: a session's tasks are its replica's session's.
-    fn owner(&self, owner: Owner) -> String {
+    pub(crate) fn owner(&self, owner: Owner) -> String {
         match owner {
             Owner::Stateless => "stateless".into(),
             Owner::Session(n) => format!("session:{}:{n}", self.replica),
@@ -181,6 +195,7 @@ impl Durable {
             epoch: row.epoch,
             again,
             operation: name.to_string(),
+            input: Arc::default(),
         };
         // Stopping since the check above: the task is released like the others were.
         if let Some(held) = self.hold(&row.id, held) {
@@ -199,7 +214,7 @@ impl Durable {
             State::Completed(r) => (TaskEnd::Completed, Value::Object(r)),
             State::Failed(e) => (TaskEnd::Failed, Value::Object(e)),
             // Marked in the database by whoever cancelled it.
-            State::Working | State::Cancelled => return,
+            State::Working | State::InputRequired(_) | State::Cancelled => return,
         };
         let (db, id, holder) = (self.db.clone(), id.to_string(), self.replica.clone());
         let settled =
@@ -216,7 +231,10 @@ impl Durable {
             ("completed", Some(r)) => State::Completed(outcome(r)),
             ("failed", Some(e)) => State::Failed(outcome(e)),
             ("cancelled", _) => State::Cancelled,
-            _ => State::Working,
+            _ => match row.input_requests.as_deref().map(serde_json::from_str) {
+                Some(Ok(pending)) => State::InputRequired(pending),
+                _ => State::Working,
+            },
         };
         let times = (stamp(row.created), stamp(row.updated));
         Ok(tasks::detailed(id, &state, (&times.0, &times.1), row.ttl))
@@ -235,13 +253,7 @@ impl Durable {
         Ok(())
     }
 
-    /// `tasks/update`: a toolhost task never waits for input.
-    pub async fn update(&self, id: &str, owner: Owner) -> Result<(), ErrorData> {
-        self.row(id, owner).await?;
-        Err(tasks::no_input(id))
-    }
-
-    async fn row(&self, id: &str, owner: Owner) -> Result<TaskRow, ErrorData> {
+    pub(crate) async fn row(&self, id: &str, owner: Owner) -> Result<TaskRow, ErrorData> {
         let (db, key, owner_key) = (self.db.clone(), id.to_string(), self.owner(owner));
         blocking(move || db.task(&key, &owner_key))
             .await?
@@ -302,6 +314,7 @@ impl Durable {
                 epoch: t.epoch,
                 again: t.idempotent && t.args.is_some(),
                 operation: t.operation.clone(),
+                input: Arc::default(),
             };
             match self.hold(&t.id, held) {
                 None => kept.push((t, ct)),
@@ -429,7 +442,7 @@ fn stamp(t: std::time::SystemTime) -> String {
 }
 
 /// Runs a blocking database call off the async workers.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, PgError> + Send + 'static,
 ) -> Result<T, ErrorData> {
     match tokio::task::spawn_blocking(f).await {

@@ -238,8 +238,9 @@ impl ServerHandler for Server {
         let round = call::Round {
             responses: request.input_responses,
             state: request.request_state,
+            inbox: None,
         };
-        if tasks::wanted(&request.name, entry.task, &context)? {
+        if tasks::wanted(&request.name, entry.task, &context)? && !call::asks_first(entry, &round) {
             return call::start_task(
                 &self.shared,
                 &self.session,
@@ -293,9 +294,10 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let owner = tasks::owner(self.session.id, &context);
+        let answers = request.input_responses;
         if let Some(d) = &self.shared.durable {
-            return d.update(&request.task_id, owner).await;
+            return d.update(&request.task_id, owner, answers).await;
         }
-        self.shared.tasks.update(&request.task_id, owner)
+        self.shared.tasks.update(&request.task_id, owner, answers)
     }
 }

@@ -24,6 +24,8 @@
 //! - `ask`: people in the loop: a tool's questions (`toolhost:host/ask`) and a `sensitive`
 //!   call's approval put to the client: server-to-client requests in a session,
 //!   `input_required` results with a sealed `requestState` on 2026-07-28.
+//! - `answers`: a client's answers checked before a tool sees them (a form's schema), and
+//!   taken out of what a waiting task asked (`tasks/update`).
 //! - `logging`: a call's log records forwarded to the client at the level it set.
 //! - `errors`: a failed call as an `isError` result, or the JSON-RPC error for protocol
 //!   misuse.
@@ -37,7 +39,10 @@
 //!   `tasks` answers with a task id; the call runs on, its status and result polled with
 //!   `tasks/get`, ended with `tasks/cancel`; each task visible to its own client only.
 //!   An operation under `tasks_required` runs only as a task (`-32021` without the
-//!   extension).
+//!   extension); one under `tasks_ask_first` asks its first question in the request
+//!   (`input_required`), and becomes a task when called again with the answer.
+//! - `inbox`: a stateless task's questions: `input_required` in `tasks/get` until
+//!   `tasks/update` answers them (checked as a round's answers are), then the call resumes.
 //! - `durable`: the same tasks in PostgreSQL ([`TaskDatabase`], `--database`), shared by
 //!   replicas: run under a lease by one, read and cancelled through any, taken over when
 //!   their replica dies (run again only when idempotent by policy, else `failed`), handed
@@ -52,6 +57,7 @@
 //! - [`watch`]: swapping in a changed policy or component, refusing a broken one.
 
 mod annotate;
+mod answers;
 mod ask;
 mod call;
 pub mod catalog;
@@ -60,6 +66,7 @@ mod durable;
 mod errors;
 mod handler;
 pub mod http;
+mod inbox;
 mod keep;
 mod logging;
 mod output;

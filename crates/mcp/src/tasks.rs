@@ -13,11 +13,14 @@
 //! forgotten to make room, and a call past that many unfinished ones is an `isError`
 //! result of kind `overloaded`. A finished task is kept [`ServerConfig::task_ttl`].
 //!
+//! A stateless request's task whose call asks waits `input_required` until `tasks/update`
+//! answers (`inbox`); a session's task asks its session's client, as any call does.
+//!
 //! Without a database tasks live in this process's memory: another replica does not know
 //! them, and they end with the process. With one (`durable`) they live in PostgreSQL,
 //! under the same rules.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,12 +28,15 @@ use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask,
-    ErrorCode, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    ErrorCode, GetTaskResult, InputRequests, InputResponses, JsonObject, Task, TaskPayload,
+    TaskStatus,
 };
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::answers;
 use crate::catalog::TaskSupport;
 
 /// How often a client is asked to poll a task that is still working.
@@ -47,6 +53,8 @@ pub(crate) enum Owner {
 #[derive(Clone)]
 pub(crate) enum State {
     Working,
+    /// The call waits for the answers to these (`inbox`).
+    InputRequired(InputRequests),
     Completed(JsonObject),
     Failed(JsonObject),
     Cancelled,
@@ -61,6 +69,13 @@ struct Slot {
     ct: CancellationToken,
     /// When it was created; a finished task is forgotten `ttl` after.
     born: Instant,
+    /// While the call waits for input: the answers so far, and where to send them all.
+    waiting: Option<Waiting>,
+}
+
+struct Waiting {
+    answered: BTreeMap<String, Value>,
+    done: oneshot::Sender<BTreeMap<String, Value>>,
 }
 
 /// The tasks of every client of a server.
@@ -204,6 +219,24 @@ pub(crate) fn object(v: serde_json::Result<Value>) -> JsonObject {
     }
 }
 
+impl State {
+    /// Whether the call still runs (working, or waiting for input).
+    pub(crate) fn unfinished(&self) -> bool {
+        matches!(self, State::Working | State::InputRequired(_))
+    }
+
+    /// The status `tasks/get` shows.
+    pub(crate) fn status(&self) -> &'static str {
+        match self {
+            State::Working => "working",
+            State::InputRequired(_) => "input_required",
+            State::Completed(_) => "completed",
+            State::Failed(_) => "failed",
+            State::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl Tasks {
     /// Makes room for and records a new working task of `owner`: its id, its creation
     /// time and the token that cancels its call; the `overloaded` result when `owner`
@@ -231,6 +264,7 @@ impl Tasks {
                 state: State::Working,
                 ct: ct.clone(),
                 born: Instant::now(),
+                waiting: None,
             },
         );
         Ok(Ok((id, created, ct)))
@@ -240,10 +274,11 @@ impl Tasks {
     pub(crate) fn settle(&self, id: &str, state: State) {
         let mut slots = self.slots.lock().expect("tasks lock");
         if let Some(slot) = slots.get_mut(id)
-            && matches!(slot.state, State::Working)
+            && slot.state.unfinished()
         {
             slot.state = state;
             slot.updated = now();
+            slot.waiting = None;
         }
     }
 
@@ -276,33 +311,63 @@ impl Tasks {
             .get_mut(id)
             .filter(|s| s.owner == owner)
             .ok_or_else(|| unknown(id))?;
-        if matches!(slot.state, State::Working) {
+        if slot.state.unfinished() {
             slot.state = State::Cancelled;
             slot.updated = now();
+            slot.waiting = None;
             slot.ct.cancel();
         }
         Ok(())
     }
 
-    /// `tasks/update`: a toolhost task never waits for input (its questions go to the
-    /// session's client as requests), so there is nothing to answer.
-    pub(crate) fn update(&self, id: &str, owner: Owner) -> Result<(), ErrorData> {
-        let slots = self.slots.lock().expect("tasks lock");
-        slots
-            .get(id)
+    /// Shows task `id` waiting for `pending` (`inbox`); what receives the answers once
+    /// `tasks/update` brought them all. `None`: the task no longer runs.
+    pub(crate) fn wait_input(
+        &self,
+        id: &str,
+        pending: InputRequests,
+    ) -> Option<oneshot::Receiver<BTreeMap<String, Value>>> {
+        let mut slots = self.slots.lock().expect("tasks lock");
+        let slot = slots.get_mut(id).filter(|s| s.state.unfinished())?;
+        let (done, answered) = oneshot::channel();
+        slot.state = State::InputRequired(pending);
+        slot.updated = now();
+        slot.waiting = Some(Waiting {
+            answered: BTreeMap::new(),
+            done,
+        });
+        Some(answered)
+    }
+
+    /// `tasks/update`: the answers to what the task waits for (`answers::take`); once all
+    /// are in, the call resumes with them and the task works again.
+    pub(crate) fn update(
+        &self,
+        id: &str,
+        owner: Owner,
+        responses: InputResponses,
+    ) -> Result<(), ErrorData> {
+        let mut slots = self.slots.lock().expect("tasks lock");
+        let slot = slots
+            .get_mut(id)
             .filter(|s| s.owner == owner)
             .ok_or_else(|| unknown(id))?;
-        Err(no_input(id))
+        let State::InputRequired(pending) = &mut slot.state else {
+            return Err(answers::not_waiting(id, slot.state.status()));
+        };
+        let got = answers::take(id, pending, responses)?;
+        let all = pending.is_empty();
+        let Some(waiting) = slot.waiting.as_mut() else {
+            return Err(answers::not_waiting(id, "ending"));
+        };
+        waiting.answered.extend(got);
+        slot.updated = now();
+        if all && let Some(w) = slot.waiting.take() {
+            slot.state = State::Working;
+            let _ = w.done.send(w.answered);
+        }
+        Ok(())
     }
-}
-
-/// What `tasks/update` answers for a task of its client: a toolhost task never waits for
-/// input.
-pub(crate) fn no_input(id: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!("task `{id}` asks for no input"),
-        Some(json!({"kind": "no_input_requested", "taskId": id})),
-    )
 }
 
 /// The `tasks/get` answer for task `id` in `state`, created and last updated at `times`.
@@ -314,6 +379,9 @@ pub(crate) fn detailed(
 ) -> GetTaskResult {
     let payload = match state {
         State::Working => TaskPayload::Working,
+        State::InputRequired(pending) => TaskPayload::InputRequired {
+            input_requests: pending.clone(),
+        },
         State::Completed(result) => TaskPayload::Completed {
             result: result.clone(),
         },
@@ -324,7 +392,7 @@ pub(crate) fn detailed(
     };
     let mut task = Task::new(id, payload.status(), created, updated);
     task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-    if matches!(state, State::Working) {
+    if state.unfinished() {
         task = task.with_poll_interval_ms(POLL_MS);
     }
     GetTaskResult::new(DetailedTask::new(task, payload))
@@ -342,7 +410,7 @@ pub(crate) fn overloaded(max: usize) -> CallToolResult {
 
 /// Forgets the finished tasks older than `ttl`.
 fn expire(slots: &mut HashMap<String, Slot>, ttl: Duration) {
-    slots.retain(|_, s| matches!(s.state, State::Working) || s.born.elapsed() < ttl);
+    slots.retain(|_, s| s.state.unfinished() || s.born.elapsed() < ttl);
 }
 
 /// Makes room for one more task of `owner`: forgets its oldest finished task when it holds
@@ -357,7 +425,7 @@ fn make_room(
         return None;
     }
     let oldest = mine()
-        .filter(|(_, s)| !matches!(s.state, State::Working))
+        .filter(|(_, s)| !s.state.unfinished())
         .min_by_key(|(_, s)| s.born)
         .map(|(id, _)| id.clone());
     match oldest {

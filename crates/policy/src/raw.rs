@@ -105,6 +105,10 @@ pub(crate) struct RawTool {
     /// not declare the tasks extension is refused (`-32021`).
     #[serde(default)]
     pub tasks_required: Vec<Spanned<String>>,
+    /// Task operations (or `*`) whose calls ask their first question before they become
+    /// tasks (an `input_required` result; the call made again with the answer starts it).
+    #[serde(default)]
+    pub tasks_ask_first: Vec<Spanned<String>>,
     /// The executor pool whose workers run this tool's calls.
     pub pool: Option<Spanned<String>>,
     pub outputs: Option<RawOutputs>,

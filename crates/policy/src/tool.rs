@@ -47,6 +47,12 @@ pub struct ToolPolicy {
     /// one that `tasks` lists too.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks_required: Vec<String>,
+    /// Operations (`*`: all of those in `tasks` and `tasks_required`) whose calls from a
+    /// 2026-07-28 client ask their first question before they become tasks: a call without
+    /// answers ends with an `input_required` result (MRTR), and the call made again with the
+    /// answers starts the task. Each one a task operation; the section grants `ask`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks_ask_first: Vec<String>,
     /// The executor pool whose workers run this tool's calls (they hold its grants); `None`:
     /// calls run in the process that runs the plan. Only a run on the PostgreSQL backend
     /// can route a call to a pool.
@@ -113,6 +119,7 @@ impl ToolPolicy {
             idempotent: false,
             tasks: Vec::new(),
             tasks_required: Vec::new(),
+            tasks_ask_first: Vec::new(),
             pool: None,
             grants_on_pool: false,
             flow: Flow {
@@ -170,6 +177,7 @@ pub(crate) fn tool_policy(
         .as_ref()
         .map(|ops| operations(ops, at, problems));
     let (tasks, tasks_required) = task_lists(raw, operations.as_deref(), at, problems);
+    let tasks_ask_first = ask_first(raw, (&tasks, &tasks_required), at, problems);
     let (limits, rate) = limits::apply(defaults.0.clone(), &raw.limits, at, problems);
     let flow = flow::flow(raw, at, problems);
     let pool = raw.pool.as_ref().and_then(|p| {
@@ -193,6 +201,7 @@ pub(crate) fn tool_policy(
         idempotent: raw.idempotent,
         tasks,
         tasks_required,
+        tasks_ask_first,
         pool,
         grants_on_pool: grants == Grants::OnPool,
         flow,
@@ -391,6 +400,46 @@ fn task_lists(
         }
     }
     (optional, kept)
+}
+
+/// `tasks_ask_first`: task operations (or `*`), each listed once, in a section that grants
+/// `ask` (else nothing is asked, first or later).
+fn ask_first(
+    raw: &RawTool,
+    (optional, required): (&[String], &[String]),
+    at: &At<'_>,
+    problems: &mut Problems,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let task = |n: &str| optional.iter().chain(required).any(|t| t == "*" || t == n);
+    for op in &raw.tasks_ask_first {
+        let n = op.get_ref();
+        let why = if !raw.ask {
+            Some(format!(
+                "`tasks_ask_first` names `{n}`, but the section does not grant `ask` (add `ask = true`), so its calls cannot ask anything"
+            ))
+        } else if names.contains(n) {
+            Some(format!(
+                "operation `{n}` is listed twice in `tasks_ask_first`"
+            ))
+        } else if n != "*" && !task(n) {
+            Some(format!(
+                "`tasks_ask_first` names `{n}`, which is in neither `tasks` nor `tasks_required`: only a task operation can ask before its task starts"
+            ))
+        } else if n == "*" && optional.is_empty() && required.is_empty() {
+            Some(
+                "`tasks_ask_first = [\"*\"]` needs operations in `tasks` or `tasks_required`"
+                    .into(),
+            )
+        } else {
+            None
+        };
+        match why {
+            Some(why) => problems.push(at(op.span(), why)),
+            None => names.push(n.clone()),
+        }
+    }
+    names
 }
 
 /// The operations run as MCP tasks: names (or `*`), each listed once and, when the section

@@ -46,6 +46,8 @@
 //! - [`tasks`]: MCP tasks shared by replicas (migration 0008): opened under a per-owner
 //!   bound, run under a lease by one replica, read and cancelled by any, taken over when
 //!   their holder stops renewing, forgotten a ttl after they end.
+//! - [`task_input`]: MCP tasks that wait for input (migration 0010): the requests shown by
+//!   any replica, answered through any, collected by the holder once all are in.
 //! - `checks`: draft edits of a plan under review (migration 0009), asked about by any
 //!   replica and checked by the run's holder while it waits for the decision.
 //!
@@ -63,6 +65,7 @@ pub mod queue;
 mod read;
 pub mod served;
 pub mod store;
+pub mod task_input;
 pub mod tasks;
 mod url;
 
@@ -80,6 +83,7 @@ pub use self::queue::{RunInfo, Status};
 pub use self::read::RunEnds;
 pub use self::served::{Answer, Cancelled};
 pub use self::store::PgStore;
+pub use self::task_input::TaskInput;
 pub use self::tasks::{NewTask, TakenTask, TaskCancels, TaskEnd, TaskRow};
 pub use self::url::shown as shown_url;
 

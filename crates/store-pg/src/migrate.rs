@@ -57,6 +57,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "plan_checks",
         include_str!("../migrations/0009_plan_checks.sql"),
     ),
+    (
+        10,
+        "mcp_task_input",
+        include_str!("../migrations/0010_mcp_task_input.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

@@ -65,6 +65,9 @@ pub struct TaskRow {
     pub takeovers: i32,
     pub created: SystemTime,
     pub updated: SystemTime,
+    /// While its call waits for input (`working`): the requests not answered yet, JSON
+    /// text (an object keyed by the tool's keys; migration 0010).
+    pub input_requests: Option<String>,
 }
 
 /// A task taken over from a holder that stopped renewing its lease.
@@ -104,13 +107,14 @@ impl Drop for TaskCancels {
 }
 
 /// The columns a [`TaskRow`] is read from.
-const ROW: &str = "id, owner, operation, status, outcome::text, ttl_ms, holder, epoch, takeovers, \
-                   created_at, updated_at";
+pub(crate) const ROW: &str = "id, owner, operation, status, outcome::text, ttl_ms, holder, epoch, \
+                   takeovers, created_at, updated_at, input_requests::text";
 
 /// Not yet forgotten: working, or ended less than its ttl ago.
-const LIVE: &str = "(status = 'working' OR updated_at + ttl_ms * interval '1 millisecond' > now())";
+pub(crate) const LIVE: &str =
+    "(status = 'working' OR updated_at + ttl_ms * interval '1 millisecond' > now())";
 
-fn row(r: &Row) -> TaskRow {
+pub(crate) fn row(r: &Row) -> TaskRow {
     let ttl: i64 = r.get(5);
     TaskRow {
         id: r.get(0),
@@ -124,6 +128,7 @@ fn row(r: &Row) -> TaskRow {
         takeovers: r.get(8),
         created: r.get(9),
         updated: r.get(10),
+        input_requests: r.get(11),
     }
 }
 
@@ -238,7 +243,8 @@ impl Database {
             let n = c
                 .execute(
                     "UPDATE mcp_tasks SET status = $4, outcome = $5::text::jsonb,
-                         holder = NULL, lease_expires = NULL, updated_at = now()
+                         holder = NULL, lease_expires = NULL, updated_at = now(),
+                         input_requests = NULL, input_responses = NULL
                      WHERE id = $1 AND holder = $2 AND epoch = $3 AND status = 'working'",
                     &[&id, &holder, &epoch, &status, &outcome],
                 )
@@ -257,7 +263,8 @@ impl Database {
             let n = c
                 .execute(
                     "UPDATE mcp_tasks SET status = 'cancelled', holder = NULL,
-                         lease_expires = NULL, updated_at = now()
+                         lease_expires = NULL, updated_at = now(),
+                         input_requests = NULL, input_responses = NULL
                      WHERE id = $1 AND owner = $2 AND status = 'working'",
                     &[&id, &owner],
                 )
@@ -311,7 +318,8 @@ impl Database {
                 .query(
                     "UPDATE mcp_tasks t SET holder = $1,
                          lease_expires = now() + $2::float8 * interval '1 millisecond',
-                         epoch = t.epoch + 1, takeovers = t.takeovers + 1, updated_at = now()
+                         epoch = t.epoch + 1, takeovers = t.takeovers + 1, updated_at = now(),
+                         input_requests = NULL, input_responses = NULL
                      FROM (SELECT id, holder AS was FROM mcp_tasks
                            WHERE status = 'working' AND lease_expires <= now()
                            ORDER BY lease_expires LIMIT $3
@@ -355,7 +363,7 @@ impl Database {
                 let n = tx
                     .execute(
                         "UPDATE mcp_tasks SET lease_expires = now(), epoch = epoch + 1,
-                             updated_at = now()
+                             updated_at = now(), input_requests = NULL, input_responses = NULL
                          WHERE id = $1 AND holder = $2 AND epoch = $3 AND status = 'working'",
                         &[&id, &holder, &epoch],
                     )
@@ -405,7 +413,7 @@ impl Database {
         self.on_task_notice(HANDED_BACK, on)
     }
 
-    fn on_task_notice(
+    pub(crate) fn on_task_notice(
         &self,
         channel: &'static str,
         on: impl Fn(&str) + Send + Sync + 'static,

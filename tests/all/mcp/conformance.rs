@@ -33,12 +33,14 @@ fn server(dir: &tempfile::TempDir) -> HttpServer {
     let policy = dir.path().join("policy.toml");
     // `ask`: the fixture's elicitation, sampling and roots tools put their questions to the
     // suite's client. `tasks`: the tasks scenarios' long operations run as MCP tasks;
-    // `failing_job` only so (`tasks-required-task-error` calls it without the extension).
+    // `failing_job` only so (`tasks-required-task-error` calls it without the extension),
+    // and `test_tool_with_task`, which asks first (`tasks-mrtr-composition`).
     std::fs::write(
         &policy,
         "version = 1\n[tools.conformance]\nask = true\n\
-         tasks = [\"slow-compute\", \"protocol-error-job\"]\n\
-         tasks_required = [\"failing-job\"]\n\
+         tasks = [\"slow-compute\", \"protocol-error-job\", \"confirm-delete\", \"multi-input\"]\n\
+         tasks_required = [\"failing-job\", \"test-tool-with-task\"]\n\
+         tasks_ask_first = [\"test-tool-with-task\"]\n\
          limits = { timeout_ms = 60000 }\n",
     )
     .expect("policy");
@@ -88,26 +90,8 @@ fn passes(revision: &str) {
 
 /// The checks of the tasks scenarios (2026-07-28) that fail, with why; the suite runs these
 /// scenarios without scoring them, so this test gates them: every other check must pass,
-/// and each listed one must still fail (the list stays exact).
-const TASKS_NOT_SERVED: &[(&str, &str)] = &[
-    // Not served yet: a task that waits for input (`input_required`, `tasks/update`),
-    // and the fixture tools those checks call (`confirm_delete`, `multi_input`).
-    (
-        "tasks-dispatch-and-envelope",
-        "tasks-result-type-complete-on-non-task-responses",
-    ),
-    (
-        "tasks-mrtr-input",
-        "sep-2663-tasks-get-status-input-required",
-    ),
-    ("tasks-mrtr-input", "tasks-mrtr-tasks-update-resumes"),
-    ("tasks-mrtr-input", "tasks-mrtr-partial-fulfillment"),
-    // Not served yet: a call that asks first and then becomes a task.
-    (
-        "tasks-mrtr-composition",
-        "sep-2663-mrtr-synchronous-before-task-creation",
-    ),
-];
+/// and each listed one must still fail (the list stays exact). None fails now.
+const TASKS_NOT_SERVED: &[(&str, &str)] = &[];
 
 const STAMP: &str = "-2026-11-28T02-58-04-863Z";
 

@@ -129,7 +129,7 @@ pub(super) async fn journaled(
 
 /// A 2025-11-25 session on `url` with the tasks extension; sends one request, returns
 /// the answer.
-async fn session_rpc(
+pub(super) async fn session_rpc(
     url: &str,
     session: &mut Option<String>,
     method: &str,

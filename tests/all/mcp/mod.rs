@@ -15,6 +15,7 @@ mod rmcp_asks;
 mod rmcp_client;
 mod sessions;
 mod state_key;
+mod task_input;
 mod tasks;
 mod watch;
 
