@@ -46,6 +46,13 @@ impl Server {
             Some(tasks) => Some(crate::durable::Durable::start(tasks)?),
             None => None,
         };
+        if config.programs.is_some() && catalog.get(crate::program::TOOL).is_some() {
+            return Err(format!(
+                "a served tool is named `{}`, the name of code mode's tool: rename its section or serve without --code",
+                crate::program::TOOL
+            ));
+        }
+        let programs = config.programs.clone().map(crate::program::Served::new);
         Ok(Server {
             shared: Arc::new(Shared {
                 rt,
@@ -59,6 +66,7 @@ impl Server {
                 codec,
                 tasks: crate::tasks::Tasks::default(),
                 durable,
+                programs,
                 config,
             }),
             session: Arc::default(),
@@ -213,13 +221,18 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.shared.catalog().descriptors(),
-        ))
+        let mut tools = self.shared.catalog().descriptors();
+        if let Some(p) = &self.shared.programs {
+            tools.push(p.descriptor());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
-        self.shared.catalog().descriptor(name)
+        match &self.shared.programs {
+            Some(p) if name == crate::program::TOOL => Some(p.descriptor()),
+            _ => self.shared.catalog().descriptor(name),
+        }
     }
 
     async fn call_tool(
@@ -227,6 +240,12 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(p) = &self.shared.programs
+            && request.name == crate::program::TOOL
+        {
+            let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+            return p.call(&args, context.ct.clone()).await.map(Into::into);
+        }
         let catalog = self.shared.catalog();
         let Some(entry) = catalog.get(&request.name) else {
             return Err(errors::unknown_tool(

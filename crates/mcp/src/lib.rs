@@ -49,6 +49,9 @@
 //!   back at once by a replica that stops ([`HandedBack`]).
 //! - `keep`: a replica's upkeep of its durable tasks: renewing its leases, taking over
 //!   lapsed or handed back tasks (a call run again through `call`), forgetting expired ones.
+//! - [`program`]: `run_program` (`--code`): a Python program over the served tools, run by
+//!   the embedder's [`Programs`] (code mode: each call a checked, journaled step), their
+//!   number bounded.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
@@ -70,6 +73,7 @@ mod inbox;
 mod keep;
 mod logging;
 mod output;
+pub mod program;
 pub mod sessions;
 mod shared;
 pub mod sink;
@@ -81,6 +85,7 @@ pub use self::catalog::{Catalog, CatalogError, Offered, ToolNames};
 pub use self::durable::{HandedBack, TaskDatabase};
 pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
+pub use self::program::{ProgramEnd, ProgramRun, Programs};
 pub use self::sessions::SessionLimits;
 pub use self::shared::ServerConfig;
 pub use self::sink::{CallEnd, CallSink, CallStart, NoSink};

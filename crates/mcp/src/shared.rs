@@ -34,6 +34,8 @@ pub struct ServerConfig {
     /// Where tasks are kept so that replicas share them (`--database`); `None`: in this
     /// process's memory.
     pub task_database: Option<crate::TaskDatabase>,
+    /// What runs `run_program` calls (`--code`); `None`: no such tool.
+    pub programs: Option<Arc<dyn crate::Programs>>,
 }
 
 /// The key never shows: only whether there is one.
@@ -45,6 +47,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("task_ttl", &self.task_ttl)
             .field("state_key", &self.state_key.as_ref().map(|_| "(set)"))
             .field("task_database", &self.task_database)
+            .field("programs", &self.programs.is_some())
             .finish()
     }
 }
@@ -61,6 +64,7 @@ impl Default for ServerConfig {
             task_ttl: Duration::from_secs(3600),
             state_key: None,
             task_database: None,
+            programs: None,
         }
     }
 }
@@ -85,6 +89,12 @@ impl ServerConfig {
         self.task_database = Some(tasks);
         self
     }
+
+    /// Offers `run_program`, whose programs `programs` runs.
+    pub fn programs(mut self, programs: Arc<dyn crate::Programs>) -> ServerConfig {
+        self.programs = Some(programs);
+        self
+    }
 }
 
 pub(crate) struct Shared {
@@ -106,6 +116,8 @@ pub(crate) struct Shared {
     /// The MCP tasks in the database replicas share (`durable`), when there is one.
     pub(crate) durable: Option<crate::durable::Durable>,
     pub config: ServerConfig,
+    /// `run_program`, when the server offers it.
+    pub programs: Option<crate::program::Served>,
 }
 
 /// What one session has of its own: the log level its client set, and its sink when the

@@ -3,6 +3,7 @@
 //! subprocess; raw HTTP for the transport's guards; the journal of a session.
 
 mod cancel;
+mod code;
 mod conformance;
 mod durable;
 mod features;

@@ -1,6 +1,7 @@
 //! `toolhost mcp`: serve the tools a policy allows to MCP clients, over stdio or
 //! streamable HTTP, every call sandboxed and journaled.
 
+mod code;
 mod journal;
 mod load;
 
@@ -108,6 +109,16 @@ pub(crate) struct Args {
     /// Do not journal calls (for measuring the bare protocol cost).
     #[arg(long)]
     no_journal: bool,
+    /// Code mode: also serve `run_program`, which runs a Python program over the served
+    /// tools (their typed API is in its description); each call the program makes is
+    /// checked, budgeted and journaled as a plan step, in a run journal of its own.
+    #[arg(long, conflicts_with = "watch")]
+    code: bool,
+    /// With --code: programs running at once; one more is an `isError` result of kind
+    /// `overloaded` [default: 4].
+    #[arg(long, value_name = "N", requires = "code",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_programs: Option<u64>,
     /// From the global `--state-dir`.
     #[arg(skip)]
     pub state_dir: Option<PathBuf>,
@@ -151,7 +162,10 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
         None => Arc::new(NoSink),
     };
     let tools = loaded.catalog.len();
-    let config = server_config(&args)?;
+    let mut config = server_config(&args)?;
+    if args.code {
+        config = config.programs(programs(&args, &rt, &loaded, &source)?);
+    }
     let server = Server::new(rt.clone(), loaded.catalog, sink, config)
         .map_err(|e| Failure::new(exit::LOAD, format!("cannot start the MCP server: {e}")))?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
@@ -192,6 +206,29 @@ pub(crate) fn run(mut rt: Runtime, args: Args, err: &mut dyn Write) -> CmdResult
         });
     }
     outcome.map(|()| exit::OK)
+}
+
+/// `run_program`'s programs (`--code`), run over the tools `loaded` serves.
+fn programs(
+    args: &Args,
+    rt: &Arc<Runtime>,
+    loaded: &load::Loaded,
+    source: &load::Source,
+) -> Result<Arc<dyn toolhost_mcp::Programs>, Failure> {
+    let served = loaded
+        .files
+        .iter()
+        .map(|(name, path, _)| (name.clone(), path.clone()))
+        .collect();
+    let programs = code::CodePrograms::new(
+        rt.clone(),
+        &args.policy,
+        served,
+        source.tools_dir(),
+        args.state_dir.clone(),
+        args.max_programs.unwrap_or(4) as usize,
+    )?;
+    Ok(Arc::new(code::Shared(Arc::new(programs))))
 }
 
 /// Serves `server` over stdio, or over HTTP as `http` says, until the client leaves or

@@ -53,6 +53,11 @@ impl Source {
         }
     }
 
+    /// The tools directory served from, if any (where code mode finds its interpreter).
+    pub(super) fn tools_dir(&self) -> Option<PathBuf> {
+        self.dir.clone()
+    }
+
     /// The component files to serve, each with its policy section; a given file without
     /// a section is refused, a directory's file without one is skipped.
     fn components<'p>(

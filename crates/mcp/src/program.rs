@@ -1,0 +1,184 @@
+//! `run_program` (`toolhost mcp --code`): code mode over MCP. Besides its tools, the
+//! server offers one more, `run_program`, whose description carries the served tools as
+//! the typed Python API a code-mode planner is shown; a client's model sends one program
+//! that calls many tools, and only its answer comes back into the model's context.
+//!
+//! The server does not run programs itself: the embedder gives it [`Programs`] (the CLI
+//! runs each program as a code-mode run over the served tools and policy, so every call
+//! the program makes is validated, policy-checked, budgeted and journaled as a plan step,
+//! in a journal of its own). Programs running at once are bounded ([`Programs::limit`]):
+//! one past the bound is an `isError` result of kind `overloaded`, never a queue.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, Tool as McpTool};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The tool's name.
+pub const TOOL: &str = "run_program";
+
+/// The most bytes of source a program may have.
+pub const MAX_SOURCE: usize = 256 * 1024;
+
+/// How a program ended, as the client gets it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgramEnd {
+    /// The program answered: `content` holds `answer`. Else the result is an `isError`.
+    pub answered: bool,
+    /// `{"answer", "run", "journal", "stop", "calls"}`, or `{"error": {"kind", "message"}, …}`.
+    pub content: Value,
+}
+
+/// A program's run, to its end.
+pub type ProgramRun = Pin<Box<dyn Future<Output = ProgramEnd> + Send>>;
+
+/// Runs the programs of `run_program` calls (the embedder's code mode).
+pub trait Programs: Send + Sync {
+    /// The typed Python API of the served tools, as a code-mode planner is shown it.
+    fn api(&self) -> String;
+    /// How many programs may run at once.
+    fn limit(&self) -> usize;
+    /// Runs `program` to its end; `cancel` fires when the client cancels the call or the
+    /// server stops.
+    fn run(&self, program: String, cancel: CancellationToken) -> ProgramRun;
+}
+
+/// What the server keeps of the embedder's [`Programs`]: it, its descriptor, and the
+/// permits of the programs running.
+pub(crate) struct Served {
+    programs: Arc<dyn Programs>,
+    descriptor: McpTool,
+    running: Semaphore,
+}
+
+const RULES: &str = "\
+Runs one Python program over this server's tools and returns only the value it passes to \
+answer(value). Use it to make many tool calls in one step: the program loops, branches, \
+filters and combines results, and only the answer comes back. The tools are the typed \
+Python API below: one object per tool, one method per operation, called with keyword \
+arguments; records come back as dicts. Every call the program makes is checked against \
+the server's policy, budgeted and journaled: a refused call raises Denied, a failed one \
+ToolError (`except CallError as e:` catches both; kind_of(e) and message_of(e) tell why). \
+Independent calls run at once in parallel(lambda: a.x(...), lambda: b.y(...)). An \
+untrusted output comes back as an opaque handle that can only be passed on to a tool. \
+Write plain Python: functions, loops, comprehensions, lists and dicts; no imports, files, \
+network or async.";
+
+impl Served {
+    pub(crate) fn new(programs: Arc<dyn Programs>) -> Served {
+        let schema = json!({
+            "type": "object",
+            "properties": {"program": {
+                "type": "string",
+                "description": "The Python program: it calls the tools' methods with keyword arguments and gives its answer with answer(value), once.",
+                "maxLength": MAX_SOURCE,
+            }},
+            "required": ["program"],
+            "additionalProperties": false,
+        });
+        let Value::Object(schema) = schema else {
+            unreachable!("an object")
+        };
+        let description = format!("{RULES}\n\n```python\n{}\n```", programs.api());
+        let descriptor = McpTool::new(TOOL, description, Arc::new(schema))
+            .with_title("Run a Python program over the tools");
+        Served {
+            running: Semaphore::new(programs.limit().max(1)),
+            programs,
+            descriptor,
+        }
+    }
+
+    pub(crate) fn descriptor(&self) -> McpTool {
+        self.descriptor.clone()
+    }
+
+    /// A `run_program` call with `args`: the program's end as a result; arguments that are
+    /// not `{"program": SOURCE}` are a JSON-RPC error naming why.
+    pub(crate) async fn call(
+        &self,
+        args: &Value,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, ErrorData> {
+        let program = source(args)?;
+        let Ok(_permit) = self.running.try_acquire() else {
+            return Ok(CallToolResult::structured_error(json!({"error": {
+                "kind": "overloaded",
+                "message": format!(
+                    "{} programs are running, as many as this server runs at once: try again later",
+                    self.programs.limit()
+                ),
+            }})));
+        };
+        let end = self.programs.run(program, cancel).await;
+        Ok(if end.answered {
+            CallToolResult::structured(end.content)
+        } else {
+            CallToolResult::structured_error(end.content)
+        })
+    }
+}
+
+/// The program in `args`, or why there is none.
+fn source(args: &Value) -> Result<String, ErrorData> {
+    let bad = |why: String| {
+        ErrorData::invalid_params(
+            format!("arguments of tool `{TOOL}`: {why}"),
+            Some(json!({"kind": "bad_arguments"})),
+        )
+    };
+    let Some(map) = args.as_object() else {
+        return Err(bad("expected an object `{\"program\": SOURCE}`".into()));
+    };
+    if let Some(other) = map.keys().find(|k| k.as_str() != "program") {
+        return Err(bad(format!(
+            "unknown argument `{other}`: only `program` is taken"
+        )));
+    }
+    match map.get("program") {
+        Some(Value::String(p)) if p.len() > MAX_SOURCE => Err(bad(format!(
+            "the program has {} bytes; at most {MAX_SOURCE} are taken",
+            p.len()
+        ))),
+        Some(Value::String(p)) if p.trim().is_empty() => Err(bad("the program is empty".into())),
+        Some(Value::String(p)) => Ok(p.clone()),
+        Some(other) => Err(bad(format!("`program` must be a string, not {other}"))),
+        None => Err(bad("`program` is missing".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_argument_is_one_non_empty_bounded_string() {
+        assert_eq!(
+            source(&json!({"program": "answer(1)"})).unwrap(),
+            "answer(1)"
+        );
+        for (args, why) in [
+            (json!([]), "expected an object"),
+            (json!({}), "`program` is missing"),
+            (json!({"program": 5}), "must be a string, not 5"),
+            (json!({"program": "  "}), "the program is empty"),
+            (
+                json!({"program": "x", "grants": "all"}),
+                "unknown argument `grants`",
+            ),
+            (
+                json!({"program": "x".repeat(MAX_SOURCE + 1)}),
+                "at most 262144 are taken",
+            ),
+        ] {
+            let e = source(&args).unwrap_err();
+            assert_eq!(e.code.0, -32602, "{args}");
+            assert!(e.message.contains(why), "{args}: {}", e.message);
+        }
+    }
+}
