@@ -147,3 +147,53 @@ fn code_refuses_watch() {
         "{out:?}"
     );
 }
+
+/// The records of every journal under `state` (the server's and each program's run).
+fn all_records(fixture: &Fixture) -> Vec<Value> {
+    super::records(&super::journals(&fixture.state()))
+}
+
+/// Polls the journals until `found` holds of one of their records, for at most `limit`.
+async fn wait_for(fixture: &Fixture, limit: Duration, found: impl Fn(&Value) -> bool) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(r) = all_records(fixture).into_iter().find(|r| found(r)) {
+            return r;
+        }
+        assert!(started.elapsed() < limit, "not journaled within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_run_program_call_cancels_its_run() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    // Only the cancellation can end this spin (fuel and deadline far away).
+    let fixture = Fixture::with_limits(1 << 50, 120_000);
+    let client = client(&fixture, &[]).await;
+    let spin = ClientRequest::CallToolRequest(CallToolRequest::new(params(
+        "misbehave.spin()\nanswer('never')",
+    )));
+    let handle = client
+        .send_cancellable_request(spin, PeerRequestOptions::no_options())
+        .await
+        .expect("send run_program");
+    wait_for(&fixture, Duration::from_secs(60), |r| {
+        r["kind"] == "step_started" && r["data"]["id"] == "c1"
+    })
+    .await;
+    handle
+        .cancel(Some("the test cancels it".into()))
+        .await
+        .expect("send notifications/cancelled");
+    let stopped = wait_for(&fixture, Duration::from_secs(20), |r| {
+        r["kind"] == "stopped"
+    })
+    .await;
+    assert!(
+        stopped["data"].to_string().contains("cancelled"),
+        "{stopped}"
+    );
+    client.cancel().await.ok();
+}

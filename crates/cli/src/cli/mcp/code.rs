@@ -117,8 +117,8 @@ impl CodePrograms {
         Ok(loaded)
     }
 
-    /// Runs `program` to its end on this thread.
-    fn run_here(&self, program: &str, cancel: &CancellationToken) -> Result<ProgramEnd, String> {
+    /// Runs `program` to its end on this thread, cancelled by `stop`.
+    fn run_here(&self, program: &str, stop: Cancel) -> Result<ProgramEnd, String> {
         let task = self.write_task(program)?;
         let loaded = self.load(&task)?;
         let planner = toolhost_app::planner::build(&loaded.task, &Default::default(), None)
@@ -130,38 +130,16 @@ impl CodePrograms {
         };
         let opened =
             session::open(None, &journal, &task, &loaded, None).map_err(|e| e.to_string())?;
-        let stop = Cancel::new();
-        let watch = cancelled_with(cancel.clone(), stop.clone());
         let ended = Session::new(self.rt.clone(), loaded, planner)
             .cancel(stop)
             .run(opened, &mut std::io::sink())
-            .map_err(|e| e.to_string());
-        watch.cancel();
-        let ended = ended?;
+            .map_err(|e| e.to_string())?;
         let run = json!({
             "run": ended.journal.id(),
             "journal": ended.journal.path(),
         });
         Ok(end_of(&ended.report, run))
     }
-}
-
-/// Cancels `stop` when `cancel` fires (until the token this returns is cancelled).
-fn cancelled_with(cancel: CancellationToken, stop: Cancel) -> CancellationToken {
-    let done = CancellationToken::new();
-    let watching = done.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().build();
-        if let Ok(rt) = rt {
-            rt.block_on(async {
-                tokio::select! {
-                    () = cancel.cancelled() => stop.cancel(),
-                    () = watching.cancelled() => {}
-                }
-            });
-        }
-    });
-    done
 }
 
 /// What the client gets of a run: its answer (or why it has none), how it stopped, and
@@ -223,8 +201,17 @@ impl Programs for Shared {
     fn run(&self, program: String, cancel: CancellationToken) -> ProgramRun {
         let programs = self.0.clone();
         Box::pin(async move {
-            let ran =
-                tokio::task::spawn_blocking(move || programs.run_here(&program, &cancel)).await;
+            // The client's cancellation (or the server's stop) cancels the run.
+            let stop = Cancel::new();
+            let watch = tokio::spawn({
+                let stop = stop.clone();
+                async move {
+                    cancel.cancelled().await;
+                    stop.cancel();
+                }
+            });
+            let ran = tokio::task::spawn_blocking(move || programs.run_here(&program, stop)).await;
+            watch.abort();
             let why = match ran {
                 Ok(Ok(end)) => return end,
                 Ok(Err(why)) => why,
