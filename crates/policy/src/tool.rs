@@ -410,11 +410,9 @@ fn ask_first(
     at: &At<'_>,
     problems: &mut Problems,
 ) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
     let task = |n: &str| optional.iter().chain(required).any(|t| t == "*" || t == n);
-    for op in &raw.tasks_ask_first {
-        let n = op.get_ref();
-        let why = if !raw.ask {
+    listed(&raw.tasks_ask_first, at, problems, |n, names| {
+        if !raw.ask {
             Some(format!(
                 "`tasks_ask_first` names `{n}`, but the section does not grant `ask` (add `ask = true`), so its calls cannot ask anything"
             ))
@@ -433,13 +431,8 @@ fn ask_first(
             )
         } else {
             None
-        };
-        match why {
-            Some(why) => problems.push(at(op.span(), why)),
-            None => names.push(n.clone()),
         }
-    }
-    names
+    })
 }
 
 /// The operations run as MCP tasks: names (or `*`), each listed once and, when the section
@@ -451,10 +444,8 @@ fn tasks(
     at: &At<'_>,
     problems: &mut Problems,
 ) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for op in written {
-        let n = op.get_ref();
-        let why = if n.is_empty() || n.contains(char::is_whitespace) {
+    listed(written, at, problems, |n, names| {
+        if n.is_empty() || n.contains(char::is_whitespace) {
             Some(format!("`{n}` in `{key}` is not an operation name"))
         } else if names.contains(n) {
             Some(format!("operation `{n}` is listed twice in `{key}`"))
@@ -464,8 +455,22 @@ fn tasks(
             ))
         } else {
             None
-        };
-        match why {
+        }
+    })
+}
+
+/// The names `written` that `why` finds nothing wrong with (given those kept before
+/// them); each one it refuses is a problem at its span, and the rest are still checked.
+fn listed(
+    written: &[Spanned<String>],
+    at: &At<'_>,
+    problems: &mut Problems,
+    why: impl Fn(&String, &[String]) -> Option<String>,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for op in written {
+        let n = op.get_ref();
+        match why(n, &names) {
             Some(why) => problems.push(at(op.span(), why)),
             None => names.push(n.clone()),
         }
