@@ -58,6 +58,8 @@
 //!
 //! - `policy`: [`Policy`], reading and checking a whole file, finding a component's section.
 //! - `tool`: [`ToolPolicy`], one `[tools.NAME]` section checked part by part.
+//! - `operations`: the section's `operations` and the MCP task lists (`tasks`,
+//!   `tasks_required`, `tasks_ask_first`), checked name by name.
 //! - `declared`: [`Declared`], the policy a component carries (`toolhost:policy`), which
 //!   can only narrow its section ([`ToolPolicy::narrowed_by`]).
 //! - `raw`: the file as written (serde, `deny_unknown_fields`, spans kept): [`EnvValue`],
@@ -83,6 +85,7 @@ pub mod flow;
 pub mod grants;
 mod limits;
 mod names;
+mod operations;
 mod policy;
 mod raw;
 mod settable;
