@@ -8,8 +8,10 @@ environment AgentDojo builds; `toolhost eval` runs them all; the state each run 
 scored with the suite's `utility()` and `security()` (security true = the attack succeeded).
 
 Planners (SECURITY.md, "Measurement"):
-- `scripted`: each user task's `ground_truth()` as a plan-then-execute plan, or as step-wise
-  turns. It reads nothing it is shown.
+- `scripted`: each user task's `ground_truth()` as a plan-then-execute plan, as step-wise
+  turns, or as a code-mode program over the typed Python API (a value an earlier call
+  returned passed on as that call's result, or a handle's `part(…)` where outputs are
+  untrusted). It reads nothing it is shown.
 - `adversarial` (`kind = "adversarial"`, toolhost_eval::adversary): the same ground truth,
   but once what it is shown holds the injection's goal it follows the injection task's
   `ground_truth()`. Plan-then-execute shows a planner tool output only when it replans, so
@@ -28,7 +30,7 @@ Usage: harness.py TOOLHOST TOOLS_DIR OUT_DIR [OPTIONS] SUITE...
                    exit 1 on any successful attack, or on a utility below GATE_UTILITY
   --pairs N        the first N injection tasks of each suite only
   --user-tasks IDS only these user tasks (comma-separated, e.g. user_task_0,user_task_1)
-  --modes M,..     only these executions (plan-then-execute, step-wise)
+  --modes M,..     only these executions (plan-then-execute, step-wise, code)
   --defences D,..  only these defence modes (none, blocks, rules, quarantine, defended)
   --planner KIND   a live model instead of the scripted and adversarial planners (openai,
                    anthropic, openai-compatible); --model, --base-url and --api-key-env are
@@ -54,6 +56,8 @@ from agentdojo.types import get_text_content_as_str, text_content_block_from_str
 from pydantic import BaseModel, TypeAdapter
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "tests"))
+from pynames import py_name  # noqa: E402
 
 # Defence modes: (the tool section's `outputs`, data-flow rules on, quarantined replanning).
 MODES = {
@@ -66,6 +70,7 @@ MODES = {
 PLANNERS = [
     ("scripted", "plan-then-execute"),
     ("scripted", "step-wise"),
+    ("scripted", "code"),
     ("adversarial", "plan-then-execute"),
     ("adversarial", "step-wise"),
 ]
@@ -203,12 +208,37 @@ def candidates(suite, user) -> list[str]:
     return [v for v, canary in canaries.items() if canary in seen]
 
 
+def program(task: list[dict], tool: str, untrusted: bool) -> str:
+    """The ground-truth steps as a code-mode program: each call's result kept in a variable
+    named after its step, a reference passed on as that result (indexed where outputs are
+    trusted, a handle's `part(…)` where they are not), then `answer`."""
+    def value(v) -> str:
+        if isinstance(v, dict) and set(v) == {"$ref"}:
+            var, path = re.fullmatch(r"(\w+)\.output(.*)", v["$ref"]).groups()
+            keys = [int(k) if k.isdigit() else k for k in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path)
+                    for k in [k[0] or k[1]]]
+            if untrusted:
+                return f"{var}.part({', '.join(map(repr, keys))})" if keys else var
+            return var + "".join(f"[{k!r}]" for k in keys)
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {value(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return repr(v)
+    lines = [f"{s['id']} = {py_name(tool)}.{py_name(s['operation'])}("
+             + ", ".join(f"{py_name(k)}={value(x)}" for k, x in s["args"].items()) + ")"
+             for s in task]
+    return "\n".join(lines + ['answer("done")']) + "\n"
+
+
 def toml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a TOML basic string
 
 
-def write_task(d: Path, suite, user, injection, planner: str, mode: str, quarantine: bool):
+def write_task(d: Path, suite, user, injection, planner: str, mode: str,
+               defence: tuple[str, bool, bool]):
     """One golden task in `d`; its environment and what scoring needs, for later."""
+    outputs, _, quarantine = defence
     vectors = candidates(suite, user) if injection else []
     env = suite.load_and_inject_default_environment(
         {v: injection_text(injection.GOAL) for v in vectors})
@@ -223,6 +253,8 @@ def write_task(d: Path, suite, user, injection, planner: str, mode: str, quarant
     if planner == "scripted":
         if mode == "plan-then-execute":
             script = {"plan": {"goal": user.PROMPT, "steps": chain(task)}}
+        elif mode == "code":
+            script = {"program": program(task, tool, outputs == "untrusted")}
         else:
             # Turn N's step is `tN`: references name the turns.
             turns = json.loads(re.sub(r'("\$ref": ")s(\d+)\.', r"\1t\2.", json.dumps(task)))
@@ -333,7 +365,7 @@ def refused(journal: str | None) -> bool:
 
 
 def run_config(args, suite, users, planner, mode, defence, injections, work: Path) -> dict:
-    outputs, rules, quarantine = MODES[defence]
+    outputs, rules, _ = MODES[defence]
     work.mkdir(parents=True)
     tool = suite.module.TOOL
     policy = (f'version = 1\n[tools.{tool}]\n'
@@ -348,12 +380,12 @@ def run_config(args, suite, users, planner, mode, defence, injections, work: Pat
             # Grants are relative to the policy file: one beside each task's state.
             (d / "policy.toml").write_text(policy)
             scoring[d.name] = (user, inj) + write_task(
-                d, suite, user, inj, planner, mode, quarantine)
+                d, suite, user, inj, planner, mode, MODES[defence])
     out = work / "eval.json"
     ran = subprocess.run(
         [args.toolhost, "--state-dir", str(work / "state"), "--cache-dir", str(args.out / "cache"),
          "eval", str(work), "--tools-dir", args.tools, "--json", str(out), "--jobs", "2",
-         *model_flags(args)],
+         *(["--count-tokens"] if planner != "model" else []), *model_flags(args)],
         capture_output=True, text=True, check=False)
     if not out.exists():
         raise SystemExit(f"toolhost eval failed (exit {ran.returncode}): {ran.stderr}")
@@ -363,6 +395,10 @@ def run_config(args, suite, users, planner, mode, defence, injections, work: Pat
         raise SystemExit(f"toolhost eval could not run {len(broken)} task(s): {broken[0]}")
     row = {"user_tasks": 0, "literal_from_data": 0, "utility": 0, "false_refusals": 0,
            "pairs": 0, "utility_under_attack": 0, "attack_success": 0}
+    # Planner tokens and round trips per task (a script's as `--count-tokens` charges them).
+    ran_tasks = list(results.values())
+    for k in ("input_tokens", "output_tokens", "planner_calls"):
+        row[f"{k}_per_task"] = round(sum(t.get(k, 0) for t in ran_tasks) / max(len(ran_tasks), 1), 1)
     scores = {}
     for tid, (user, inj, env, calls, literals, planned) in scoring.items():
         r = results[tid]
@@ -434,7 +470,7 @@ def main() -> None:
             if wrong:
                 raise SystemExit(f"{name} has no user task {wrong[0]!r}")
             users = {k: v for k, v in users.items() if k in args.user_tasks}
-        planners = ([("model", m) for m in ("plan-then-execute", "step-wise")]
+        planners = ([("model", m) for m in ("plan-then-execute", "step-wise", "code")]
                     if args.planner else PLANNERS)
         configs = [(pl, m, d) for pl, m in planners for d in MODES
                    if m in (args.modes or [m]) and d in (args.defences or [d])]

@@ -20,7 +20,9 @@
 //!   unmetered, and native.
 //! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.
 //! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
-//! - `planning`: planner round trips, plan-then-execute vs step-wise.
+//! - `planning`: planner round trips and tokens, plan-then-execute and code mode vs
+//!   step-wise, on two calculator tasks and (`suites`, full runs only) on the whole BFCL
+//!   multi-turn suite.
 //! - `journal`: steps per second through the engine, journaled vs not; a step's start
 //!   journaled and synced vs the disk's floor (`pwrite` + `fdatasync` of a preallocated
 //!   file); steps started together on one journal sharing syncs (group commit) vs one
@@ -48,6 +50,7 @@ mod python;
 mod scale;
 mod setup;
 mod startup;
+mod suites;
 
 use std::time::Duration;
 
@@ -191,6 +194,7 @@ fn main() {
     }
     if wanted("planning") {
         figures.extend(planning::run());
+        figures.extend(suites::run(scale));
     }
     if wanted("journal") {
         figures.push(journal::run(scale));

@@ -1,67 +1,21 @@
 //! Planner round trips and tokens per task: plan-then-execute vs step-wise, and code mode
 //! (one program over the tools' typed Python API) vs step-wise, on two tasks replayed with
 //! scripted planners (3 and 8 calculator steps). Tokens are what a model
-//! would be charged: the prompt the LLM planner builds for each request
-//! (`llm::prompt::build`: rules, tools with their schemas, budgets, history) with its
-//! response schema, and the answer's JSON, at four characters a token.
+//! would be charged ([`Counted`]: the prompt the LLM planner builds for each request, with
+//! its response schema, and the answer's JSON, at four characters a token).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost_engine::planner::PlanFuture;
 use toolhost_engine::{
-    ApprovalMode, Canned, Catalog, Engine, Mode, PlanRequest, Planner, Quiet, RunConfig, Script,
-    Spent, StopReason, Unattended, Usage,
+    ApprovalMode, Canned, Catalog, Engine, Mode, Quiet, RunConfig, Script, Spent, StopReason,
+    Unattended,
 };
-use toolhost_llm::{LlmConfig, ProviderKind, prompt};
+use toolhost_llm::{Counted, LlmConfig, ProviderKind};
 use toolhost_runtime::{Runtime, Tool};
 
 use super::Figure;
-
-/// The scripted answers, charged as a model's would be: a token per four bytes of the
-/// prompt toolhost builds, of which the bytes it shares at the start with the previous
-/// request are counted as read from a prompt cache (a provider that caches any repeated
-/// prefix; OpenAI and Anthropic cache only prefixes of 1,024 tokens or more).
-struct Counted {
-    script: Canned,
-    context_chars: usize,
-    /// The previous request's text: system prompt, answer schema, user message.
-    last: String,
-}
-
-impl Planner for Counted {
-    fn name(&self) -> String {
-        self.script.name()
-    }
-
-    fn estimate(&self, req: &PlanRequest) -> Usage {
-        self.script.estimate(req)
-    }
-
-    fn plan<'a>(&'a mut self, req: &'a PlanRequest) -> PlanFuture<'a> {
-        Box::pin(async move {
-            let (reply, _) = self.script.plan(req).await?;
-            let p = prompt::build(req, self.context_chars, 1024, None);
-            let sent = format!("{}{}{}", p.system, p.strict_schema, p.user);
-            let shared = sent
-                .bytes()
-                .zip(self.last.bytes())
-                .take_while(|(a, b)| a == b)
-                .count();
-            self.last = sent;
-            let answer = serde_json::to_string(&reply).map_or(0, |s| s.len());
-            let usage = Usage {
-                model: "counted".into(),
-                input_tokens: (self.last.len() / 4) as u64,
-                cached_input_tokens: (shared / 4) as u64,
-                output_tokens: (answer / 4) as u64,
-                ..Usage::default()
-            };
-            Ok((reply, usage))
-        })
-    }
-}
 
 /// What each mode spent on one task.
 struct Modes {
@@ -78,11 +32,10 @@ fn spent(
     script: Value,
 ) -> Spent {
     let script: Script = serde_json::from_value(script).unwrap();
-    let mut planner = Counted {
-        script: Canned::scripted(script),
-        context_chars: LlmConfig::new(ProviderKind::OpenAi, "bench").context_chars,
-        last: String::new(),
-    };
+    let mut planner = Counted::new(
+        Box::new(Canned::scripted(script)),
+        LlmConfig::new(ProviderKind::OpenAi, "bench").context_chars,
+    );
     let mut approver = Unattended(ApprovalMode::Deny);
     let mut observer = Quiet;
     let mut engine = Engine::builder(rt.clone(), catalog.clone())

@@ -77,12 +77,16 @@ impl Copy {
     }
 
     fn eval(&self, jobs: &str) -> Out {
+        self.eval_with(&["--jobs", jobs])
+    }
+
+    fn eval_with(&self, args: &[&str]) -> Out {
         let tools = Path::new(path("bfcl-fs")).parent().unwrap();
         eval_cli(
             [&cache(), &self.path("runs"), tools],
             &self.path("suite"),
             &self.path("out.json"),
-            &["--jobs", jobs],
+            args,
         )
     }
 
@@ -104,15 +108,42 @@ fn step_error(path: &str) -> (String, String) {
     step_errors(path).into_iter().next().expect("a failed step")
 }
 
+/// What a whole-suite run in one mode spent, summed over its tasks.
+#[derive(Debug, Default)]
+struct Spent {
+    input_tokens: u64,
+    planner_calls: u64,
+}
+
+/// Runs the whole suite in `mode` with `--count-tokens`; every task must pass, each of its
+/// calls succeeding. Returns the run's JSON tasks and what they spent.
+fn every_task_passes(copy: &Copy, mode: &str) -> (Vec<Value>, Spent) {
+    let out = copy.eval_with(&["--jobs", "2", "--mode", mode, "--count-tokens"]);
+    assert_eq!(out.code, 0, "{mode}: {}\n{}", out.stdout, out.stderr);
+    let tasks = out.json["tasks"].as_array().unwrap().clone();
+    let mut spent = Spent::default();
+    for t in &tasks {
+        assert_eq!(t["passed"], true, "{mode}: {t}");
+        assert_eq!(t["mode"], mode, "{t}");
+        assert_eq!(t["tool_calls"], t["tool_calls_ok"], "{mode}: {t}");
+        spent.input_tokens += t["input_tokens"].as_u64().unwrap();
+        spent.planner_calls += t["planner_calls"].as_u64().unwrap();
+    }
+    (tasks, spent)
+}
+
+/// The suite passes in each mode from the same scripts (`plan.json` holds the plan, the
+/// same calls as turns and as a program), and code mode sends the planner far fewer
+/// tokens than step-wise: the goal is at least 60% fewer input tokens. The counts
+/// are `--count-tokens`' (what a model planner would be sent), so they do not vary from
+/// run to run; the benchmark's `planning` group reports them beside each other.
 #[test]
-fn every_converted_task_reaches_the_plain_python_end_state() {
+fn every_converted_task_reaches_the_plain_python_end_state_in_every_mode() {
     if !crate::langs::built() {
         return;
     }
     let copy = Copy::new(None);
-    let out = copy.eval("2");
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let tasks = out.json["tasks"].as_array().unwrap();
+    let (tasks, whole) = every_task_passes(&copy, "plan-then-execute");
     let dirs = std::fs::read_dir(copy.path("suite"))
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().join("task.toml").is_file())
@@ -122,9 +153,7 @@ fn every_converted_task_reaches_the_plain_python_end_state() {
     assert!(tasks.len() >= 100, "{} tasks", tasks.len());
     assert_eq!(tasks.len(), dirs);
     let mut called: Vec<&str> = Vec::new();
-    for t in tasks {
-        assert_eq!(t["passed"], true, "{t}");
-        assert_eq!(t["tool_calls"], t["tool_calls_ok"], "{t}");
+    for t in &tasks {
         let plan: Value = serde_json::from_str(
             &copy.read(&format!("suite/{}/plan.json", t["id"].as_str().unwrap())),
         )
@@ -149,6 +178,16 @@ fn every_converted_task_reaches_the_plain_python_end_state() {
             &copy.read(&format!("suite/{FS_TASK}/expected/GorillaFileSystem.json"))
         )
         .unwrap()
+    );
+    let (_, stepwise) = every_task_passes(&copy, "step-wise");
+    let (_, code) = every_task_passes(&copy, "code");
+    let n = tasks.len() as u64;
+    assert_eq!(whole.planner_calls, n, "{whole:?}");
+    assert_eq!(code.planner_calls, n, "{code:?}");
+    assert!(stepwise.planner_calls > 3 * n, "{stepwise:?}");
+    assert!(
+        code.input_tokens * 10 <= stepwise.input_tokens * 4,
+        "code mode {code:?} vs step-wise {stepwise:?}: not 60% fewer input tokens"
     );
 }
 

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 mod approval;
+mod count;
 mod durable;
 mod handles;
 mod parallel;
@@ -235,7 +236,7 @@ fn mode_code_from_the_flag_runs_a_program_and_a_program_needs_code_mode() {
     assert_ne!(out.code, 0, "{out:?}");
     assert!(
         out.stderr
-            .contains("which answers code mode only; mode is `step-wise`"),
+            .contains("mode `step-wise` needs `turns` in the planner script; it has only a `program`, which answers code mode only: set `mode = \"code\"`"),
         "{out:?}"
     );
 }

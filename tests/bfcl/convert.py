@@ -4,7 +4,9 @@
 Every entry of the multi-turn base category (`BFCL_v4_multi_turn_base`) whose classes all
 have a tool in tools/bfcl becomes a golden task (the format of docs/eval-suites.md) in
 `suite/ID/task.toml`: its ground-truth calls, every turn's in order, as the steps of a
-scripted plan (`plan.json`; each step after the one before: they share the backends' state), a set-up
+scripted plan (`plan.json`; each step after the one before: they share the backends' state), the same
+calls as step-wise turns and as a code-mode program over the tools' typed Python API (also in
+`plan.json`, so `toolhost eval --mode step-wise` or `--mode code` runs the suite in that mode), a set-up
 copy of each stateful class's initial configuration into the task's `state/`, the policy
 `policy/ID.toml` (only the task's tools; each granted `state/` read-write and nothing
 else), the calls as the expected sequence, and each called class's end state, from the
@@ -23,6 +25,8 @@ from pathlib import Path
 import plain
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from pynames import py_name  # noqa: E402
 
 
 gen = plain.gen
@@ -87,6 +91,27 @@ def operation(call):
     return gen.WIT_RENAMES.get(call.method) or gen.kebab(call.method).lstrip("%")
 
 
+def turns(steps):
+    """The step-wise planner's turns: one call a turn, then stop."""
+    return [{"tool": s["tool"], "operation": s["operation"], "arguments": s["args"]} for s in steps] + [{"stop": True}]
+
+
+def program(entry, steps):
+    """The code-mode program: every call in order through the typed API, grouped by turn,
+    then `answer`. A call's value is not needed by the next (the ground truth spells out
+    each argument), as in the plan."""
+    lines = [f"# BFCL {entry['id']}: the ground-truth calls of every turn, in order."]
+    turn = None
+    for s in steps:
+        if s["description"].split(":")[0] != turn:
+            turn = s["description"].split(":")[0]
+            lines.append(f"# {turn}")
+        args = ", ".join(f"{py_name(k)}={v!r}" for k, v in s["args"].items())
+        lines.append(f"{py_name(s['tool'])}.{py_name(s['operation'])}({args})")
+    lines.append('answer("done")')
+    return "\n".join(lines) + "\n"
+
+
 def goal(entry):
     turns = [" ".join(m["content"] for m in turn if m.get("role") == "user") for turn in entry["question"]]
     return "\n".join(f"Turn {i + 1}: {t}" for i, t in enumerate(turns))
@@ -107,7 +132,11 @@ def plan(entry, calls, backends):
             step["depends_on"] = [previous]
         previous = step["id"]
         steps.append(step)
-    return {"plan": {"goal": f"BFCL {entry['id']}: the ground-truth calls of every turn, in order", "steps": steps}}
+    return {
+        "plan": {"goal": f"BFCL {entry['id']}: the ground-truth calls of every turn, in order", "steps": steps},
+        "turns": turns(steps),
+        "program": program(entry, steps),
+    }
 
 
 def task_text(entry, calls, called):
@@ -128,9 +157,13 @@ def task_text(entry, calls, called):
         f"max_steps = {max(len(calls), 1)}",
         "max_replans = 0",
         "max_wall_ms = 300000",
+        "# Room for step-wise's prompts, each carrying the history so far, as `--count-tokens`",
+        "# charges them: the modes are compared at equal success.",
+        "max_input_tokens = 1000000",
         "",
         "[planner]",
-        '# The plan, in JSON since a record argument may hold nulls (TOML has none).',
+        "# The plan (and the same calls as step-wise turns and as a code-mode program), in JSON",
+        "# since a record argument may hold nulls (TOML has none).",
         'script = "plan.json"',
     ]
     for c in classes:

@@ -20,7 +20,9 @@ use toolhost_engine::{
     RunReport,
 };
 use toolhost_eval::Adversary;
-use toolhost_llm::{LlmConfig, LlmExtractor, LlmPlanner, OnWait, Recorder, Waiting, cassette};
+use toolhost_llm::{
+    Counted, LlmConfig, LlmExtractor, LlmPlanner, OnWait, ProviderKind, Recorder, Waiting, cassette,
+};
 
 /// Planner settings that replace the task file's `[planner]` values, and what else a
 /// run's planner is built with (recording, plan memory). `Default` replaces nothing,
@@ -53,6 +55,10 @@ pub struct PlannerOptions {
     pub plan_memory: bool,
     /// Do not read or write plan memory, whatever the task says.
     pub no_plan_memory: bool,
+    /// Charge a scripted planner's answers what a model planner would be charged for the
+    /// same requests ([`Counted`]).
+    #[serde(default)]
+    pub count_tokens: bool,
 }
 
 impl PlannerOptions {
@@ -130,7 +136,9 @@ pub fn build(
         ))
     };
     let mut planner: Box<dyn Planner> = match &task.planner {
-        PlannerSpec::Scripted => Box::new(Canned::scripted(task.script.clone())),
+        PlannerSpec::Scripted => Box::new(Canned::scripted(
+            task.script.clone().for_mode(task.config.mode),
+        )),
         PlannerSpec::Llm(config) => model(config)?,
         PlannerSpec::Replay(path) => {
             Box::new(cassette::open(path).map_err(|e| usage(e.to_string()))?)
@@ -149,6 +157,9 @@ pub fn build(
             Box::new(Adversary::open(path).map_err(|e| usage(e.to_string()))?)
         }
     };
+    if options.count_tokens {
+        planner = counted(planner, &task.planner)?;
+    }
     if recalled.is_some() {
         planner = Box::new(MemoryPlanner::new(planner, recalled));
     }
@@ -157,6 +168,22 @@ pub fn build(
         Some(path) => Ok(Box::new(
             Recorder::create(planner, path).map_err(|e| usage(e.to_string()))?,
         )),
+    }
+}
+
+/// `planner` charged as a model planner would be (`--count-tokens`), when it answers from a
+/// record of its own (a script or an adversary's script); a model or a cassette already
+/// reports the usage that was really charged, so counting over it is refused.
+fn counted(planner: Box<dyn Planner>, spec: &PlannerSpec) -> Result<Box<dyn Planner>, AppError> {
+    match spec {
+        PlannerSpec::Scripted | PlannerSpec::Adversary(_) => Ok(Box::new(Counted::new(
+            planner,
+            LlmConfig::new(ProviderKind::OpenAi, "counted").context_chars,
+        ))),
+        _ => Err(usage(format!(
+            "--count-tokens charges a scripted planner's answers as a model planner's would be; this run's planner (`{}`) reports the usage it was charged itself",
+            planner.name()
+        ))),
     }
 }
 

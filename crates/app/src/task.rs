@@ -135,35 +135,38 @@ fn default_mode() -> Mode {
 }
 
 /// Whether `script` has answers for `mode`: a plan for plan-then-execute, turns for
-/// step-wise and ReAct (which a script answers alike). `overridden`: the mode came from
-/// `--mode`, so the error says so.
+/// step-wise and ReAct (which a script answers alike), a program for code mode. A script
+/// may hold answers for several modes (a suite then runs under any `--mode`); the error
+/// for a missing one says which modes the script does answer. `overridden`: the mode came
+/// from `--mode`, so the error says so.
 fn scripted_for(mode: Mode, overridden: bool, script: &Script) -> Result<(), String> {
     let from = if overridden { " (from --mode)" } else { "" };
-    match mode {
-        Mode::PlanThenExecute if script.plan.is_none() => Err(format!(
-            "mode `{mode}`{from} needs a `plan` in the planner script{}",
-            if script.turns.is_empty() {
-                ""
-            } else {
-                "; it has only `turns`, which answer step-wise and react"
-            }
-        )),
-        Mode::Code if script.program.is_none() => Err(format!(
-            "mode `code`{from} needs a `program` (Python source) in the planner script"
-        )),
-        mode if mode != Mode::Code && script.program.is_some() => Err(format!(
-            "the planner script has a `program`, which answers code mode only; mode is `{mode}`{from}: set `mode = \"code\"` or pass `--mode code`"
-        )),
-        Mode::StepWise | Mode::React if script.turns.is_empty() => Err(format!(
-            "mode `{mode}`{from} needs `turns` in the planner script{}",
-            if script.plan.is_none() {
-                ""
-            } else {
-                "; it has only a `plan`, which answers plan-then-execute"
-            }
-        )),
-        _ => Ok(()),
+    let (has, needs) = match mode {
+        Mode::PlanThenExecute => (script.plan.is_some(), "a `plan`"),
+        Mode::StepWise | Mode::React => (!script.turns.is_empty(), "`turns`"),
+        Mode::Code => (script.program.is_some(), "a `program` (Python source)"),
+    };
+    if has {
+        return Ok(());
     }
+    let mut answers = Vec::new();
+    if script.plan.is_some() {
+        answers.push("a `plan`, which answers plan-then-execute");
+    }
+    if !script.turns.is_empty() {
+        answers.push("`turns`, which answer step-wise and react");
+    }
+    if script.program.is_some() {
+        answers.push("a `program`, which answers code mode only");
+    }
+    let mut why = format!("mode `{mode}`{from} needs {needs} in the planner script");
+    if !answers.is_empty() {
+        why += &format!("; it has only {}", answers.join(" and "));
+        if script.program.is_some() && answers.len() == 1 {
+            why += ": set `mode = \"code\"` or pass `--mode code`";
+        }
+    }
+    Err(why)
 }
 
 /// Why a task cannot run.

@@ -1,11 +1,12 @@
 //! The scripted planner: answers from a script instead of a model, for offline runs,
 //! demos and tests. A script holds a first plan and revised plans for failures
-//! (plan-then-execute), or a list of turns (step-wise).
+//! (plan-then-execute), a list of turns (step-wise), or a program (code mode); a script
+//! may hold answers for several modes ([`Script::for_mode`] keeps the run's).
 //!
 //! ```json
 //! {
 //!   "plan": {"goal": "…", "steps": [ … ]},
-//!   "program": "… Python (code mode), in place of `plan` …",
+//!   "program": "… Python (code mode) …",
 //!   "replans": [{"after_failure_of": "s2", "plan": {"goal": "…", "revision": 2, "steps": [ … ]}}],
 //!   "repairs": [ … plans answering validation problems … ],
 //!   "turns": [{"thought": "…", "tool": "calc", "operation": "eval", "arguments": {…}}, {"stop": true}],
@@ -87,6 +88,24 @@ pub struct Script {
     /// Tokens charged per answer, to exercise token and cost budgets offline.
     #[serde(default)]
     pub usage_per_call: Usage,
+}
+
+impl Script {
+    /// The answers of this script that `mode` can ask for: a script may hold a plan,
+    /// turns and a program (a suite then runs under any `--mode`), but plan-then-execute
+    /// and code mode both ask for a first plan, so the one for the other mode is dropped
+    /// (a program, and revised programs, outside code mode; a plan and revised plans in
+    /// it).
+    pub fn for_mode(mut self, mode: crate::Mode) -> Script {
+        let code = mode == crate::Mode::Code;
+        if code {
+            self.plan = None;
+        } else {
+            self.program = None;
+        }
+        self.replans.retain(|r| r.plan.program.is_some() == code);
+        self
+    }
 }
 
 impl Canned {

@@ -35,6 +35,9 @@ pub struct TaskResult {
     /// a step but the task passed.
     pub evaluator_disagreement: bool,
     pub input_tokens: u64,
+    /// Of `input_tokens`, those read from a prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
     /// The run's wall time.
@@ -194,6 +197,7 @@ impl TaskResult {
             escalated: false,
             evaluator_disagreement: false,
             input_tokens: 0,
+            cached_input_tokens: 0,
             output_tokens: 0,
             cost_usd: 0.0,
             wall_ms: 0.0,
@@ -272,6 +276,7 @@ impl TaskResult {
             evaluator_disagreement: (evaluator_passed_all && !passed)
                 || (evaluator_failed_one && passed),
             input_tokens: report.spent.input_tokens,
+            cached_input_tokens: report.spent.cached_input_tokens,
             output_tokens: report.spent.output_tokens,
             cost_usd: report.spent.cost_usd,
             wall_ms: report.spent.wall.as_secs_f64() * 1000.0,

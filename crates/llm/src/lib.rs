@@ -24,11 +24,14 @@
 //!   provider request per attempt, no tools, the input as untrusted data, the answer
 //!   typed by the step's schema.
 //! - [`cassette`]: `--record` ([`Recorder`]) and `kind = "replay"` ([`cassette::open`]).
+//! - [`counted`]: [`Counted`], another planner charged what a model planner would be
+//!   (`--count-tokens`).
 
 pub mod anthropic;
 pub mod cassette;
 pub mod compatible;
 pub mod config;
+pub mod counted;
 pub mod decode;
 pub mod extractor;
 pub mod openai;
@@ -45,6 +48,7 @@ pub use self::cassette::Recorder;
 pub use self::config::{
     Api, ApiKey, LlmConfig, ProviderKind, Structured, check_base_url, key_from_env,
 };
+pub use self::counted::Counted;
 pub use self::extractor::LlmExtractor;
 pub use self::planner::LlmPlanner;
 pub use self::transport::{OnWait, Waiting};

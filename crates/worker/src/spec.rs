@@ -110,6 +110,8 @@ impl From<&SpecPlanner> for PlannerOptions {
             record: s.record,
             plan_memory: s.plan_memory,
             no_plan_memory: s.no_plan_memory,
+            // A submitted run's planner is charged what it reports.
+            count_tokens: false,
         }
     }
 }

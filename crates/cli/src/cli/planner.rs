@@ -61,6 +61,11 @@ pub(crate) struct PlannerArgs {
     /// Do not read or write plan memory, whatever the task says.
     #[arg(long, overrides_with = "plan_memory")]
     no_plan_memory: bool,
+    /// Charge a scripted planner's answers the tokens a model planner would use for the
+    /// same requests: the prompt toolhost would send (rules, tools, budgets, history) and
+    /// the answer, at four characters a token. Compares planning modes without a model.
+    #[arg(long)]
+    count_tokens: bool,
 }
 
 impl PlannerArgs {
@@ -80,6 +85,7 @@ impl PlannerArgs {
             record: a.record,
             plan_memory: a.plan_memory,
             no_plan_memory: a.no_plan_memory,
+            count_tokens: a.count_tokens,
         }
     }
 
