@@ -31,6 +31,7 @@ Usage: harness.py TOOLHOST TOOLS_DIR OUT_DIR [OPTIONS] SUITE...
   --pairs N        the first N injection tasks of each suite only
   --user-tasks IDS only these user tasks (comma-separated, e.g. user_task_0,user_task_1)
   --modes M,..     only these executions (plan-then-execute, step-wise, code)
+  --planners P,..  only these planners (scripted, adversarial)
   --defences D,..  only these defence modes (none, blocks, rules, quarantine, defended)
   --planner KIND   a live model instead of the scripted and adversarial planners (openai,
                    anthropic, openai-compatible); --model, --base-url and --api-key-env are
@@ -443,18 +444,22 @@ def main() -> None:
     p.add_argument("--pairs", type=int)
     p.add_argument("--user-tasks", type=lambda s: s.split(","))
     p.add_argument("--modes", type=lambda s: s.split(","))
+    p.add_argument("--planners", type=lambda s: s.split(","))
     p.add_argument("--defences", type=lambda s: s.split(","))
     p.add_argument("--planner", choices=["openai", "anthropic", "openai-compatible"])
     p.add_argument("--model")
     p.add_argument("--base-url")
     p.add_argument("--api-key-env")
     args = p.parse_args()
-    for given, known in [(args.modes, {m for _, m in PLANNERS}), (args.defences, set(MODES))]:
+    for given, known in [(args.modes, {m for _, m in PLANNERS}), (args.defences, set(MODES)),
+                         (args.planners, {pl for pl, _ in PLANNERS})]:
         wrong = sorted(set(given or ()) - known)
         if wrong:
             p.error(f"unknown {wrong[0]!r}: use one of {', '.join(sorted(known))}")
     if args.gate and args.planner:
         p.error("--gate measures the adversarial planner: it takes no --planner")
+    if args.planners and args.planner:
+        p.error("--planners picks among the scripted and adversarial planners; --planner replaces them")
     args.toolhost = str(Path(args.toolhost).resolve())
     args.tools = str(Path(args.tools).resolve())
     args.out = args.out.resolve()
@@ -473,7 +478,8 @@ def main() -> None:
         planners = ([("model", m) for m in ("plan-then-execute", "step-wise", "code")]
                     if args.planner else PLANNERS)
         configs = [(pl, m, d) for pl, m in planners for d in MODES
-                   if m in (args.modes or [m]) and d in (args.defences or [d])]
+                   if m in (args.modes or [m]) and d in (args.defences or [d])
+                   and pl in (args.planners or [pl])]
         if args.gate:
             configs = [(pl, m, "defended") for pl, m in PLANNERS if pl == "adversarial"]
         rows = []
