@@ -23,6 +23,8 @@
 //! - `planning`: planner round trips and tokens, plan-then-execute and code mode vs
 //!   step-wise, on two calculator tasks and (`suites`, full runs only) on the whole BFCL
 //!   multi-turn suite.
+//! - `code`: one tool call made from a code-mode program vs the same call as a plan step;
+//!   the interpreter's cached start for a run.
 //! - `journal`: steps per second through the engine, journaled vs not; a step's start
 //!   journaled and synced vs the disk's floor (`pwrite` + `fdatasync` of a preallocated
 //!   file); steps started together on one journal sharing syncs (group commit) vs one
@@ -37,6 +39,7 @@
 //!   callers, p50 and p99, vs a direct `Gate::call` of the same operation.
 
 mod admission;
+mod code;
 mod dag;
 mod durable;
 mod isolation;
@@ -150,7 +153,7 @@ fn main() {
         cpu_model()
     );
     // `--only NAME` runs one group: isolation, scaling, admission, startup, python, metering,
-    // dag, memory, planning, journal, scale, oneshot, mcp.
+    // dag, memory, planning, code, journal, scale, oneshot, mcp.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -195,6 +198,9 @@ fn main() {
     if wanted("planning") {
         figures.extend(planning::run());
         figures.extend(suites::run(scale));
+    }
+    if wanted("code") {
+        figures.extend(code::run(scale));
     }
     if wanted("journal") {
         figures.push(journal::run(scale));

@@ -218,6 +218,7 @@ fn the_json_has_the_specified_fields() {
             "escalated",
             "evaluator_disagreement",
             "input_tokens",
+            "cached_input_tokens",
             "output_tokens",
             "cost_usd",
             "wall_ms",

@@ -17,8 +17,8 @@
 
 use monty::{MontyRepl, ReplProgress};
 use monty_types::{
-    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
-    PrintWriter, ResourceLimits, ResourceTracker,
+    CompileOptions, ExcType, ExtFunctionResult, MontyClassInstance, MontyException, MontyObject,
+    NameLookupResult, PrintWriter, ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Number, Value};
 
@@ -244,7 +244,11 @@ fn cross_all(requests: &[MontyObject]) -> ExtFunctionResult {
         let (MontyObject::List(parts) | MontyObject::Tuple(parts)) = r else {
             return type_error("each request is [tool, operation, args]");
         };
-        let [MontyObject::String(tool), MontyObject::String(op), call_args] = parts.as_slice()
+        let [
+            MontyObject::String(tool),
+            MontyObject::String(op),
+            call_args,
+        ] = parts.as_slice()
         else {
             return type_error("each request is [tool, operation, args]");
         };
@@ -263,7 +267,11 @@ fn cross_all(requests: &[MontyObject]) -> ExtFunctionResult {
         .map(|a| match a {
             Ok(value) => match serde_json::from_str::<Value>(&value) {
                 Ok(v) => MontyObject::dict(vec![(MontyObject::String("ok".into()), from_json(v))]),
-                Err(e) => failed(false, "host_error", &format!("the host answered with invalid JSON: {e}")),
+                Err(e) => failed(
+                    false,
+                    "host_error",
+                    &format!("the host answered with invalid JSON: {e}"),
+                ),
             },
             Err(f) => failed(f.denied, &f.kind, &f.message),
         })
@@ -285,8 +293,9 @@ fn type_error(why: &str) -> ExtFunctionResult {
     ExtFunctionResult::Error(exception(ExcType::TypeError, why.into()))
 }
 
-/// A Python value as JSON: `None`, booleans, numbers, strings, lists, tuples and dicts
-/// with string keys; anything else is a `TypeError` naming its type.
+/// A Python value as JSON: `None`, booleans, numbers, strings, lists, tuples, dicts with
+/// string keys and the prelude's `Untrusted` handles (as `{"$handle": NAME}`); anything
+/// else is a `TypeError` naming its type.
 fn to_json(v: &MontyObject, depth: usize) -> Result<Value, String> {
     if depth > MAX_DEPTH {
         return Err(format!(
@@ -311,6 +320,9 @@ fn to_json(v: &MontyObject, depth: usize) -> Result<Value, String> {
                 .map(|x| to_json(x, depth + 1))
                 .collect::<Result<_, _>>()?,
         ),
+        MontyObject::ClassInstance(instance) if instance.class_type.name == "Untrusted" => {
+            handle(instance)?
+        }
         MontyObject::Dict(pairs) => {
             let mut m = Map::new();
             for (k, x) in pairs {
@@ -331,6 +343,23 @@ fn to_json(v: &MontyObject, depth: usize) -> Result<Value, String> {
             ));
         }
     })
+}
+
+/// An `Untrusted` handle (the prelude's class) as the host's wire form, `{"$handle": NAME}`:
+/// its name crosses, never content (the host holds that). Any other instance of a class so
+/// named is refused like any other object.
+fn handle(instance: &MontyClassInstance) -> Result<Value, String> {
+    let mut attrs = (&instance.attrs).into_iter();
+    match (attrs.next(), attrs.next()) {
+        (Some((MontyObject::String(k), MontyObject::String(name))), None) if k == "handle" => {
+            let mut m = Map::new();
+            m.insert("$handle".into(), Value::String(name.clone()));
+            Ok(Value::Object(m))
+        }
+        _ => {
+            Err("a value of type `Untrusted` that is not a handle cannot leave the program".into())
+        }
+    }
 }
 
 /// A JSON value as Python: objects become dicts, arrays lists.

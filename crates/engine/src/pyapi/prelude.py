@@ -150,13 +150,14 @@ class ParallelCall:
 
 
 def _toolhost(tool, operation, args):
-    wired = _wire(args, None)
+    # A handle among the arguments crosses as {"$handle": ...}: the interpreter wires it on
+    # the way out (tools/python), which costs a call far less than walking them here.
     collecting = _COLLECTING[0]
     if collecting is not None:
-        pending = ParallelCall(tool, operation, wired)
+        pending = ParallelCall(tool, operation, args)
         collecting.append(pending)
         return pending
-    return _shown(_toolhost_call(tool, operation, wired))
+    return _shown(_toolhost_call(tool, operation, args))
 
 
 _MAX_PARALLEL = 256
