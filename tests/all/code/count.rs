@@ -31,6 +31,14 @@ steps = [
 ]
 "#;
 
+/// [`TASK`] and its policy written into `dir`; the task file's path.
+fn written_task(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::write(dir.join("policy.toml"), "version = 1\n[tools.calc]\n").unwrap();
+    let task = dir.join("task.toml");
+    std::fs::write(&task, TASK).unwrap();
+    task
+}
+
 /// The run's `spent` in `mode`, with `extra` flags; the run must end normally with three
 /// calls made.
 fn spent(task: &str, mode: &str, extra: &[&str]) -> Value {
@@ -43,13 +51,7 @@ fn spent(task: &str, mode: &str, extra: &[&str]) -> Value {
 #[test]
 fn one_script_answers_every_mode_and_each_is_charged_as_a_model_would_be() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("policy.toml"),
-        "version = 1\n[tools.calc]\n",
-    )
-    .unwrap();
-    let task = dir.path().join("task.toml");
-    std::fs::write(&task, TASK).unwrap();
+    let task = written_task(dir.path());
     let task = task.to_str().unwrap();
     let count = ["--count-tokens"];
     let whole = spent(task, "plan-then-execute", &count);
@@ -80,13 +82,7 @@ fn one_script_answers_every_mode_and_each_is_charged_as_a_model_would_be() {
 #[test]
 fn counting_over_a_planner_that_reports_its_own_usage_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("policy.toml"),
-        "version = 1\n[tools.calc]\n",
-    )
-    .unwrap();
-    let task = dir.path().join("task.toml");
-    std::fs::write(&task, TASK).unwrap();
+    let task = written_task(dir.path());
     let cassette = dir.path().join("planner.jsonl");
     let (task, cassette) = (task.to_str().unwrap(), cassette.to_str().unwrap());
     let tools = toolhost_tests::tools_dir();
