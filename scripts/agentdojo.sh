@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # AgentDojo's suites through toolhost, in one command (SECURITY.md, "Measurement"):
 #   scripts/agentdojo.sh [banking|slack|workspace|travel|all] [--gate] [--pairs N] [--user-tasks IDS]
-#                        [--modes M,..] [--planners P,..] [--defences D,..]
+#                        [--modes M,..] [--planners P,..] [--defences D,..] [--max-input-tokens N]
 #                        [--planner KIND --model NAME --base-url URL --api-key-env VAR]
 #   scripts/agentdojo.sh install    (the venv only: scripts/test.sh, before the tests)
 #   1. a venv at target/agentdojo/venv with agentdojo==0.1.35 from PyPI;

@@ -237,7 +237,7 @@ def toml_str(s: str) -> str:
 
 
 def write_task(d: Path, suite, user, injection, planner: str, mode: str,
-               defence: tuple[str, bool, bool]):
+               defence: tuple[str, bool, bool], max_input_tokens: int | None):
     """One golden task in `d`; its environment and what scoring needs, for later."""
     outputs, _, quarantine = defence
     vectors = candidates(suite, user) if injection else []
@@ -251,6 +251,8 @@ def write_task(d: Path, suite, user, injection, planner: str, mode: str,
     lines = [f"id = {toml_str(d.name)}", f"goal = {toml_str(user.PROMPT)}", f'mode = "{mode}"',
              'policy = "policy.toml"', f'tools = ["{tool}"]',
              f"quarantine = {str(quarantine).lower()}", "[budgets]", "max_steps = 60"]
+    if max_input_tokens is not None:
+        lines.append(f"max_input_tokens = {max_input_tokens}")
     if planner == "scripted":
         if mode == "plan-then-execute":
             script = {"plan": {"goal": user.PROMPT, "steps": chain(task)}}
@@ -381,7 +383,7 @@ def run_config(args, suite, users, planner, mode, defence, injections, work: Pat
             # Grants are relative to the policy file: one beside each task's state.
             (d / "policy.toml").write_text(policy)
             scoring[d.name] = (user, inj) + write_task(
-                d, suite, user, inj, planner, mode, MODES[defence])
+                d, suite, user, inj, planner, mode, MODES[defence], args.max_input_tokens)
     out = work / "eval.json"
     ran = subprocess.run(
         [args.toolhost, "--state-dir", str(work / "state"), "--cache-dir", str(args.out / "cache"),
@@ -446,6 +448,9 @@ def main() -> None:
     p.add_argument("--modes", type=lambda s: s.split(","))
     p.add_argument("--planners", type=lambda s: s.split(","))
     p.add_argument("--defences", type=lambda s: s.split(","))
+    # The run's input-token budget (default 100,000): a comparison of token counts at equal
+    # success gives step-wise room to finish (the bench's AgentDojo rows).
+    p.add_argument("--max-input-tokens", type=int)
     p.add_argument("--planner", choices=["openai", "anthropic", "openai-compatible"])
     p.add_argument("--model")
     p.add_argument("--base-url")

@@ -21,8 +21,8 @@
 //! - `dag`: 8 steps each waiting 100 ms on a loopback server, parallel vs sequential.
 //! - `memory`: 1,000 concurrent in-flight calls: peak RSS and host overhead per instance.
 //! - `planning`: planner round trips and tokens, plan-then-execute and code mode vs
-//!   step-wise, on two calculator tasks and (`suites`, full runs only) on the whole BFCL
-//!   multi-turn suite.
+//!   step-wise, on two calculator tasks and (full runs only) on the whole BFCL multi-turn
+//!   suite (`suites`) and AgentDojo's four suites (`agentdojo`).
 //! - `code`: one tool call made from a code-mode program vs the same call as a plan step;
 //!   the interpreter's cached start for a run.
 //! - `journal`: steps per second through the engine, journaled vs not; a step's start
@@ -39,6 +39,7 @@
 //!   callers, p50 and p99, vs a direct `Gate::call` of the same operation.
 
 mod admission;
+mod agentdojo;
 mod code;
 mod dag;
 mod durable;
@@ -198,6 +199,7 @@ fn main() {
     if wanted("planning") {
         figures.extend(planning::run());
         figures.extend(suites::run(scale));
+        figures.extend(agentdojo::run(scale));
     }
     if wanted("code") {
         figures.extend(code::run(scale));
