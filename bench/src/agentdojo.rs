@@ -89,7 +89,14 @@ pub fn run(scale: Scale) -> Vec<Figure> {
         .arg(&tools)
         .arg(out.path())
         .args(SUITES.iter().map(|(s, _, _)| s))
-        .args(["--pairs", "0", "--planners", "scripted", "--defences", "none"])
+        .args([
+            "--pairs",
+            "0",
+            "--planners",
+            "scripted",
+            "--defences",
+            "none",
+        ])
         .args(["--max-input-tokens", &BUDGET.to_string()])
         .env(super::mcp::AS_CLI, "1")
         .env_remove("TOOLHOST_LOG")
@@ -109,15 +116,17 @@ pub fn run(scale: Scale) -> Vec<Figure> {
 /// The figure of `suite` from the harness's rows in `out`.
 fn figure(out: &Path, suite: &str, name: &'static str) -> Figure {
     let path = out.join(format!("agentdojo-{suite}.json"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rows: Vec<Value> = serde_json::from_str(&text).expect("the harness's rows are JSON");
     let row = |mode: &str| {
         let r = rows
             .iter()
             .find(|r| r["mode"] == mode)
             .unwrap_or_else(|| panic!("{suite}: no {mode} row"));
-        let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{suite} {mode}: {k}"));
+        let f = |k: &str| {
+            r[k].as_f64()
+                .unwrap_or_else(|| panic!("{suite} {mode}: {k}"))
+        };
         Row {
             utility: f("utility"),
             input: f("input_tokens_per_task"),

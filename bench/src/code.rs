@@ -8,6 +8,9 @@
 //! step the call becomes; for a plan, the executor's round for the step. Measured twice:
 //! journaled, as every run is (each call's start synced before it runs, one `fdatasync`
 //! per call either way), and without a journal, where nothing hides the crossing.
+//! And a program of [`LONG`] calls against one of [`CALLS`], per call: a call is checked
+//! against the run's provenance so far, which must not make it cost more the more calls
+//! came before it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +28,9 @@ use super::{Figure, Scale, median};
 
 /// The calls the per-call figure divides by.
 const CALLS: usize = 100;
+/// The calls of the long program, whose per-call cost must not grow with the calls made
+/// before (each call is checked against the run's provenance so far).
+const LONG: usize = 1_000;
 
 /// One run of `script` in `mode`, timed from the engine's start to its report; journaled
 /// under `state` when given.
@@ -39,7 +45,7 @@ fn timed(
     let mut planner = Canned::scripted(script);
     let mut approver = Unattended(ApprovalMode::Deny);
     let budgets = Budgets {
-        max_steps: CALLS as u32 + 10,
+        max_steps: LONG as u32 + 10,
         ..Budgets::default()
     };
     let mut quiet = Quiet;
@@ -56,7 +62,7 @@ fn timed(
             mode,
             budgets,
             max_parallel: 1,
-            max_plan_steps: CALLS + 10,
+            max_plan_steps: LONG + 10,
             ..RunConfig::default()
         })
         .approver(&mut approver)
@@ -108,8 +114,8 @@ pub fn run(scale: Scale) -> Vec<Figure> {
     // On the disk the state directory would be on, not a tmpfs, so the syncs are real.
     let state = tempfile::tempdir_in(std::env::temp_dir()).expect("state dir");
     let samples = scale.n(9, 3);
-    let per_call = |mode: Mode, state: Option<&Path>, pick: fn((Value, Value)) -> Value| {
-        let (one, many) = (pick(scripts(1)), pick(scripts(CALLS + 1)));
+    let per_call = |mode: Mode, state: Option<&Path>, pick: fn((Value, Value)) -> Value, calls| {
+        let (one, many) = (pick(scripts(1)), pick(scripts(calls + 1)));
         let time = |script| timed(&rt, &catalog, &interpreter, (mode, state), script);
         // A warm-up of each, then alternating samples.
         time(&one);
@@ -118,12 +124,14 @@ pub fn run(scale: Scale) -> Vec<Figure> {
             .map(|_| {
                 let a = time(&one);
                 let b = time(&many);
-                b.saturating_sub(a) / CALLS as u32
+                b.saturating_sub(a) / calls as u32
             })
             .collect();
         median(diffs)
     };
+    let program = |(_, program)| program;
     let mut figures = Vec::new();
+    let mut unjournaled = Duration::ZERO;
     for (name, journaled) in [
         (
             "code mode: one journaled call from a program vs as a plan step",
@@ -134,8 +142,9 @@ pub fn run(scale: Scale) -> Vec<Figure> {
             None,
         ),
     ] {
-        let step = per_call(Mode::PlanThenExecute, journaled, |(plan, _)| plan);
-        let from_program = per_call(Mode::Code, journaled, |(_, program)| program);
+        let step = per_call(Mode::PlanThenExecute, journaled, |(plan, _)| plan, CALLS);
+        let from_program = per_call(Mode::Code, journaled, program, CALLS);
+        unjournaled = from_program;
         figures.push(Figure {
             name,
             detail: format!(
@@ -150,6 +159,19 @@ pub fn run(scale: Scale) -> Vec<Figure> {
             gated: false,
         });
     }
+    let long = per_call(Mode::Code, None, program, LONG);
+    figures.push(Figure {
+        name: "code mode: one call from a program of 1,000 calls vs of 100, no journal",
+        detail: format!(
+            "{} per call over {LONG} calls vs {} over {CALLS} (calc.eval one at a time, minus one; median of {samples})",
+            crate::us(long),
+            crate::us(unjournaled)
+        ),
+        ratio: long.as_secs_f64() / unjournaled.as_secs_f64().max(1e-9),
+        target: 1.3,
+        lower_is_better: true,
+        gated: false,
+    });
     figures.push(cached_start(scale));
     figures
 }

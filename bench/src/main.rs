@@ -24,7 +24,7 @@
 //!   step-wise, on two calculator tasks and (full runs only) on the whole BFCL multi-turn
 //!   suite (`suites`) and AgentDojo's four suites (`agentdojo`).
 //! - `code`: one tool call made from a code-mode program vs the same call as a plan step;
-//!   the interpreter's cached start for a run.
+//!   a call from a program of 1,000 calls vs of 100; the interpreter's cached start.
 //! - `journal`: steps per second through the engine, journaled vs not; a step's start
 //!   journaled and synced vs the disk's floor (`pwrite` + `fdatasync` of a preallocated
 //!   file); steps started together on one journal sharing syncs (group commit) vs one

@@ -48,6 +48,31 @@ pub(crate) struct Violation {
 /// The data-flow rules of each tool, by name (`None`: a built-in step, no tool).
 pub(crate) type Rules<'a> = &'a dyn Fn(&ToolName) -> Option<&'a Flow>;
 
+/// Where a check finds the taint of the step a reference names.
+pub(crate) trait Taints {
+    fn taint(&self, id: &StepId) -> Option<&Taint>;
+}
+
+impl Taints for BTreeMap<StepId, Taint> {
+    fn taint(&self, id: &StepId) -> Option<&Taint> {
+        self.get(id)
+    }
+}
+
+/// The taints of a plan's steps checked so far, over the run's: a check looks through
+/// both without copying the run's, which grow with every step it ran (a code-mode
+/// program's calls are checked one at a time).
+struct Layered<'a> {
+    run: &'a BTreeMap<StepId, Taint>,
+    plan: BTreeMap<StepId, Taint>,
+}
+
+impl Taints for Layered<'_> {
+    fn taint(&self, id: &StepId) -> Option<&Taint> {
+        self.plan.get(id).or_else(|| self.run.get(id))
+    }
+}
+
 /// What a run knows about provenance so far.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -76,13 +101,16 @@ pub(crate) fn check(
     known: &Provenance,
 ) -> Vec<Violation> {
     let by_id: BTreeMap<&StepId, &Step> = plan.steps.iter().map(|s| (&s.id, s)).collect();
-    let mut steps = known.steps.clone();
+    let mut steps = Layered {
+        run: &known.steps,
+        plan: BTreeMap::new(),
+    };
     let mut problems = Vec::new();
     for id in order {
         let Some(step) = by_id.get(id) else { continue };
         match output(step, rules, &steps, &known.planner) {
             Ok(t) => {
-                steps.insert(id.clone(), t);
+                steps.plan.insert(id.clone(), t);
             }
             Err(p) => problems.extend(p),
         }
@@ -95,7 +123,7 @@ pub(crate) fn check(
 pub(crate) fn output(
     step: &Step,
     rules: Rules<'_>,
-    steps: &BTreeMap<StepId, Taint>,
+    steps: &dyn Taints,
     planner: &Taint,
 ) -> Result<Taint, Vec<Violation>> {
     let what = format!("`{}.{}`", step.tool, step.operation);
@@ -166,7 +194,7 @@ pub(crate) fn output(
 /// The arguments of `step` that untrusted data would reach, with how it gets there.
 pub(crate) fn untrusted_args(
     step: &Step,
-    steps: &BTreeMap<StepId, Taint>,
+    steps: &dyn Taints,
     planner: &Taint,
 ) -> Vec<(String, Taint)> {
     step.args
@@ -187,10 +215,10 @@ fn refused(step: &Step, message: String) -> Violation {
 
 /// The taint of one argument value: its first tainted reference, else the planner's if
 /// the value holds anything the planner wrote.
-fn argument(value: &Value, steps: &BTreeMap<StepId, Taint>, planner: &Taint) -> Taint {
+fn argument(value: &Value, steps: &dyn Taints, planner: &Taint) -> Taint {
     for found in reference::find_all(value) {
         let Ok(r) = found.reference else { continue };
-        match steps.get(&r.step) {
+        match steps.taint(&r.step) {
             Some(t) if !t.is_trusted() => return t.clone(),
             Some(_) => {}
             // Validation refuses a reference to no step; at run time a step without an
