@@ -5,13 +5,15 @@
 use serde::{Deserialize, Serialize};
 
 /// How a decision was made: through the operator console, the HTTP API, at the terminal
-/// (`toolhost run --approve`), or by the policy with nobody asked (`auto`).
+/// (`toolhost run --approve`), by an MCP client's user (a form of `toolhost mcp --code`'s
+/// `run_program`), or by the policy with nobody asked (`auto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum How {
     Console,
     Api,
     Terminal,
+    Mcp,
     Auto,
 }
 
@@ -21,6 +23,7 @@ impl How {
             How::Console => "console",
             How::Api => "api",
             How::Terminal => "terminal",
+            How::Mcp => "mcp",
             How::Auto => "auto",
         }
     }

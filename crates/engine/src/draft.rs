@@ -60,7 +60,7 @@ fn nobody_to_serve(plan: &Plan, builtins: Builtins) -> Vec<Problem> {
         .filter_map(|s| {
             let message = if ask::is_ask(s) && !builtins.answers {
                 format!(
-                    "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, or through `toolhost serve`",
+                    "the step asks a person (`{}.{}`) and nobody can answer in this run: run it at a terminal with `--approve`, through `toolhost serve`, or from an MCP client that answers forms (elicitation)",
                     ask::TOOL,
                     ask::OPERATION
                 )

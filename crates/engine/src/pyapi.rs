@@ -271,6 +271,18 @@ pub fn catalog_api(catalog: &Catalog) -> String {
     python_api(&tool_apis(catalog))
 }
 
+/// [`catalog_api`] and `human.ask`: what a client of `toolhost mcp --code` is shown, whose
+/// user answers the program's questions.
+pub fn catalog_api_asking(catalog: &Catalog) -> String {
+    run_api(
+        catalog,
+        Builtins {
+            answers: true,
+            extracts: false,
+        },
+    )
+}
+
 /// What a run's code-mode planner is shown: [`catalog_api`], and `human.ask` and
 /// `model.extract` where the run can serve them.
 pub(crate) fn run_api(catalog: &Catalog, serves: Builtins) -> String {

@@ -2,7 +2,7 @@
 //! they take effect, each with `waited_ms`, the time the run waited for the person: a
 //! resume leaves it out of the run's wall time, as the run itself did. Each also says who
 //! decided (`by`: a token's name, the terminal's user) and how (`how`: `console`, `api`,
-//! `terminal`, or the policy's `auto`), as the approver reports it: records written before
+//! `terminal`, `mcp`, or the policy's `auto`), as the approver reports it: records written before
 //! these fields existed have neither, and still verify and show.
 
 use std::time::Instant;
@@ -41,6 +41,7 @@ pub(crate) fn decider(d: &Value) -> Option<String> {
     let how = d.get("how").and_then(Value::as_str)?;
     Some(match d.get("by") {
         _ if how == "auto" => "auto (the policy)".into(),
+        _ if how == "mcp" => "the MCP client's user (mcp)".into(),
         Some(Value::String(by)) => format!("{by} ({how})"),
         _ => format!("an unnamed caller ({how})"),
     })

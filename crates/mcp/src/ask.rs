@@ -258,6 +258,13 @@ impl Asking {
         Some(Ok(answers.collect()))
     }
 
+    /// Why the last question stopped, cleared with what it left pending, so that the
+    /// next question is asked afresh (a program asks many, one at a time).
+    pub(crate) fn take_stop(&mut self) -> Option<Stop> {
+        self.pending.clear();
+        self.stop.take()
+    }
+
     /// The error or result a stopped call ends with.
     pub(crate) fn error(stop: &Stop) -> Option<ErrorData> {
         match stop {
@@ -329,6 +336,12 @@ fn check(input: &Input, answer: &Value) -> Result<(), String> {
 
 /// The form a `sensitive` tool's call is approved through.
 pub(crate) fn approval(name: &str, args: &Value) -> Input {
+    approval_keyed(APPROVAL, name, args)
+}
+
+/// The form the call of `name` with `args` is approved through, under `key` (a program's
+/// run asks one per call).
+pub fn approval_keyed(key: &str, name: &str, args: &Value) -> Input {
     let mut shown = args.to_string();
     if shown.len() > 2000 {
         let mut cut = 2000;
@@ -339,7 +352,7 @@ pub(crate) fn approval(name: &str, args: &Value) -> Input {
         shown.push('…');
     }
     Input::new(
-        APPROVAL,
+        key,
         Request::Form {
             message: format!("Allow the call of `{name}` with the arguments {shown}?"),
             schema: json!({
@@ -352,7 +365,7 @@ pub(crate) fn approval(name: &str, args: &Value) -> Input {
 }
 
 /// Whether an approval's answer approves.
-pub(crate) fn approves(answer: &Value) -> bool {
+pub fn approves(answer: &Value) -> bool {
     answer.get("action").and_then(Value::as_str) == Some("accept")
         && answer.pointer("/content/approve") == Some(&Value::Bool(true))
 }

@@ -244,7 +244,17 @@ impl ServerHandler for Server {
             && request.name == crate::program::TOOL
         {
             let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-            return p.call(&args, context.ct.clone()).await.map(Into::into);
+            let ct = context.ct.clone();
+            let asking = crate::ask::Asking::new(
+                &self.shared.codec,
+                &request.name,
+                &args,
+                tasks::owner(self.session.id, &context) == tasks::Owner::Stateless,
+                None,
+                None,
+                &context,
+            )?;
+            return p.call(&args, asking, ct).await.map(Into::into);
         }
         let catalog = self.shared.catalog();
         let Some(entry) = catalog.get(&request.name) else {

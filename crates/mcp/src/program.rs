@@ -8,6 +8,11 @@
 //! the program makes is validated, policy-checked, budgeted and journaled as a plan step,
 //! in a journal of its own). Programs running at once are bounded ([`Programs::limit`]):
 //! one past the bound is an `isError` result of kind `overloaded`, never a queue.
+//!
+//! A program's run asks the client's user ([`ClientUser`], `user`): a `sensitive` call's
+//! approval and a `human.ask` question reach the client as forms while the program waits.
+
+mod user;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,6 +23,11 @@ use rmcp::model::{CallToolResult, Tool as McpTool};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+pub use self::user::{ClientUser, Reply};
+pub use crate::ask::{approval_keyed as approval_form, approves};
+
+use crate::ask::Asking;
 
 /// The tool's name.
 pub const TOOL: &str = "run_program";
@@ -44,8 +54,8 @@ pub trait Programs: Send + Sync {
     /// How many programs may run at once.
     fn limit(&self) -> usize;
     /// Runs `program` to its end; `cancel` fires when the client cancels the call or the
-    /// server stops.
-    fn run(&self, program: String, cancel: CancellationToken) -> ProgramRun;
+    /// server stops; `user` is who its approvals and questions go to.
+    fn run(&self, program: String, cancel: CancellationToken, user: ClientUser) -> ProgramRun;
 }
 
 /// What the server keeps of the embedder's [`Programs`]: it, its descriptor, and the
@@ -66,7 +76,8 @@ the server's policy, budgeted and journaled: a refused call raises Denied, a fai
 ToolError (`except CallError as e:` catches both; kind_of(e) and message_of(e) tell why). \
 Independent calls run at once in parallel(lambda: a.x(...), lambda: b.y(...)). An \
 untrusted output comes back as an opaque handle that can only be passed on to a tool. \
-Write plain Python: functions, loops, comprehensions, lists and dicts; no imports, files, \
+human.ask(question=..., answer_=SCHEMA) asks the client's user (a form; the client must \
+support elicitation) and a sensitive tool's call waits for the user's approval. Write plain Python: functions, loops, comprehensions, lists and dicts; no imports, files, \
 network or async.";
 
 impl Served {
@@ -99,10 +110,12 @@ impl Served {
     }
 
     /// A `run_program` call with `args`: the program's end as a result; arguments that are
-    /// not `{"program": SOURCE}` are a JSON-RPC error naming why.
+    /// not `{"program": SOURCE}` are a JSON-RPC error naming why. What the program's run
+    /// asks is put to the client through `asking` while the program waits.
     pub(crate) async fn call(
         &self,
         args: &Value,
+        mut asking: Asking,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, ErrorData> {
         let program = source(args)?;
@@ -115,7 +128,21 @@ impl Served {
                 ),
             }})));
         };
-        let end = self.programs.run(program, cancel).await;
+        let (user, mut questions) = ClientUser::new(asking.offered());
+        let mut run = self.programs.run(program, cancel.clone(), user);
+        let end = loop {
+            tokio::select! {
+                end = &mut run => break end,
+                Some((input, to)) = questions.recv() => tokio::select! {
+                    reply = user::reply(&mut asking, &input) => {
+                        let _ = to.send(reply);
+                    }
+                    // Unanswered: the run's wait ends with the reply dropped, and the
+                    // cancelled run stops.
+                    () = cancel.cancelled() => {}
+                },
+            }
+        };
         Ok(if end.answered {
             CallToolResult::structured(end.content)
         } else {

@@ -4,6 +4,7 @@
 
 mod cancel;
 mod code;
+mod code_asks;
 mod conformance;
 mod durable;
 mod features;

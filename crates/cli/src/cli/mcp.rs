@@ -4,6 +4,7 @@
 mod code;
 mod journal;
 mod load;
+mod user;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -16,9 +16,11 @@ use toolhost_app::journal::JournalOptions;
 use toolhost_app::session::{self, Session};
 use toolhost_engine::validate::Catalog;
 use toolhost_engine::{Cancel, RunReport, StopReason};
+use toolhost_mcp::program::ClientUser;
 use toolhost_mcp::{ProgramEnd, ProgramRun, Programs};
 use toolhost_runtime::Runtime;
 
+use super::user::ClientApprover;
 use crate::cli::{Failure, exit};
 
 /// The program a run is checked with at start: the whole setup (interpreter, tools,
@@ -73,7 +75,7 @@ impl CodePrograms {
         let probe = programs.write_task(PROBE).map_err(fail)?;
         let loaded = programs.load(&probe).map_err(fail)?;
         let _ = std::fs::remove_file(&probe);
-        programs.api = toolhost_engine::pyapi::catalog_api(&Catalog {
+        programs.api = toolhost_engine::pyapi::catalog_api_asking(&Catalog {
             tools: loaded.tools.clone(),
         });
         Ok(programs)
@@ -117,8 +119,14 @@ impl CodePrograms {
         Ok(loaded)
     }
 
-    /// Runs `program` to its end on this thread, cancelled by `stop`.
-    fn run_here(&self, program: &str, stop: Cancel) -> Result<ProgramEnd, String> {
+    /// Runs `program` to its end on this thread, cancelled by `stop`, its approvals and
+    /// questions put to `user`.
+    fn run_here(
+        &self,
+        program: &str,
+        stop: Cancel,
+        user: ClientUser,
+    ) -> Result<ProgramEnd, String> {
         let task = self.write_task(program)?;
         let loaded = self.load(&task)?;
         let planner = toolhost_app::planner::build(&loaded.task, &Default::default(), None)
@@ -130,7 +138,13 @@ impl CodePrograms {
         };
         let opened =
             session::open(None, &journal, &task, &loaded, None).map_err(|e| e.to_string())?;
+        let approver = ClientApprover {
+            user,
+            policy: loaded.policy.approval,
+            last: None,
+        };
         let ended = Session::new(self.rt.clone(), loaded, planner)
+            .approver(approver)
             .cancel(stop)
             .run(opened, &mut std::io::sink())
             .map_err(|e| e.to_string())?;
@@ -198,7 +212,7 @@ impl Programs for Shared {
         self.0.limit
     }
 
-    fn run(&self, program: String, cancel: CancellationToken) -> ProgramRun {
+    fn run(&self, program: String, cancel: CancellationToken, user: ClientUser) -> ProgramRun {
         let programs = self.0.clone();
         Box::pin(async move {
             // The client's cancellation (or the server's stop) cancels the run.
@@ -210,7 +224,8 @@ impl Programs for Shared {
                     stop.cancel();
                 }
             });
-            let ran = tokio::task::spawn_blocking(move || programs.run_here(&program, stop)).await;
+            let ran =
+                tokio::task::spawn_blocking(move || programs.run_here(&program, stop, user)).await;
             watch.abort();
             let why = match ran {
                 Ok(Ok(end)) => return end,

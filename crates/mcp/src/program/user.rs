@@ -1,0 +1,94 @@
+//! The client's user as a program's run sees it ([`ClientUser`]). The embedder's approver
+//! puts a `sensitive` call's approval or a `human.ask` question to it and waits for the
+//! reply; the `run_program` call answers each through its request's asking
+//! (`crate::ask`): a form sent to a session's client while the program waits, or, in a
+//! stateless task, an `input_required` status that `tasks/update` answers. A stateless
+//! request outside a task cannot be called back: its questions are unanswerable, and the
+//! embedder does what it does when nobody can be asked.
+
+use std::sync::mpsc as std_mpsc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use toolhost_runtime::ask::{Input, Kind};
+
+use crate::ask::{Asking, Stop};
+
+/// The client's reply to a question, or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The client's result, checked against the question's schema when it accepts a form
+    /// (`{"action": "accept", "content": {…}}`, or `decline`, `cancel`).
+    Answer(Value),
+    /// Nobody can be asked: the client did not declare the capability, or the request is
+    /// stateless and not a task. Says which.
+    Unanswerable(String),
+    /// The client was asked and the question failed: it did not answer, or its answer
+    /// was refused (not what the form calls for). Says why.
+    Failed(String),
+}
+
+/// A question on its way to the client, with where its reply goes.
+pub(crate) type Question = (Input, std_mpsc::Sender<Reply>);
+
+/// Who a program's run asks: the user of the client whose `run_program` call it runs.
+#[derive(Clone)]
+pub struct ClientUser {
+    to: Option<mpsc::UnboundedSender<Question>>,
+    offered: Vec<Kind>,
+}
+
+impl ClientUser {
+    /// The user of a client that offers `offered`, and the questions its program puts.
+    pub(crate) fn new(offered: Vec<Kind>) -> (ClientUser, mpsc::UnboundedReceiver<Question>) {
+        let (to, questions) = mpsc::unbounded_channel();
+        let user = ClientUser {
+            to: Some(to),
+            offered,
+        };
+        (user, questions)
+    }
+
+    /// Nobody to ask: every question is [`Reply::Unanswerable`].
+    pub fn nobody() -> ClientUser {
+        ClientUser {
+            to: None,
+            offered: Vec::new(),
+        }
+    }
+
+    /// Whether the client declared what a question of `kind` needs.
+    pub fn offers(&self, kind: Kind) -> bool {
+        self.to.is_some() && self.offered.contains(&kind)
+    }
+
+    /// Puts `input` to the client's user and waits for the reply, blocking this thread (a
+    /// run's approver calls it; never call it from async code). `None`: the call ended
+    /// while the question waited (cancelled, or the server stopped).
+    pub fn ask(&self, input: Input) -> Option<Reply> {
+        let Some(to) = &self.to else {
+            return Some(Reply::Unanswerable("nobody can be asked".into()));
+        };
+        let (reply, replied) = std_mpsc::channel();
+        to.send((input, reply)).ok()?;
+        replied.recv().ok()
+    }
+}
+
+/// The reply to `input`, asked through `asking`.
+pub(crate) async fn reply(asking: &mut Asking, input: &Input) -> Reply {
+    match asking.answers(std::slice::from_ref(input)).await {
+        Some(Ok(mut answers)) => Reply::Answer(answers.pop().unwrap_or(Value::Null)),
+        Some(Err(why)) => Reply::Failed(why),
+        None => match asking.take_stop() {
+            Some(Stop::Invalid(why)) => Reply::Failed(why),
+            Some(stop @ Stop::Missing(_)) => {
+                Reply::Unanswerable(stop.record(&Default::default()).1)
+            }
+            Some(Stop::Input) | None => Reply::Unanswerable(format!(
+                "a stateless request cannot be called back, so `{}` cannot be asked: call `run_program` as a task (the io.modelcontextprotocol/tasks extension) and answer with tasks/update, or over a session",
+                input.key
+            )),
+        },
+    }
+}
