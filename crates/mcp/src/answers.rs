@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use rmcp::ErrorData;
 use rmcp::model::{InputRequest, InputRequests, InputResponses};
 use serde_json::{Value, json};
+use toolhost_runtime::ask::{Input, Request};
 
 /// Whether `answer` answers the MCP request `request` asked under `key` (an input of a
 /// task, as `tasks/get` showed it): [`check`] with its form's schema.
@@ -102,4 +103,35 @@ pub(crate) fn not_waiting(id: &str, status: &str) -> ErrorData {
         ),
         Some(json!({"kind": "not_waiting", "taskId": id, "status": status})),
     )
+}
+
+/// The form the call of `name` with `args` is approved through, under `key` (a program's
+/// run asks one per call).
+pub fn approval_keyed(key: &str, name: &str, args: &Value) -> Input {
+    let mut shown = args.to_string();
+    if shown.len() > 2000 {
+        let mut cut = 2000;
+        while !shown.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        shown.truncate(cut);
+        shown.push('…');
+    }
+    Input::new(
+        key,
+        Request::Form {
+            message: format!("Allow the call of `{name}` with the arguments {shown}?"),
+            schema: json!({
+                "type": "object",
+                "properties": {"approve": {"type": "boolean", "title": "Approve this call"}},
+                "required": ["approve"],
+            }),
+        },
+    )
+}
+
+/// Whether an approval's answer approves.
+pub fn approves(answer: &Value) -> bool {
+    answer.get("action").and_then(Value::as_str) == Some("accept")
+        && answer.pointer("/content/approve") == Some(&Value::Bool(true))
 }

@@ -336,36 +336,5 @@ fn check(input: &Input, answer: &Value) -> Result<(), String> {
 
 /// The form a `sensitive` tool's call is approved through.
 pub(crate) fn approval(name: &str, args: &Value) -> Input {
-    approval_keyed(APPROVAL, name, args)
-}
-
-/// The form the call of `name` with `args` is approved through, under `key` (a program's
-/// run asks one per call).
-pub fn approval_keyed(key: &str, name: &str, args: &Value) -> Input {
-    let mut shown = args.to_string();
-    if shown.len() > 2000 {
-        let mut cut = 2000;
-        while !shown.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        shown.truncate(cut);
-        shown.push('…');
-    }
-    Input::new(
-        key,
-        Request::Form {
-            message: format!("Allow the call of `{name}` with the arguments {shown}?"),
-            schema: json!({
-                "type": "object",
-                "properties": {"approve": {"type": "boolean", "title": "Approve this call"}},
-                "required": ["approve"],
-            }),
-        },
-    )
-}
-
-/// Whether an approval's answer approves.
-pub fn approves(answer: &Value) -> bool {
-    answer.get("action").and_then(Value::as_str) == Some("accept")
-        && answer.pointer("/content/approve") == Some(&Value::Bool(true))
+    crate::answers::approval_keyed(APPROVAL, name, args)
 }

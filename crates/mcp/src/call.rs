@@ -136,7 +136,10 @@ pub(crate) async fn start_task(
         .get(&name)
         .expect("the catalog holds the tool it named");
     let opened = match &shared.durable {
-        Some(d) => d.open(owner, (&name, entry, &args), max, ttl).await?,
+        Some(d) => {
+            let again = crate::durable::runs_again(entry);
+            d.open(owner, (&name, again, &args), max, ttl).await?
+        }
         None => shared.tasks.open(owner, max, ttl)?,
     };
     let (id, created, ct) = match opened {
@@ -154,10 +157,7 @@ pub(crate) async fn start_task(
             .expect("the catalog holds the tool it named");
         let returned = call(&shared2, &session2, &name, entry, args, round, ctx).await;
         let state = tasks::ended(&name, returned, ct.is_cancelled());
-        match &shared2.durable {
-            Some(d) => d.settle(&task, state).await,
-            None => shared2.tasks.settle(&task, state),
-        }
+        shared2.settle(&task, state).await;
     });
     Ok(tasks::seed(id, &created, ttl))
 }
@@ -208,7 +208,9 @@ async fn approve(
         .answers(&[ask::approval(start.name, start.args)])
         .await
     {
-        Some(Ok(answers)) if answers.first().is_some_and(ask::approves) => return Ok(None),
+        Some(Ok(answers)) if answers.first().is_some_and(crate::answers::approves) => {
+            return Ok(None);
+        }
         Some(Ok(_)) => format!(
             "the client's user did not approve the call of `{}`; it did not run",
             start.name

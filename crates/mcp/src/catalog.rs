@@ -13,6 +13,9 @@ use toolhost_runtime::policy::ToolPolicy;
 
 use crate::{annotate, content, output};
 
+/// The name of the server's own tool that runs programs (`--code`; [`crate::program`]).
+pub(crate) const PROGRAM: &str = "run_program";
+
 /// The longest tool name MCP allows (SEP-986).
 const MAX_NAME: usize = 128;
 

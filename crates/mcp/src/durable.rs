@@ -155,13 +155,13 @@ impl Durable {
         }
     }
 
-    /// Opens a working task of `owner` for the call of `entry` (the tool `name`) with
-    /// `args`, held by this replica; the `overloaded` result when `owner` holds `max`
-    /// working tasks (on any replica).
+    /// Opens a working task of `owner` for the call of the tool `name` with `args`, held by
+    /// this replica, which another may run again when `again` (an idempotent call); the
+    /// `overloaded` result when `owner` holds `max` working tasks (on any replica).
     pub async fn open(
         &self,
         owner: Owner,
-        (name, entry, args): (&str, &Entry, &Value),
+        (name, again, args): (&str, bool, &Value),
         max: usize,
         ttl: Duration,
     ) -> Result<Result<(String, String, CancellationToken), CallToolResult>, ErrorData> {
@@ -171,7 +171,6 @@ impl Durable {
                 None,
             ));
         }
-        let again = runs_again(entry);
         let text = args.to_string();
         let new = NewTask {
             id: tasks::fresh_id()?,
@@ -291,7 +290,7 @@ impl Durable {
 
 /// Whether a task's call may run again on another replica: idempotent by policy, and not
 /// `sensitive` (its approval cannot be asked again of anyone).
-fn runs_again(entry: &Entry) -> bool {
+pub(crate) fn runs_again(entry: &Entry) -> bool {
     entry.section.idempotent && !entry.section.sensitive
 }
 
@@ -402,8 +401,12 @@ impl Durable {
 
 /// The error of a task whose replica `was` lapsed while running `operation`, which `me`
 /// does not run again (`served`: `me` serves it, but it is not idempotent by policy).
+/// Why a program's task is not run again elsewhere.
+const PROGRAM_NOT_AGAIN: &str = "a program is never run again by another replica (the calls it made may have taken effect; they are journaled in its run on the replica that ran it, where `toolhost resume` carries the run on)";
+
 fn lost(operation: &str, was: &str, me: &str, served: bool) -> serde_json::Map<String, Value> {
     let why = match served {
+        _ if operation == crate::catalog::PROGRAM => PROGRAM_NOT_AGAIN.to_string(),
         true => format!(
             "`{operation}` is not idempotent by policy (its section does not say `idempotent = true`, or it is `sensitive`)"
         ),
@@ -422,9 +425,15 @@ fn lost(operation: &str, was: &str, me: &str, served: bool) -> serde_json::Map<S
 /// The error of a task whose replica `me` stopped (SIGTERM) while running `operation`,
 /// which is not idempotent by policy, so no replica runs it again.
 fn stopped(operation: &str, me: &str) -> serde_json::Map<String, Value> {
-    let message = format!(
-        "replica `{me}` was stopped while running `{operation}`, and the task was not handed to another replica: `{operation}` is not idempotent by policy (its section does not say `idempotent = true`, or it is `sensitive`); the call may have taken effect once, or not at all"
-    );
+    let message = if operation == crate::catalog::PROGRAM {
+        format!(
+            "replica `{me}` was stopped while running a program, and the task was not handed to another replica: {PROGRAM_NOT_AGAIN}"
+        )
+    } else {
+        format!(
+            "replica `{me}` was stopped while running `{operation}`, and the task was not handed to another replica: `{operation}` is not idempotent by policy (its section does not say `idempotent = true`, or it is `sensitive`); the call may have taken effect once, or not at all"
+        )
+    };
     tasks::object(Ok(json!({
         "code": -32603,
         "message": message,

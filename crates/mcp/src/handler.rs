@@ -16,6 +16,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use toolhost_runtime::{Gate, Runtime};
 
+use crate::catalog::TaskSupport;
 use crate::shared::{Session, Shared};
 use crate::sink::CallSink;
 use crate::tasks;
@@ -244,6 +245,10 @@ impl ServerHandler for Server {
             && request.name == crate::program::TOOL
         {
             let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+            if tasks::wanted(&request.name, TaskSupport::Optional, &context)? {
+                return crate::program_call::start(&self.shared, &self.session, args, context)
+                    .await;
+            }
             let ct = context.ct.clone();
             let asking = crate::ask::Asking::new(
                 &self.shared.codec,
@@ -254,7 +259,9 @@ impl ServerHandler for Server {
                 None,
                 &context,
             )?;
-            return p.call(&args, asking, ct).await.map(Into::into);
+            return crate::program_call::call(p, &args, asking, ct)
+                .await
+                .map(Into::into);
         }
         let catalog = self.shared.catalog();
         let Some(entry) = catalog.get(&request.name) else {

@@ -51,7 +51,11 @@
 //!   lapsed or handed back tasks (a call run again through `call`), forgetting expired ones.
 //! - [`program`]: `run_program` (`--code`): a Python program over the served tools, run by
 //!   the embedder's [`Programs`] (code mode: each call a checked, journaled step), their
-//!   number bounded.
+//!   number bounded; what a program's run asks goes to the client's user
+//!   ([`program::ClientUser`]).
+//! - `program_call`: a `run_program` call, what its run asks answered through the
+//!   request's asking; as an MCP task (in memory or durable), its questions waiting
+//!   `input_required` for a stateless client.
 //! - [`stdio`]: serving over stdin/stdout.
 //! - [`http`]: serving streamable HTTP on hyper: `/mcp` only, `Host`/`Origin` checks,
 //!   bearer tokens; connections under `toolhost-listen`'s cap and timeouts.
@@ -74,6 +78,7 @@ mod keep;
 mod logging;
 mod output;
 pub mod program;
+mod program_call;
 pub mod sessions;
 mod shared;
 pub mod sink;

@@ -19,18 +19,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, Tool as McpTool};
+use rmcp::model::Tool as McpTool;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use self::user::{ClientUser, Reply};
-pub use crate::ask::{approval_keyed as approval_form, approves};
-
-use crate::ask::Asking;
+pub use crate::answers::{approval_keyed as approval_form, approves};
 
 /// The tool's name.
-pub const TOOL: &str = "run_program";
+pub const TOOL: &str = crate::catalog::PROGRAM;
 
 /// The most bytes of source a program may have.
 pub const MAX_SOURCE: usize = 256 * 1024;
@@ -61,9 +59,9 @@ pub trait Programs: Send + Sync {
 /// What the server keeps of the embedder's [`Programs`]: it, its descriptor, and the
 /// permits of the programs running.
 pub(crate) struct Served {
-    programs: Arc<dyn Programs>,
+    pub(crate) programs: Arc<dyn Programs>,
     descriptor: McpTool,
-    running: Semaphore,
+    pub(crate) running: Semaphore,
 }
 
 const RULES: &str = "\
@@ -108,51 +106,10 @@ impl Served {
     pub(crate) fn descriptor(&self) -> McpTool {
         self.descriptor.clone()
     }
-
-    /// A `run_program` call with `args`: the program's end as a result; arguments that are
-    /// not `{"program": SOURCE}` are a JSON-RPC error naming why. What the program's run
-    /// asks is put to the client through `asking` while the program waits.
-    pub(crate) async fn call(
-        &self,
-        args: &Value,
-        mut asking: Asking,
-        cancel: CancellationToken,
-    ) -> Result<CallToolResult, ErrorData> {
-        let program = source(args)?;
-        let Ok(_permit) = self.running.try_acquire() else {
-            return Ok(CallToolResult::structured_error(json!({"error": {
-                "kind": "overloaded",
-                "message": format!(
-                    "{} programs are running, as many as this server runs at once: try again later",
-                    self.programs.limit()
-                ),
-            }})));
-        };
-        let (user, mut questions) = ClientUser::new(asking.offered());
-        let mut run = self.programs.run(program, cancel.clone(), user);
-        let end = loop {
-            tokio::select! {
-                end = &mut run => break end,
-                Some((input, to)) = questions.recv() => tokio::select! {
-                    reply = user::reply(&mut asking, &input) => {
-                        let _ = to.send(reply);
-                    }
-                    // Unanswered: the run's wait ends with the reply dropped, and the
-                    // cancelled run stops.
-                    () = cancel.cancelled() => {}
-                },
-            }
-        };
-        Ok(if end.answered {
-            CallToolResult::structured(end.content)
-        } else {
-            CallToolResult::structured_error(end.content)
-        })
-    }
 }
 
 /// The program in `args`, or why there is none.
-fn source(args: &Value) -> Result<String, ErrorData> {
+pub(crate) fn source(args: &Value) -> Result<String, ErrorData> {
     let bad = |why: String| {
         ErrorData::invalid_params(
             format!("arguments of tool `{TOOL}`: {why}"),

@@ -170,6 +170,14 @@ impl Session {
 }
 
 impl Shared {
+    /// Records how task `id` ended, in the store it lives in (PostgreSQL or memory).
+    pub(crate) async fn settle(&self, id: &str, state: crate::tasks::State) {
+        match &self.durable {
+            Some(d) => d.settle(id, state).await,
+            None => self.tasks.settle(id, state),
+        }
+    }
+
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().expect("catalog lock").clone()
     }

@@ -5,6 +5,7 @@
 mod cancel;
 mod code;
 mod code_asks;
+mod code_tasks;
 mod conformance;
 mod durable;
 mod features;

@@ -50,7 +50,7 @@ fn command_with(dir: &Path, section: &str, extra: &[&str]) -> Command {
 }
 
 /// One stateless 2026-07-28 request from a client offering elicitation and tasks.
-async fn rpc(url: &str, method: &str, mut params: Value) -> Value {
+pub(super) async fn rpc(url: &str, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "task-input", "version": "0"},
@@ -60,7 +60,7 @@ async fn rpc(url: &str, method: &str, mut params: Value) -> Value {
     super::stateless(url, method, params).await
 }
 
-async fn start(url: &str, tool: &str, args: Value) -> String {
+pub(super) async fn start(url: &str, tool: &str, args: Value) -> String {
     let made = rpc(url, "tools/call", json!({"name": tool, "arguments": args})).await;
     assert_eq!(made["result"]["resultType"], "task", "{made}");
     made["result"]["taskId"]
@@ -70,7 +70,7 @@ async fn start(url: &str, tool: &str, args: Value) -> String {
 }
 
 /// Polls `tasks/get` of `id` on `url` until its status is `status` (or it ended); the task.
-async fn until(url: &str, id: &str, status: &str) -> Value {
+pub(super) async fn until(url: &str, id: &str, status: &str) -> Value {
     let started = Instant::now();
     loop {
         let got = rpc(url, "tasks/get", json!({"taskId": id})).await;
@@ -88,15 +88,15 @@ async fn until(url: &str, id: &str, status: &str) -> Value {
     }
 }
 
-fn update(id: &str, answers: Value) -> Value {
+pub(super) fn update(id: &str, answers: Value) -> Value {
     json!({"taskId": id, "inputResponses": answers})
 }
 
-fn accept(content: Value) -> Value {
+pub(super) fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
 }
 
-fn keys(task: &Value) -> Vec<String> {
+pub(super) fn keys(task: &Value) -> Vec<String> {
     let requests = task["inputRequests"].as_object();
     requests
         .map(|r| r.keys().cloned().collect())

@@ -1,7 +1,7 @@
 //! The client's user as a program's run sees it ([`ClientUser`]). The embedder's approver
 //! puts a `sensitive` call's approval or a `human.ask` question to it and waits for the
 //! reply; the `run_program` call answers each through its request's asking
-//! (`crate::ask`): a form sent to a session's client while the program waits, or, in a
+//! (`crate::program_call`): a form sent to a session's client while the program waits, or, in a
 //! stateless task, an `input_required` status that `tasks/update` answers. A stateless
 //! request outside a task cannot be called back: its questions are unanswerable, and the
 //! embedder does what it does when nobody can be asked.
@@ -11,8 +11,6 @@ use std::sync::mpsc as std_mpsc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use toolhost_runtime::ask::{Input, Kind};
-
-use crate::ask::{Asking, Stop};
 
 /// The client's reply to a question, or why there is none.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,23 +70,5 @@ impl ClientUser {
         let (reply, replied) = std_mpsc::channel();
         to.send((input, reply)).ok()?;
         replied.recv().ok()
-    }
-}
-
-/// The reply to `input`, asked through `asking`.
-pub(crate) async fn reply(asking: &mut Asking, input: &Input) -> Reply {
-    match asking.answers(std::slice::from_ref(input)).await {
-        Some(Ok(mut answers)) => Reply::Answer(answers.pop().unwrap_or(Value::Null)),
-        Some(Err(why)) => Reply::Failed(why),
-        None => match asking.take_stop() {
-            Some(Stop::Invalid(why)) => Reply::Failed(why),
-            Some(stop @ Stop::Missing(_)) => {
-                Reply::Unanswerable(stop.record(&Default::default()).1)
-            }
-            Some(Stop::Input) | None => Reply::Unanswerable(format!(
-                "a stateless request cannot be called back, so `{}` cannot be asked: call `run_program` as a task (the io.modelcontextprotocol/tasks extension) and answer with tasks/update, or over a session",
-                input.key
-            )),
-        },
     }
 }

@@ -1,0 +1,118 @@
+//! A `run_program` call: the program run to its end while what its run asks the client's
+//! user is put through the request's asking ([`call`]); or, for a client that declares
+//! the tasks extension, as an MCP task ([`start`]): a client that declares the tasks extension gets a task
+//! for each program, polled with `tasks/get` and ended with `tasks/cancel`, in memory or
+//! in the PostgreSQL task store (`--database`), like a tool's task. What the program's run
+//! asks its client's user (a `human.ask` question, a `sensitive` call's approval) reaches
+//! a session's client as a form; a stateless client sees the task `input_required` until
+//! `tasks/update` answers. A program is never run again by another replica: a task whose
+//! replica is lost ends `failed` saying so (its run's journal stays with that replica,
+//! where `toolhost resume` carries it on).
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResponse, CallToolResult};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolhost_runtime::ask::Input;
+
+use crate::ask::{Asking, Stop};
+use crate::inbox::Inbox;
+use crate::program::{ClientUser, Reply, Served, TOOL, source};
+use crate::shared::{Session, Shared};
+use crate::tasks::{self, Owner};
+
+/// Starts the program of the `run_program` call with `args` as a task; the client gets
+/// the task to poll. Arguments that are not a program are refused before any task opens.
+pub(crate) async fn start(
+    shared: &Arc<Shared>,
+    session: &Session,
+    args: Value,
+    mut ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    source(&args)?;
+    let owner = tasks::owner(session.id, &ctx);
+    let (max, ttl) = (shared.config.max_tasks, shared.config.task_ttl);
+    let opened = match &shared.durable {
+        Some(d) => d.open(owner, (TOOL, false, &args), max, ttl).await?,
+        None => shared.tasks.open(owner, max, ttl)?,
+    };
+    let (id, created, ct) = match opened {
+        Ok(opened) => opened,
+        Err(full) => return Ok(full.into()),
+    };
+    ctx.ct = ct.clone();
+    let stateless = owner == Owner::Stateless;
+    let inbox = stateless.then(|| Inbox::new(shared.clone(), id.clone()));
+    let asking =
+        Asking::new(&shared.codec, TOOL, &args, stateless, None, None, &ctx)?.waiting_in(inbox);
+    let (shared, task) = (shared.clone(), id.clone());
+    tokio::spawn(async move {
+        let programs = shared.programs.as_ref().expect("the server runs programs");
+        let returned = call(programs, &args, asking, ct.clone()).await;
+        let state = tasks::ended(TOOL, returned.map(Into::into), ct.is_cancelled());
+        shared.settle(&task, state).await;
+    });
+    Ok(tasks::seed(id, &created, ttl))
+}
+
+/// A `run_program` call with `args`: the program's end as a result; arguments that are
+/// not `{"program": SOURCE}` are a JSON-RPC error naming why. What the program's run
+/// asks is put to the client through `asking` while the program waits.
+pub(crate) async fn call(
+    served: &Served,
+    args: &Value,
+    mut asking: Asking,
+    cancel: CancellationToken,
+) -> Result<CallToolResult, ErrorData> {
+    let program = source(args)?;
+    let Ok(_permit) = served.running.try_acquire() else {
+        return Ok(CallToolResult::structured_error(json!({"error": {
+            "kind": "overloaded",
+            "message": format!(
+                "{} programs are running, as many as this server runs at once: try again later",
+                served.programs.limit()
+            ),
+        }})));
+    };
+    let (user, mut questions) = ClientUser::new(asking.offered());
+    let mut run = served.programs.run(program, cancel.clone(), user);
+    let end = loop {
+        tokio::select! {
+            end = &mut run => break end,
+            Some((input, to)) = questions.recv() => tokio::select! {
+                reply = reply(&mut asking, &input) => {
+                    let _ = to.send(reply);
+                }
+                // Unanswered: the run's wait ends with the reply dropped, and the
+                // cancelled run stops.
+                () = cancel.cancelled() => {}
+            },
+        }
+    };
+    Ok(if end.answered {
+        CallToolResult::structured(end.content)
+    } else {
+        CallToolResult::structured_error(end.content)
+    })
+}
+
+/// The reply to `input`, asked through `asking`.
+async fn reply(asking: &mut Asking, input: &Input) -> Reply {
+    match asking.answers(std::slice::from_ref(input)).await {
+        Some(Ok(mut answers)) => Reply::Answer(answers.pop().unwrap_or(Value::Null)),
+        Some(Err(why)) => Reply::Failed(why),
+        None => match asking.take_stop() {
+            Some(Stop::Invalid(why)) => Reply::Failed(why),
+            Some(stop @ Stop::Missing(_)) => {
+                Reply::Unanswerable(stop.record(&Default::default()).1)
+            }
+            Some(Stop::Input) | None => Reply::Unanswerable(format!(
+                "a stateless request cannot be called back, so `{}` cannot be asked: call `run_program` as a task (the io.modelcontextprotocol/tasks extension) and answer with tasks/update, or over a session",
+                input.key
+            )),
+        },
+    }
+}
