@@ -271,14 +271,15 @@ pub fn catalog_api(catalog: &Catalog) -> String {
     python_api(&tool_apis(catalog))
 }
 
-/// [`catalog_api`] and `human.ask`: what a client of `toolhost mcp --code` is shown, whose
-/// user answers the program's questions.
-pub fn catalog_api_asking(catalog: &Catalog) -> String {
+/// [`catalog_api`], `human.ask` and `model.extract`: what a client of `toolhost mcp
+/// --code` is shown, whose user answers the program's questions and whose model (or the
+/// server's) its extractions.
+pub fn client_api(catalog: &Catalog) -> String {
     run_api(
         catalog,
         Builtins {
             answers: true,
-            extracts: false,
+            extracts: true,
         },
     )
 }

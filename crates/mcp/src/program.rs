@@ -75,7 +75,9 @@ ToolError (`except CallError as e:` catches both; kind_of(e) and message_of(e) t
 Independent calls run at once in parallel(lambda: a.x(...), lambda: b.y(...)). An \
 untrusted output comes back as an opaque handle that can only be passed on to a tool. \
 human.ask(question=..., answer_=SCHEMA) asks the client's user (a form; the client must \
-support elicitation) and a sensitive tool's call waits for the user's approval. Write plain Python: functions, loops, comprehensions, lists and dicts; no imports, files, \
+support elicitation), model.extract(input_=..., instruction=..., output=SCHEMA) asks the \
+client's model (sampling) when the server has none, and a sensitive tool's call waits for \
+the user's approval. Write plain Python: functions, loops, comprehensions, lists and dicts; no imports, files, \
 network or async.";
 
 impl Served {

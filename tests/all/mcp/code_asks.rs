@@ -5,11 +5,15 @@
 //! client's user decided. A client that cannot be asked gets the policy's `approval` for
 //! steps and no answers.
 
+// Sampling is deprecated by SEP-2577 (2026-07-28) and still offered by 2025 clients.
+#![allow(deprecated)]
+
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
@@ -184,4 +188,85 @@ async fn a_client_that_cannot_be_asked_gets_the_policys_approval_and_no_answers(
     assert!(!greeting(&fixture).exists(), "{r:?}");
     let text = content(&r).to_string();
     assert!(text.contains("needs approval"), "{text}");
+}
+
+/// A client whose model answers `sampling/createMessage`: first with text that is no
+/// value, then with `{"value": "the grant"}`; every request is kept.
+#[derive(Clone, Default)]
+struct Model {
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Model {
+    fn get_info(&self) -> ClientConfig {
+        let caps = ClientCapabilities::builder().enable_sampling().build();
+        ClientConfig::new(caps, Implementation::new("rmcp-model", "0"))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.push(serde_json::to_value(&params).unwrap());
+        let said = match seen.len() {
+            1 => "It is from the grant, I think.",
+            _ => r#"{"value": "the grant"}"#,
+        };
+        let reply = json!({"role": "assistant", "model": "test-model",
+                           "content": {"type": "text", "text": said}});
+        Ok(serde_json::from_value(reply).unwrap())
+    }
+}
+
+const EXTRACT: &str = r#"note = fs.read_file(path="/data/note.txt")
+who = model.extract(input_=note, instruction="Who is the note from?")
+fs.write_file(path="/data/who.txt", content=who, mode="overwrite")
+answer("extracted")"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_extract_in_a_program_is_answered_by_the_clients_model() {
+    let fixture = Fixture::new();
+    let model = Model::default();
+    let client = super::connect_with(&fixture, &["--code"], model.clone()).await;
+    let params = CallToolRequestParams::new("run_program")
+        .with_arguments(json!({ "program": EXTRACT }).as_object().unwrap().clone());
+    let r = client.call_tool(params).await.expect("tools/call");
+    client.cancel().await.ok();
+    assert_eq!(content(&r)["answer"], "extracted", "{r:?}");
+    let who = std::fs::read_to_string(fixture.dir.path().join("data/who.txt")).unwrap();
+    assert_eq!(who, "the grant");
+    // Asked twice (the first answer was no value); the note went as untrusted data.
+    let seen = model.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    let first = seen[0].to_string();
+    assert!(first.contains("untrusted-data") && first.contains("hello from the grant"));
+    assert!(
+        seen[1].to_string().contains("cannot be used"),
+        "{:?}",
+        seen[1]
+    );
+    // The extraction is on record with the client's model.
+    let journal = std::fs::read_to_string(content(&r)["journal"].as_str().unwrap()).unwrap();
+    assert!(journal.contains("mcp-client:test-model"), "{journal}");
+
+    // A client without sampling: the extraction is refused, nothing is asked.
+    let fixture = Fixture::new();
+    let client = super::connect_with(
+        &fixture,
+        &["--code"],
+        User {
+            approve: true,
+            elicits: true,
+            seen: Arc::default(),
+        },
+    )
+    .await;
+    let program = "try:\n    model.extract(input_=\"x\", instruction=\"y\")\n    r = 'extracted'\nexcept CallError as e:\n    r = kind_of(e)\nanswer(r)";
+    let params = CallToolRequestParams::new("run_program")
+        .with_arguments(json!({ "program": program }).as_object().unwrap().clone());
+    let r = client.call_tool(params).await.expect("tools/call");
+    client.cancel().await.ok();
+    assert_eq!(content(&r)["answer"], "nobody_to_answer", "{r:?}");
 }

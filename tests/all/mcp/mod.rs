@@ -50,8 +50,17 @@ pub(crate) async fn connect<C: rmcp::ClientHandler>(
     fixture: &Fixture,
     client: C,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, C> {
+    connect_with(fixture, &[], client).await
+}
+
+/// [`connect`] to `toolhost mcp EXTRA…`.
+pub(crate) async fn connect_with<C: rmcp::ClientHandler>(
+    fixture: &Fixture,
+    extra: &[&str],
+    client: C,
+) -> rmcp::service::RunningService<rmcp::RoleClient, C> {
     use rmcp::ServiceExt;
-    let cmd = tokio::process::Command::from(fixture.command(&[]));
+    let cmd = tokio::process::Command::from(fixture.command(extra));
     let transport = rmcp::transport::TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()

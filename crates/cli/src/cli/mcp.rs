@@ -4,6 +4,7 @@
 mod code;
 mod journal;
 mod load;
+mod sampled;
 mod user;
 
 use std::io::Write;

@@ -19,7 +19,9 @@ use toolhost_engine::{Cancel, RunReport, StopReason};
 use toolhost_mcp::program::ClientUser;
 use toolhost_mcp::{ProgramEnd, ProgramRun, Programs};
 use toolhost_runtime::Runtime;
+use toolhost_runtime::ask::Kind;
 
+use super::sampled::ClientExtractor;
 use super::user::ClientApprover;
 use crate::cli::{Failure, exit};
 
@@ -75,7 +77,7 @@ impl CodePrograms {
         let probe = programs.write_task(PROBE).map_err(fail)?;
         let loaded = programs.load(&probe).map_err(fail)?;
         let _ = std::fs::remove_file(&probe);
-        programs.api = toolhost_engine::pyapi::catalog_api_asking(&Catalog {
+        programs.api = toolhost_engine::pyapi::client_api(&Catalog {
             tools: loaded.tools.clone(),
         });
         Ok(programs)
@@ -128,7 +130,12 @@ impl CodePrograms {
         user: ClientUser,
     ) -> Result<ProgramEnd, String> {
         let task = self.write_task(program)?;
-        let loaded = self.load(&task)?;
+        let mut loaded = self.load(&task)?;
+        // No model of the server's own: the client's answers `model.extract`, if it samples.
+        if loaded.extractor.is_none() && user.offers(Kind::Sample) {
+            let extractor = ClientExtractor { user: user.clone() };
+            loaded.extractor = Some(Arc::new(extractor));
+        }
         let planner = toolhost_app::planner::build(&loaded.task, &Default::default(), None)
             .map_err(|e| e.to_string())?;
         let journal = JournalOptions {
