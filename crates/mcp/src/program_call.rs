@@ -1,10 +1,10 @@
-//! A `run_program` call: the program run to its end while what its run asks the client's
-//! user is put through the request's asking ([`call`]); or, for a client that declares
-//! the tasks extension, as an MCP task ([`start`]): a client that declares the tasks extension gets a task
-//! for each program, polled with `tasks/get` and ended with `tasks/cancel`, in memory or
-//! in the PostgreSQL task store (`--database`), like a tool's task. What the program's run
-//! asks its client's user (a `human.ask` question, a `sensitive` call's approval) reaches
-//! a session's client as a form; a stateless client sees the task `input_required` until
+//! A `run_program` call ([`call`]): the program runs to its end while what its run asks
+//! the client's user (a `human.ask` question, a `sensitive` call's approval, an
+//! extraction for the client's model) is put through the request's asking: to a session's
+//! client as a request while the program waits. For a client that declares the tasks
+//! extension the program runs as an MCP task ([`start`]), polled with `tasks/get` and
+//! ended with `tasks/cancel`, in memory or in the PostgreSQL task store (`--database`),
+//! like a tool's task; a stateless client sees the task `input_required` until
 //! `tasks/update` answers. A program is never run again by another replica: a task whose
 //! replica is lost ends `failed` saying so (its run's journal stays with that replica,
 //! where `toolhost resume` carries it on).

@@ -1,10 +1,11 @@
 //! The client's user as a program's run sees it ([`ClientUser`]). The embedder's approver
-//! puts a `sensitive` call's approval or a `human.ask` question to it and waits for the
-//! reply; the `run_program` call answers each through its request's asking
-//! (`crate::program_call`): a form sent to a session's client while the program waits, or, in a
-//! stateless task, an `input_required` status that `tasks/update` answers. A stateless
-//! request outside a task cannot be called back: its questions are unanswerable, and the
-//! embedder does what it does when nobody can be asked.
+//! puts a `sensitive` call's approval or a `human.ask` question to it, and its extractor
+//! a sampling request, and waits for the reply; the `run_program` call answers each
+//! through its request's asking (`crate::program_call`): a request sent to a session's
+//! client while the program waits, or, in a stateless task, an `input_required` status
+//! that `tasks/update` answers. A stateless request outside a task cannot be called
+//! back: its questions are unanswerable, and the embedder does what it does when nobody
+//! can be asked.
 
 use std::sync::mpsc as std_mpsc;
 
@@ -32,7 +33,7 @@ pub(crate) type Question = (Input, std_mpsc::Sender<Reply>);
 /// Who a program's run asks: the user of the client whose `run_program` call it runs.
 #[derive(Clone)]
 pub struct ClientUser {
-    to: Option<mpsc::UnboundedSender<Question>>,
+    to: mpsc::UnboundedSender<Question>,
     offered: Vec<Kind>,
 }
 
@@ -40,35 +41,21 @@ impl ClientUser {
     /// The user of a client that offers `offered`, and the questions its program puts.
     pub(crate) fn new(offered: Vec<Kind>) -> (ClientUser, mpsc::UnboundedReceiver<Question>) {
         let (to, questions) = mpsc::unbounded_channel();
-        let user = ClientUser {
-            to: Some(to),
-            offered,
-        };
+        let user = ClientUser { to, offered };
         (user, questions)
-    }
-
-    /// Nobody to ask: every question is [`Reply::Unanswerable`].
-    pub fn nobody() -> ClientUser {
-        ClientUser {
-            to: None,
-            offered: Vec::new(),
-        }
     }
 
     /// Whether the client declared what a question of `kind` needs.
     pub fn offers(&self, kind: Kind) -> bool {
-        self.to.is_some() && self.offered.contains(&kind)
+        self.offered.contains(&kind)
     }
 
     /// Puts `input` to the client's user and waits for the reply, blocking this thread (a
     /// run's approver calls it; never call it from async code). `None`: the call ended
     /// while the question waited (cancelled, or the server stopped).
     pub fn ask(&self, input: Input) -> Option<Reply> {
-        let Some(to) = &self.to else {
-            return Some(Reply::Unanswerable("nobody can be asked".into()));
-        };
         let (reply, replied) = std_mpsc::channel();
-        to.send((input, reply)).ok()?;
+        self.to.send((input, reply)).ok()?;
         replied.recv().ok()
     }
 }
