@@ -399,11 +399,11 @@ impl Durable {
     }
 }
 
-/// The error of a task whose replica `was` lapsed while running `operation`, which `me`
-/// does not run again (`served`: `me` serves it, but it is not idempotent by policy).
 /// Why a program's task is not run again elsewhere.
 const PROGRAM_NOT_AGAIN: &str = "a program is never run again by another replica (the calls it made may have taken effect; they are journaled in its run on the replica that ran it, where `toolhost resume` carries the run on)";
 
+/// The error of a task whose replica `was` lapsed while running `operation`, which `me`
+/// does not run again (`served`: `me` serves it, but it is not idempotent by policy).
 fn lost(operation: &str, was: &str, me: &str, served: bool) -> serde_json::Map<String, Value> {
     let why = match served {
         _ if operation == crate::catalog::PROGRAM => PROGRAM_NOT_AGAIN.to_string(),
