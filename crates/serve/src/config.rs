@@ -11,7 +11,7 @@
 //! shutdown_grace_ms = 30000
 //! # database = "postgres://toolhost@db/toolhost"   # replicas sharing one database
 //! # lease_ms = 30000             # with a database: a dead replica's runs move on after this
-//! # poll_ms = 2000               # with a database: idle replicas look for work this often
+//! # poll_ms = 2000               # with a database: waits unnotified this long, then look
 //! max_connections = 512          # connections held at once; more wait in the backlog
 //! header_timeout_ms = 10000      # to send a request head (idle keep-alive ones closed after it)
 //! body_timeout_ms = 30000        # to send a request body, from its head

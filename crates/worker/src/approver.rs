@@ -7,7 +7,7 @@
 //! decided, and the run stops `cancelled`. The journal wrapper around it records each decision before it takes
 //! effect, as for `toolhost run --approve`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,8 +19,10 @@ use toolhost_engine::{Cancel, Plan, Step};
 use toolhost_serve::Pending;
 use toolhost_store_pg::{Answer, Database, Lease};
 
-/// How long a waiting approver sleeps without a notification.
-const POLL: Duration = Duration::from_millis(500);
+/// How often a waiting approver looks at its own cancellation (a lost lease, a
+/// shutdown): a flag in memory, no query. The database is asked again only when notified
+/// or once per the worker's poll interval.
+const LOCAL: Duration = Duration::from_millis(100);
 
 /// A person's answer as a replica records it (`decision` column).
 #[derive(Debug, Deserialize)]
@@ -43,6 +45,8 @@ pub(super) struct DbApprover {
     pub(super) db: Database,
     pub(super) lease: Lease,
     pub(super) cancel: Cancel,
+    /// How long a wait goes without a notification before asking the database again.
+    pub(super) poll: Duration,
     /// `None` when people review plans and steps through the API; else the policy's
     /// mode decides steps and plans run as validated.
     pub(super) reviews: Option<ApprovalMode>,
@@ -141,11 +145,29 @@ impl DbApprover {
                     return None;
                 }
             }
-            match &listener {
-                Some(l) => {
-                    l.wait(POLL);
-                }
-                None => std::thread::sleep(POLL),
+            if !self.idle(listener.as_ref()) {
+                return None;
+            }
+        }
+    }
+
+    /// Waits for a notification or the poll interval; `false` when the run was cancelled
+    /// meanwhile.
+    fn idle(&self, listener: Option<&toolhost_store_pg::Listener>) -> bool {
+        let until = Instant::now() + self.poll;
+        loop {
+            if self.cancel.is_cancelled() {
+                return false;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            let slice = left.min(LOCAL);
+            match listener {
+                Some(l) if l.wait(slice) => return true,
+                Some(_) => {}
+                None => std::thread::sleep(slice),
             }
         }
     }

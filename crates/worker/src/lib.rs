@@ -61,7 +61,8 @@ pub use self::spec::Spec;
 /// - tools found in `TOOLHOST_TOOLS_DIR` (none given),
 /// - one run at a time,
 /// - a 30 s lease, renewed every third of it,
-/// - a 2 s poll when no notification comes,
+/// - a 2 s poll when no notification comes (every wait on the database: runs to claim,
+///   pool calls and their outcomes, decisions, followed runs),
 /// - a 30 s grace period at shutdown,
 /// - an owner name of `toolhost worker, pid P on HOST`;
 /// - runs claimed (`runs`), and no executor pool's calls (`pools`: none).

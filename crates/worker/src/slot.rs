@@ -274,6 +274,7 @@ impl Slot {
             db: self.db.clone(),
             lease: lease.clone(),
             cancel: cancel.clone(),
+            poll: self.config.poll,
             reviews: if approve {
                 None
             } else {
@@ -298,6 +299,7 @@ impl Slot {
             db: self.db.clone(),
             run: lease.run.clone(),
             slack: self.config.lease,
+            poll: self.config.poll,
             shared: self.shared.clone(),
         });
         let report = session

@@ -11,6 +11,7 @@ mod edits;
 mod failover;
 mod lease;
 mod migrate;
+mod notified;
 mod partition;
 mod pool_serve;
 mod pool_trust;

@@ -75,8 +75,9 @@ pub(crate) struct Args {
     /// [default: 30000].
     #[arg(long, value_name = "MS")]
     lease_ms: Option<u64>,
-    /// With a database: how often an idle replica looks for claimable runs without a
-    /// notification [default: 2000].
+    /// With a database: how long any wait on it (for claimable runs, pool calls and
+    /// their outcomes, decisions, followed runs) goes without a notification before it
+    /// looks anyway [default: 2000].
     #[arg(long, value_name = "MS")]
     poll_ms: Option<u64>,
     /// Connections held at once; more wait in the listen backlog [default: 512].

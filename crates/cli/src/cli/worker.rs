@@ -43,8 +43,9 @@ pub(crate) struct Args {
     /// worker that dies leaves its runs to others after this.
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     lease_ms: u64,
-    /// How often an idle worker looks for claimable runs without a notification (an
-    /// expired lease sends none).
+    /// How long any wait on the database goes without a notification before it looks
+    /// anyway: for claimable runs (an expired lease sends none), pool calls, their
+    /// outcomes, and decisions on a waiting run.
     #[arg(long, value_name = "MS", default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(10..))]
     poll_ms: u64,
     /// At shutdown, how long runs in flight may take to finish before their leases are

@@ -20,9 +20,6 @@ use toolhost_store_pg::{CallState, Database, NewCall};
 use super::wire::{WireCall, WireLimits, WireOutcome};
 use crate::Shared;
 
-/// How often a waiting owner looks at its call without a notification.
-const POLL: Duration = Duration::from_millis(200);
-
 /// Wakes the owners waiting for pool calls: one `LISTEN` connection per process, its
 /// notifications counted in a watch channel that every waiting call subscribes to.
 pub(crate) struct Outcomes {
@@ -67,6 +64,10 @@ pub(crate) struct PgDispatch {
     /// Time a worker of the pool has to take a call, beyond the call's own timeout: the
     /// lease's length, the time after which a dead worker's calls are given up as well.
     pub slack: Duration,
+    /// How long a wait goes without a notification before looking at the call again (the
+    /// worker's poll interval): a call nobody took in time, or whose worker's lease
+    /// expired, is noticed by looking, since neither sends a notification.
+    pub poll: Duration,
     /// Where the worker keeps its [`Outcomes`], started with its first pooled call (a
     /// worker whose runs have no pooled tools opens no listening connection for them).
     pub shared: Arc<Shared>,
@@ -78,6 +79,7 @@ impl Dispatch for PgDispatch {
             db: self.db.clone(),
             run: self.run.clone(),
             claim_within: call.limits.timeout + self.slack,
+            poll: self.poll,
             changes: self
                 .shared
                 .outcomes
@@ -93,6 +95,7 @@ struct Waiter {
     db: Database,
     run: String,
     claim_within: Duration,
+    poll: Duration,
     changes: watch::Receiver<u64>,
 }
 
@@ -166,7 +169,7 @@ impl Waiter {
             }
             tokio::select! {
                 _ = self.changes.changed() => {}
-                () = tokio::time::sleep(POLL) => {}
+                () = tokio::time::sleep(self.poll) => {}
             }
         }
     }

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use toolhost_journal::Record;
 use toolhost_store_pg::{Database, PgError};
 
-use super::{FOLLOW_POLL, state_of};
+use super::state_of;
 
 /// Following one run's journal rows.
 pub(super) struct Follow {
@@ -16,6 +16,8 @@ pub(super) struct Follow {
     pub(super) after: u64,
     pub(super) ready: VecDeque<Record>,
     pub(super) changes: tokio::sync::watch::Receiver<u64>,
+    /// How long to wait for a notification before looking anyway (the poll interval).
+    pub(super) poll: std::time::Duration,
     pub(super) done: bool,
 }
 
@@ -58,7 +60,7 @@ impl Follow {
                 if state_of(info.status).is_final() {
                     return None;
                 }
-                let _ = tokio::time::timeout(FOLLOW_POLL, self.changes.changed()).await;
+                let _ = tokio::time::timeout(self.poll, self.changes.changed()).await;
             }
         }
     }

@@ -38,9 +38,6 @@ use crate::{Spec, Stopper, Worker};
 use toolhost_app::launch::{TaskLauncher, invalid, planner_overrides};
 use toolhost_app::{PlannerOptions, load, planner};
 
-/// How long an SSE follower waits for a notification before it looks anyway.
-const FOLLOW_POLL: Duration = Duration::from_millis(500);
-
 /// The PostgreSQL backend of one replica.
 pub struct PgBackend {
     db: Database,
@@ -99,11 +96,12 @@ impl PgBackend {
     fn relay_changes(&self) -> Result<(), String> {
         let listener = self.db.listen_changes().map_err(|e| e.to_string())?;
         let tx = self.changes.clone();
+        let poll = self.worker.config.poll;
         std::thread::Builder::new()
             .name("serve-changes".into())
             .spawn(move || {
                 loop {
-                    listener.wait(FOLLOW_POLL);
+                    listener.wait(poll);
                     tx.send_modify(|n| *n = n.wrapping_add(1));
                 }
             })
@@ -233,6 +231,7 @@ impl Registry for PgBackend {
             after,
             ready: VecDeque::new(),
             changes: self.changes.subscribe(),
+            poll: self.worker.config.poll,
             done: false,
         };
         Ok(Box::pin(futures_util::stream::unfold(
