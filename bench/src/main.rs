@@ -36,7 +36,9 @@
 //!   the same ratio for a chain carrying untrusted data (its provenance one hop longer
 //!   each step), with the journal's bytes per step.
 //! - `mcp`: `tools/call` round trips through `toolhost mcp` over stdio and HTTP, 1 and 32
-//!   callers, p50 and p99, vs a direct `Gate::call` of the same operation.
+//!   callers, p50 and p99, vs a direct `Gate::call` of the same operation; and with the
+//!   official Python client, vs a bare server replaying the same replies (the client's
+//!   floor).
 
 mod admission;
 mod agentdojo;
@@ -113,6 +115,10 @@ fn main() {
         || std::env::args_os().nth(1).is_some_and(|a| a == "__compile")
     {
         toolhost::cli::main();
+    }
+    // The bare MCP server the Python client's floor is measured against.
+    if let Some(replies) = std::env::var_os(mcp::python::AS_BARE) {
+        mcp::python::bare_main(std::path::Path::new(&replies));
     }
     // The subprocess baseline re-runs this binary to do the same work natively.
     let args: Vec<String> = std::env::args().collect();

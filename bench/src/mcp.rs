@@ -8,6 +8,7 @@
 //! measured is never a stale binary from an earlier build.
 
 mod http;
+pub mod python;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -276,5 +277,36 @@ pub fn run(scale: Scale) -> Vec<Figure> {
         lower_is_better: true,
         gated: false,
     };
-    vec![stdio, http]
+    let mut figures = vec![stdio, http];
+    match python::measure(&fixture, scale.n(1000, 300), base) {
+        Ok(py) => figures.push(python_figure(&py, base)),
+        Err(why) => println!("mcp (Python client): not measured: {why}"),
+    }
+    figures
+}
+
+/// What the official Python client sees: toolhost's p50 against a bare server that spins
+/// for the direct call's time before each reply (the same work, no overhead), gated at the
+/// ratio toolhost's own cost of 50 µs would give over it.
+fn python_figure(py: &python::Figures, call: Duration) -> Figure {
+    const OWN_GOAL_US: f64 = 50.0;
+    let floor = py.working.p50;
+    let own = py.journaled.p50 - floor;
+    let met = if own <= OWN_GOAL_US { "met" } else { "not met" };
+    Figure {
+        name: "MCP tools/call, official Python client, p50",
+        detail: format!(
+            "calc.eval over stdio with `mcp.Client` (bench/mcp/pyclient.py): `toolhost mcp` journaled {}, `--no-journal` {}; a bare server replaying toolhost's replies at once {}, and after spinning for the direct call's {} {}; toolhost's own cost over the latter journaled {own:.1} µs, without the journal {:.1} µs (goal ≤ {OWN_GOAL_US} µs journaled, for a tool with no effect: {met})",
+            py.journaled,
+            py.unjournaled,
+            py.bare,
+            us(call),
+            py.working,
+            py.unjournaled.p50 - floor
+        ),
+        ratio: py.journaled.p50 / floor,
+        target: ((floor + OWN_GOAL_US) / floor * 100.0).round() / 100.0,
+        lower_is_better: true,
+        gated: false,
+    }
 }
