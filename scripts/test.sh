@@ -45,7 +45,7 @@ echo "== service checks (schemathesis, kubernetes-validate)"
 
 # Debian's docker-registry (CNCF distribution 2.8), unpacked under target/registry: the
 # registry tests start it on 127.0.0.1 (tests/all/oci.rs), and fail without it unless
-# TOOLHOST_SKIP_REGISTRY=1.
+# TOOLHOST_SKIP_REGISTRY=1 (which skips wkg's install too).
 echo "== OCI registry (docker-registry)"
 if [ "${TOOLHOST_SKIP_REGISTRY:-}" = 1 ]; then
     echo "TOOLHOST_SKIP_REGISTRY=1: the registry tests are skipped"
@@ -53,6 +53,13 @@ else
     TOOLHOST_REGISTRY_BIN="$(./scripts/registry.sh)"
     export TOOLHOST_REGISTRY_BIN
     echo "found $TOOLHOST_REGISTRY_BIN"
+    # wkg (wasm-pkg-tools), the reference client of the Wasm OCI layout, built from
+    # crates.io under target/wkg: what toolhost pushes it pulls and the other way round
+    # (tests/all/oci/interop.rs).
+    echo "== wkg (wasm-pkg-tools)"
+    TOOLHOST_WKG_BIN="$(./scripts/wkg.sh)"
+    export TOOLHOST_WKG_BIN
+    echo "found $TOOLHOST_WKG_BIN"
 fi
 
 # agentdojo==0.1.35 (PyPI), pinned, under target/agentdojo/venv: the AgentDojo harness's

@@ -5,9 +5,11 @@
 //! basic auth (right, wrong and missing credentials; environment and Docker config), and a
 //! task that runs offline from the store once its tool was pulled, a registry on IPv6
 //! loopback. Signatures the policy requires are `sign.rs`; `toolhost mcp` serving
-//! components by reference is `mcp.rs`.
+//! components by reference is `mcp.rs`; pushing and pulling with `wkg`, the reference
+//! client of the layout, is `interop.rs`.
 
 mod install;
+mod interop;
 mod mcp;
 mod registry;
 mod sign;
