@@ -62,6 +62,13 @@ else
     echo "found $TOOLHOST_WKG_BIN"
 fi
 
+# Debian's bubblewrap, unpacked under target/bwrap: the benchmark's one-shot figure runs a
+# `toolhost tool call` against an empty `bwrap` sandbox (bench/src/oneshot.rs).
+echo "== bubblewrap (the one-shot figure's baseline)"
+TOOLHOST_BWRAP_BIN="$(./scripts/bwrap.sh)"
+export TOOLHOST_BWRAP_BIN
+echo "found $TOOLHOST_BWRAP_BIN"
+
 # agentdojo==0.1.35 (PyPI), pinned, under target/agentdojo/venv: the AgentDojo harness's
 # test with a live-model planner against aimock (tests/all/agentdojo.rs), and the gate below.
 echo "== agentdojo (venv)"
