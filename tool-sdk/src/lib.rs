@@ -73,7 +73,9 @@ pub mod log {
 }
 
 /// Questions to the caller's side through `toolhost:host/ask`: a form for the user, a
-/// message from the client's model, the client's roots.
+/// message from the client's model, the client's roots; and a web page the user is sent to
+/// ([`open_url`](ask::open_url), where [`offers_url`](ask::offers_url)), for what must not
+/// pass through the client (signing in to a third party, paying).
 ///
 /// A tool may ask only when its policy section says `ask = true`; without it the call ends
 /// `denied` at the first question. Answers come back as JSON text, checked by the host (an
@@ -82,7 +84,9 @@ pub mod log {
 /// answered at once under its key: ask the same keys in the same order, and do nothing
 /// with effects before the last question.
 pub mod ask {
-    pub use super::bindings::toolhost::host::ask::{Form, Input, Kind, Request, ask, offered};
+    pub use super::bindings::toolhost::host::ask::{
+        Form, Input, Kind, Request, ask, offered, offers_url, open_url,
+    };
 
     /// A form under `key`: `message` for the user, `schema` the JSON Schema of the answer.
     pub fn form(key: &str, message: &str, schema: &str) -> Input {

@@ -17,11 +17,32 @@ pub(crate) fn check_request(
     request: &InputRequest,
     answer: &Value,
 ) -> Result<(), String> {
-    let schema = serde_json::to_value(request)
+    let elicits = serde_json::to_value(request)
         .ok()
-        .filter(|r| r["method"] == "elicitation/create")
-        .and_then(|r| r.pointer("/params/requestedSchema").cloned());
+        .filter(|r| r["method"] == "elicitation/create");
+    if elicits
+        .as_ref()
+        .is_some_and(|r| r["params"]["mode"] == "url")
+    {
+        return check_action(key, answer);
+    }
+    let schema = elicits.and_then(|r| r.pointer("/params/requestedSchema").cloned());
     check(key, schema.as_ref(), answer)
+}
+
+/// The answer to a web page the user was sent to (URL-mode elicitation): an object whose
+/// action is `accept`, `decline` or `cancel`.
+pub(crate) fn check_action(key: &str, answer: &Value) -> Result<(), String> {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept" | "decline" | "cancel") => Ok(()),
+        _ if !answer.is_object() => {
+            Err(format!("the answer to `{key}` is not an object: {answer}"))
+        }
+        other => Err(format!(
+            "the answer to `{key}` has no action `accept`, `decline` or `cancel`: {}",
+            other.map_or("none".to_string(), |a| format!("`{a}`"))
+        )),
+    }
 }
 
 /// An object; with a form's `schema`, an action, and when it accepts, content that matches

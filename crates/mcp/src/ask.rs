@@ -2,7 +2,8 @@
 //! of a `sensitive` tool's calls, put to the client's side.
 //!
 //! - A session (revisions up to 2025-11-25) asks while the call waits: `elicitation/create`
-//!   (form mode), `sampling/createMessage`, `roots/list`, sent to the client as requests.
+//!   (form mode, and URL mode for `open-url`: the user sent to a web page the runtime
+//!   checked), `sampling/createMessage`, `roots/list`, sent to the client as requests.
 //! - A stateless request (2026-07-28) cannot be called back: a call that asks something
 //!   not yet answered ends, and the client gets an `input_required` result naming every
 //!   input the call is waiting for, under the tool's own keys, with a `requestState`
@@ -11,8 +12,8 @@
 //!   the state, and the call runs again from the start, its earlier questions answered
 //!   from them. A state that does not verify is refused (`-32602`).
 //!
-//! Either way, a question of a kind the client did not declare (`elicitation`, `sampling`,
-//! `roots`) ends the call with `-32021` naming the capability, and an accepted form whose
+//! Either way, a question of a kind the client did not declare (`elicitation`, with its
+//! `url` mode, `sampling`, `roots`) ends the call with `-32021` naming the capability, and an accepted form whose
 //! content does not match the form's schema ends it with `-32602` naming the key and the
 //! reason: the tool never sees an answer the server has not checked.
 
@@ -74,20 +75,35 @@ impl Stop {
 
 fn capability(kind: Kind) -> &'static str {
     match kind {
-        Kind::Form => "elicitation",
+        Kind::Url => "elicitation.url",
         Kind::Sample => "sampling",
         Kind::Roots => "roots",
+        _ => "elicitation",
     }
 }
 
-/// The kinds a client with `caps` can answer.
+/// The capabilities a client declares to answer `kind`.
+fn required(kind: Kind) -> Value {
+    match kind {
+        Kind::Url => json!({"elicitation": {"url": {}}}),
+        other => json!({ capability(other): {} }),
+    }
+}
+
+/// The kinds a client with `caps` can answer. `elicitation` with neither mode named is
+/// forms (as revision 2025-06-18 declared it); with `url` alone, web pages and no forms.
 pub(crate) fn offered(caps: Option<&ClientCapabilities>) -> Vec<Kind> {
     let Some(caps) = caps else {
         return Vec::new();
     };
     let mut kinds = Vec::new();
-    if caps.elicitation.is_some() {
-        kinds.push(Kind::Form);
+    if let Some(e) = &caps.elicitation {
+        if e.form.is_some() || e.url.is_none() {
+            kinds.push(Kind::Form);
+        }
+        if e.url.is_some() {
+            kinds.push(Kind::Url);
+        }
     }
     if caps.sampling.is_some() {
         kinds.push(Kind::Sample);
@@ -270,7 +286,7 @@ impl Asking {
         match stop {
             Stop::Missing(kind) => {
                 let required: ClientCapabilities =
-                    serde_json::from_value(json!({ capability(*kind): {} })).unwrap_or_default();
+                    serde_json::from_value(required(*kind)).unwrap_or_default();
                 Some(ErrorData::missing_required_client_capability(required))
             }
             Stop::Invalid(why) => Some(ErrorData::invalid_params(why.clone(), None)),
@@ -285,6 +301,10 @@ fn input_request(input: &Input) -> Result<InputRequest, String> {
         Request::Form { message, schema } => json!({
             "method": "elicitation/create",
             "params": {"mode": "form", "message": message, "requestedSchema": schema},
+        }),
+        Request::Url { message, url } => json!({
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id(&input.key)},
         }),
         Request::Sample(params) => json!({"method": "sampling/createMessage", "params": params}),
         Request::Roots => json!({"method": "roots/list", "params": {}}),
@@ -324,14 +344,22 @@ async fn send(peer: &Peer<RoleServer>, input: &Input) -> Result<Value, String> {
     answer.map_err(|e| format!("the client's answer to `{}` is not JSON: {e}", input.key))
 }
 
+/// A URL-mode elicitation's id: the tool's key, made unique in this process (a client
+/// relates the elicitation's completion and its errors to it).
+fn elicitation_id(key: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{key}.{}.{n}", std::process::id())
+}
+
 /// Whether `answer` is what `input` calls for: an object; for a form, an action, and when
-/// it accepts, content that matches the form's schema.
+/// it accepts, content that matches the form's schema; for a web page, an action.
 fn check(input: &Input, answer: &Value) -> Result<(), String> {
-    let schema = match &input.request {
-        Request::Form { schema, .. } => Some(schema),
-        _ => None,
-    };
-    answers::check(&input.key, schema, answer)
+    match &input.request {
+        Request::Form { schema, .. } => answers::check(&input.key, Some(schema), answer),
+        Request::Url { .. } => answers::check_action(&input.key, answer),
+        _ => answers::check(&input.key, None, answer),
+    }
 }
 
 /// The form a `sensitive` tool's call is approved through.

@@ -20,6 +20,7 @@ mod sessions;
 mod state_key;
 mod task_input;
 mod tasks;
+mod url_asks;
 mod watch;
 
 use std::io::{BufRead, BufReader};

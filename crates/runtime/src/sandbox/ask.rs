@@ -24,6 +24,8 @@ pub enum Kind {
     Sample,
     /// The client's roots (MCP `roots/list`).
     Roots,
+    /// A web page the user is sent to (MCP URL-mode `elicitation/create`).
+    Url,
 }
 
 /// One thing asked for.
@@ -38,6 +40,12 @@ pub enum Request {
     /// The `sampling/createMessage` parameters.
     Sample(Value),
     Roots,
+    /// Why the user is sent to `url`, an address the host checked (https, or http on
+    /// loopback; no user name or password; normalised).
+    Url {
+        message: String,
+        url: String,
+    },
 }
 
 impl Request {
@@ -46,6 +54,7 @@ impl Request {
             Request::Form { .. } => Kind::Form,
             Request::Sample(_) => Kind::Sample,
             Request::Roots => Kind::Roots,
+            Request::Url { .. } => Kind::Url,
         }
     }
 }
@@ -140,12 +149,58 @@ impl HostState {
     }
 }
 
-fn kind_of(k: Kind) -> wit::Kind {
+/// The interface's name for `k`; `None` for a URL, which `offers-url` reports instead.
+fn kind_of(k: Kind) -> Option<wit::Kind> {
     match k {
-        Kind::Form => wit::Kind::Form,
-        Kind::Sample => wit::Kind::Sample,
-        Kind::Roots => wit::Kind::Roots,
+        Kind::Form => Some(wit::Kind::Form),
+        Kind::Sample => Some(wit::Kind::Sample),
+        Kind::Roots => Some(wit::Kind::Roots),
+        Kind::Url => None,
     }
+}
+
+/// The longest URL a tool may send its user to, in bytes.
+pub(crate) const MAX_URL: usize = 2048;
+
+/// The URL a tool may send its user to, as the user will see it (normalised: an
+/// international name in its ASCII form, so a look-alike shows as what it is); an error
+/// naming it and why otherwise. Allowed: `https`, and `http` on a loopback address (a
+/// local service's own page); never a user name or password in it, which would show the
+/// user a host other than the one they reach and put a secret on their screen.
+pub(crate) fn check_url(text: &str) -> Result<String, String> {
+    if text.len() > MAX_URL {
+        return Err(format!(
+            "the URL is {} bytes, over the {MAX_URL} a tool may send its user to",
+            text.len()
+        ));
+    }
+    let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a URL: {e}"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => {
+            return Err(format!(
+                "`{text}` is plain http to a host that is not loopback: send the user to https"
+            ));
+        }
+        other => {
+            return Err(format!(
+                "`{text}` has scheme `{other}`: a tool may send its user to https (or http on loopback) only"
+            ));
+        }
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "`{text}` carries a user name or password: the user would see a secret and a host other than the one they reach"
+        ));
+    }
+    Ok(url.into())
 }
 
 fn input(i: wit::Input) -> Result<Input, String> {
@@ -177,8 +232,53 @@ impl wit::Host for HostState {
             .ask
             .asker
             .as_ref()
-            .map(|a| a.offered.iter().copied().map(kind_of).collect())
+            .map(|a| a.offered.iter().copied().filter_map(kind_of).collect())
             .unwrap_or_default())
+    }
+
+    async fn offers_url(&mut self) -> wasmtime::Result<bool> {
+        self.may_ask()?;
+        Ok(self
+            .ask
+            .asker
+            .as_ref()
+            .is_some_and(|a| a.offered.contains(&Kind::Url)))
+    }
+
+    /// Charged a unit of fuel per byte, as [`ask`](Self::ask); the answer is the action.
+    async fn open_url(
+        &mut self,
+        key: String,
+        message: String,
+        url: String,
+    ) -> wasmtime::Result<Result<String, String>> {
+        self.may_ask()?;
+        let bytes = key.len() + message.len() + url.len();
+        self.meter.owe(u64::try_from(bytes).unwrap_or(u64::MAX));
+        let url = match check_url(&url) {
+            Ok(u) => u,
+            Err(e) => return Ok(Err(e)),
+        };
+        if self
+            .ask
+            .asker
+            .as_ref()
+            .is_some_and(|a| !a.offered.contains(&Kind::Url))
+        {
+            return Ok(Err(
+                "the caller's side cannot send its user to a web page (an MCP client declares `elicitation.url` to)".into(),
+            ));
+        }
+        let input = Input::new(key, Request::Url { message, url });
+        let answer = match self.put(vec![input]).await? {
+            Ok(mut v) if v.len() == 1 => v.remove(0),
+            Ok(v) => wasmtime::bail!("{} answers to one question", v.len()),
+            Err(e) => return Ok(Err(e)),
+        };
+        match answer.get("action").and_then(Value::as_str) {
+            Some(a @ ("accept" | "decline" | "cancel")) => Ok(Ok(a.to_string())),
+            _ => Ok(Err(format!("the answer is no action: {answer}"))),
+        }
     }
 
     /// Charged a unit of fuel per byte asked; the wait for the answers is wall time.
@@ -209,6 +309,17 @@ impl wit::Host for HostState {
             Ok(i) => i,
             Err(e) => return Ok(Err(e)),
         };
+        Ok(self
+            .put(inputs)
+            .await?
+            .map(|values| values.iter().map(Value::to_string).collect()))
+    }
+}
+
+impl HostState {
+    /// Hands `inputs` to the embedder and waits for the answers; the inner error is the
+    /// tool's to see (nobody can answer, the embedder's reason), the outer one ends the call.
+    async fn put(&mut self, inputs: Vec<Input>) -> wasmtime::Result<Result<Vec<Value>, String>> {
         let Some(asker) = self.ask.asker.clone() else {
             return Ok(Err(
                 "nobody can answer: this call was not made on behalf of a client that answers questions".into(),
@@ -219,8 +330,7 @@ impl wit::Host for HostState {
             wasmtime::bail!("the caller stopped taking the tool's questions");
         }
         match answer.await {
-            Ok(Ok(values)) => Ok(Ok(values.iter().map(Value::to_string).collect())),
-            Ok(Err(e)) => Ok(Err(e)),
+            Ok(answers) => Ok(answers),
             Err(_) => wasmtime::bail!("the call ended while the tool waited for an answer"),
         }
     }

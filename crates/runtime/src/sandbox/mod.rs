@@ -63,6 +63,8 @@ pub(crate) mod bindings {
         imports: {
             "toolhost:host/ask.offered": async | trappable,
             "toolhost:host/ask.ask": async | trappable,
+            "toolhost:host/ask.offers-url": async | trappable,
+            "toolhost:host/ask.open-url": async | trappable,
             default: trappable,
         },
     });
