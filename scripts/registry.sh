@@ -1,33 +1,9 @@
 #!/usr/bin/env bash
 # Installs the OCI registry the registry tests start (tests/all/oci.rs): Debian's
 # `docker-registry` (CNCF distribution 2.8), unpacked inside the checkout under
-# target/registry/ (never system-wide, no root needed: `apt-get download` and `dpkg-deb -x`),
-# and prints the binary's path. Idempotent: a stamp records the package version, and a
-# rerun that finds it does nothing. Needs apt-get and dpkg-deb (Debian, Ubuntu).
+# target/registry/ (never system-wide, no root needed: scripts/apt-unpack.sh), and prints
+# the binary's path. Idempotent. Needs apt-get and dpkg-deb (Debian, Ubuntu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir="${TOOLHOST_REGISTRY_DIR:-$PWD/target/registry}"
-package="docker-registry"
-bin="$dir/root/usr/bin/docker-registry"
-if [[ -f "$dir/stamp" && -x "$bin" ]]; then
-    echo "$bin"
-    exit 0
-fi
-for tool in apt-get dpkg-deb; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "error: \`$tool\` is not installed; it installs Debian's $package under $dir" >&2
-        exit 1
-    fi
-done
-rm -rf "$dir"
-mkdir -p "$dir/download"
-# `apt-get download` fetches into the current directory, as the calling user.
-if ! (cd "$dir/download" && apt-get download "$package" >&2); then
-    echo "error: \`apt-get download $package\` failed: run \`apt-get update\` (as root) and retry" >&2
-    exit 1
-fi
-deb=$(ls "$dir"/download/"$package"_*.deb)
-dpkg-deb -x "$deb" "$dir/root"
-"$bin" --version >&2
-basename "$deb" >"$dir/stamp"
-echo "$bin"
+exec ./scripts/apt-unpack.sh "${TOOLHOST_REGISTRY_DIR:-$PWD/target/registry}" \
+    docker-registry usr/bin/docker-registry
