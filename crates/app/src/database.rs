@@ -14,6 +14,37 @@ use toolhost_store_pg::{Database, Lease, PgError, PgStore, Renewer, RunInfo, Sta
 /// How long a run's lease lasts without renewal; renewed every third of it.
 pub const LEASE: Duration = Duration::from_secs(30);
 
+/// Where a new (or carried-on) run is journaled in the database: its URL, how long the
+/// lease lasts unrenewed, and the MCP task the run belongs to, if any (a program sent as a
+/// task: its run is carried on by the MCP replica that takes the task over, never by a
+/// `toolhost worker`).
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub url: &'a str,
+    pub lease: Duration,
+    pub mcp_task: Option<&'a str>,
+}
+
+impl<'a> Place<'a> {
+    /// A run of the database at `url` under the usual [`LEASE`], of no MCP task.
+    pub fn at(url: &'a str) -> Place<'a> {
+        Place {
+            url,
+            lease: LEASE,
+            mcp_task: None,
+        }
+    }
+
+    /// Who holds the lease: this command of this process on this host.
+    fn owner(&self, command: &str) -> String {
+        owner(if self.mcp_task.is_some() {
+            "mcp"
+        } else {
+            command
+        })
+    }
+}
+
 /// The database a command journals in: `given` (`--database`), else
 /// `TOOLHOST_DATABASE_URL` (unless empty); `None`: the state directory.
 pub fn url(given: Option<String>) -> Option<String> {
@@ -181,15 +212,40 @@ impl Resuming {
     }
 }
 
-/// Claims run `run` of the database at `url` for `toolhost resume` and reads its journal
-/// back, verified (with `head`, its last record must hash to it). A broken chain, or a
-/// run that another process holds, is refused, and nothing is changed.
-pub fn resume(url: &str, run: &str, head: Option<&str>) -> Result<(Resuming, Verified), AppError> {
-    let db = connect(url)?;
-    let before = db.run_info(run).map_err(failure)?;
-    let lease = db
-        .claim_to_resume(run, &owner("resume"), LEASE)
-        .map_err(failure)?;
+/// Claims run `run` of the database at `place` for `toolhost resume` and reads its
+/// journal back, verified (with `head`, its last record must hash to it). A broken chain,
+/// or a run that another process holds, is refused, and nothing is changed.
+pub fn resume(
+    place: &Place<'_>,
+    run: &str,
+    head: Option<&str>,
+) -> Result<(Resuming, Verified), AppError> {
+    resume_within(place, run, head, Duration::ZERO, &|| false)
+}
+
+/// [`resume`], waiting up to `patience` for a lease another process holds to be given up
+/// or to lapse (looking every third of `place`'s lease) unless `stopped` says to give up.
+pub fn resume_within(
+    place: &Place<'_>,
+    run: &str,
+    head: Option<&str>,
+    patience: Duration,
+    stopped: &dyn Fn() -> bool,
+) -> Result<(Resuming, Verified), AppError> {
+    let db = connect(place.url)?;
+    let until = std::time::Instant::now() + patience;
+    let (before, lease) = loop {
+        let before = db.run_info(run).map_err(failure)?;
+        match db.claim_to_resume(run, &place.owner("resume"), place.lease) {
+            Ok(lease) => break (before, lease),
+            Err(PgError::NotClaimable { .. })
+                if std::time::Instant::now() < until && !stopped() =>
+            {
+                std::thread::sleep((place.lease / 3).max(Duration::from_millis(10)));
+            }
+            Err(e) => return Err(failure(e)),
+        }
+    };
     let renewer = db.keep(&lease);
     let claim = Resuming {
         db,
@@ -221,12 +277,22 @@ pub fn resume(url: &str, run: &str, head: Option<&str>) -> Result<(Resuming, Ver
     }
 }
 
-/// Creates the journal of a new `toolhost run` in the database at `url`: the run is
-/// created under a lease held by this process, and its `run_started` written.
-pub fn open(url: &str, start: &RunStart, redactor: Redactor) -> Result<(Journal, Claim), AppError> {
-    let db = connect(url)?;
+/// Creates the journal of a new run in the database at `place`: the run is created under
+/// a lease held by this process (of the MCP task `place` names, if any), and its
+/// `run_started` written.
+pub fn open(
+    place: &Place<'_>,
+    start: &RunStart,
+    redactor: Redactor,
+) -> Result<(Journal, Claim), AppError> {
+    let db = connect(place.url)?;
     let id = toolhost_journal::new_run_id();
-    let lease = db.create_run(&id, &owner("run"), LEASE).map_err(failure)?;
+    let owner = place.owner("run");
+    let lease = match place.mcp_task {
+        Some(task) => db.create_run_of_task(&id, task, &owner, place.lease),
+        None => db.create_run(&id, &owner, place.lease),
+    }
+    .map_err(failure)?;
     let renewer = db.keep(&lease);
     let store = PgStore::new(&db, lease.clone());
     let journal = match Journal::create_in(Box::new(store), &id, start, redactor) {

@@ -210,14 +210,18 @@ fn unchanged(
 }
 
 /// Whether carrying `resumable` on with the decisions `unfinished` stops at once for a
-/// person: a step that is not idempotent started, did not finish, and nobody said whether
+/// person: a step that is not idempotent (nor a question to a person) started, did not finish, and nobody said whether
 /// to run it again or record it failed.
 pub fn needs_decision(resumable: &Resumable, unfinished: &Unfinished) -> bool {
     let Some(c) = &resumable.checkpoint.current else {
         return false;
     };
     c.unfinished.iter().any(|id| {
-        let idempotent = c.plan.steps.iter().any(|s| &s.id == id && s.idempotent);
+        let idempotent = c
+            .plan
+            .steps
+            .iter()
+            .any(|s| &s.id == id && toolhost_engine::ask::reruns_safely(s));
         !idempotent && !unfinished.rerun.contains(id) && !unfinished.abandon.contains(id)
     })
 }
@@ -313,7 +317,8 @@ impl Source {
     ) -> Result<(Source, Verified, String), AppError> {
         if let Some(url) = database {
             // One writer per run: the lease is claimed before the journal is read.
-            let (claim, first) = crate::database::resume(url, run, head)?;
+            let (claim, first) =
+                crate::database::resume(&crate::database::Place::at(url), run, head)?;
             return Ok((Source::Database(claim), first, run.to_string()));
         }
         let (path, run_id) = crate::journal::find(state_dir, run)?;

@@ -95,17 +95,17 @@ impl Opened {
 /// record: in the database at `database` under a lease this process holds, else in the
 /// state directory.
 pub fn open(
-    database: Option<&str>,
+    database: Option<&crate::database::Place<'_>>,
     options: &JournalOptions,
     task_file: &Path,
     loaded: &Loaded,
     replay_of: Option<&str>,
 ) -> Result<Opened, AppError> {
     Ok(match database {
-        Some(url) => {
+        Some(place) => {
             let (start, redactor) =
                 crate::journal::run_start(options, task_file, loaded, replay_of)?;
-            let (journal, claim) = crate::database::open(url, &start, redactor)?;
+            let (journal, claim) = crate::database::open(place, &start, redactor)?;
             Opened {
                 journal,
                 holder: Holder::Claim(claim),

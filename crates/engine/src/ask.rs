@@ -34,6 +34,13 @@ pub fn is_ask(step: &Step) -> bool {
     step.tool == TOOL
 }
 
+/// Whether `step`, cut off mid-call by a crash, may simply run again at resume: it is
+/// `idempotent`, or it asks a person (a question has no effect to repeat: it is put
+/// again).
+pub fn reruns_safely(step: &Step) -> bool {
+    step.idempotent || is_ask(step)
+}
+
 /// The schema of an answer when a step gives none.
 fn default_schema() -> Value {
     json!({"type": "string"})

@@ -133,8 +133,8 @@ impl Engine<'_> {
         self.drive(&goal, planner, st).await
     }
 
-    /// The current revision's steps that were cut off: an idempotent one, or one a person
-    /// said to rerun, runs again; one a person abandoned is recorded failed. Returns the
+    /// The current revision's steps that were cut off: an idempotent one, a question to a
+    /// person ([`crate::ask::reruns_safely`]), or one a person said to rerun, runs again; one a person abandoned is recorded failed. Returns the
     /// ids of those nobody decided on.
     pub(crate) fn settle_unfinished(
         &mut self,
@@ -147,7 +147,7 @@ impl Engine<'_> {
             current.plan.steps.iter().map(|s| (&s.id, s)).collect();
         for id in &current.unfinished {
             let step = steps.get(id).copied();
-            if step.is_some_and(|s| s.idempotent) || unfinished.rerun.contains(id) {
+            if step.is_some_and(crate::ask::reruns_safely) || unfinished.rerun.contains(id) {
                 continue;
             }
             if let Some(step) = step.filter(|_| unfinished.abandon.contains(id)) {

@@ -156,9 +156,7 @@ impl Asking {
         state: Option<&str>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Asking, ErrorData> {
-        let mut bound = name.as_bytes().to_vec();
-        bound.push(0);
-        bound.extend_from_slice(&Sha256::digest(args.to_string().as_bytes()));
+        let bound = bound(name, args);
         let mut answers = BTreeMap::new();
         if let Some(sealed) = state {
             answers = codec
@@ -183,6 +181,26 @@ impl Asking {
             bound,
             inbox: None,
         })
+    }
+
+    /// The asking of a stateless task's call carried on by the replica that took the task
+    /// over: no request to answer from, the calling client's capabilities `caps` as kept
+    /// with the task, every question waiting in `inbox` for `tasks/update`.
+    pub(crate) fn taken_over(
+        name: &str,
+        args: &Value,
+        caps: Option<ClientCapabilities>,
+        inbox: Inbox,
+    ) -> Asking {
+        Asking {
+            peer: None,
+            caps,
+            answers: BTreeMap::new(),
+            pending: InputRequests::new(),
+            stop: None,
+            bound: bound(name, args),
+            inbox: Some(inbox),
+        }
     }
 
     /// A stateless task's asking: what the call asks that the request did not answer
@@ -293,6 +311,14 @@ impl Asking {
             Stop::Input => None,
         }
     }
+}
+
+/// What a call's request state is bound to: the tool's name and a digest of its arguments.
+fn bound(name: &str, args: &Value) -> Vec<u8> {
+    let mut bound = name.as_bytes().to_vec();
+    bound.push(0);
+    bound.extend_from_slice(&Sha256::digest(args.to_string().as_bytes()));
+    bound
 }
 
 /// The MCP request for `input`.

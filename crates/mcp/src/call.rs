@@ -138,7 +138,7 @@ pub(crate) async fn start_task(
     let opened = match &shared.durable {
         Some(d) => {
             let again = crate::durable::runs_again(entry);
-            d.open(owner, (&name, again, &args), max, ttl).await?
+            d.open(owner, (&name, again, &args, None), max, ttl).await?
         }
         None => shared.tasks.open(owner, max, ttl)?,
     };

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, GetTaskResult};
+use rmcp::model::{CallToolResult, ClientCapabilities, GetTaskResult};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
@@ -155,13 +155,15 @@ impl Durable {
         }
     }
 
-    /// Opens a working task of `owner` for the call of the tool `name` with `args`, held by
-    /// this replica, which another may run again when `again` (an idempotent call); the
-    /// `overloaded` result when `owner` holds `max` working tasks (on any replica).
+    /// Opens a working task of `owner` for the call of the tool `name` with `args` by a
+    /// client with capabilities `client`, held by this replica, which another may run again
+    /// when `again` (an idempotent call) or carry on (a stateless task's program, whose
+    /// arguments and client are kept); the `overloaded` result when `owner` holds `max`
+    /// working tasks (on any replica).
     pub async fn open(
         &self,
         owner: Owner,
-        (name, again, args): (&str, bool, &Value),
+        (name, again, args, client): (&str, bool, &Value, Option<&ClientCapabilities>),
         max: usize,
         ttl: Duration,
     ) -> Result<Result<(String, String, CancellationToken), CallToolResult>, ErrorData> {
@@ -172,13 +174,26 @@ impl Durable {
             ));
         }
         let text = args.to_string();
+        let program = name == crate::catalog::PROGRAM;
+        let carried = program && owner == Owner::Stateless;
+        let client = match client.filter(|_| program).map(serde_json::to_string) {
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                return Err(ErrorData::internal_error(
+                    format!("cannot keep the client's capabilities with the task: {e}"),
+                    None,
+                ));
+            }
+            None => None,
+        };
         let new = NewTask {
             id: tasks::fresh_id()?,
             owner: self.owner(owner),
             operation: name.to_string(),
             args_sha256: format!("{:x}", Sha256::digest(text.as_bytes())),
-            args: again.then_some(text),
+            args: (again || program).then_some(text),
             idempotent: again,
+            client,
             ttl,
             holder: self.replica.clone(),
             lease: self.lease,
@@ -192,7 +207,7 @@ impl Durable {
         let held = Held {
             ct: ct.clone(),
             epoch: row.epoch,
-            again,
+            again: again || carried,
             operation: name.to_string(),
             input: Arc::default(),
         };
@@ -311,7 +326,7 @@ impl Durable {
             let held = Held {
                 ct: ct.clone(),
                 epoch: t.epoch,
-                again: t.idempotent && t.args.is_some(),
+                again: (t.idempotent || Durable::carries_on(&t)) && t.args.is_some(),
                 operation: t.operation.clone(),
                 input: Arc::default(),
             };
@@ -328,6 +343,12 @@ impl Durable {
     /// replica's view of it): stored as one that may, and this policy agrees.
     pub fn may_run_again(t: &TakenTask, entry: Option<&Entry>) -> bool {
         t.idempotent && t.args.is_some() && entry.is_some_and(runs_again)
+    }
+
+    /// Whether task `t`, taken over, is a program whose run is carried on here: a
+    /// stateless task's (a session's ended with its replica), its arguments kept.
+    pub fn carries_on(t: &TakenTask) -> bool {
+        t.operation == crate::catalog::PROGRAM && t.owner == "stateless" && t.args.is_some()
     }
 
     /// Ends task `t`, taken over, `failed`: its replica lapsed and it is not run again
@@ -399,14 +420,14 @@ impl Durable {
     }
 }
 
-/// Why a program's task is not run again elsewhere.
-const PROGRAM_NOT_AGAIN: &str = "a program is never run again by another replica (the calls it made may have taken effect; they are journaled in its run on the replica that ran it, where `toolhost resume` carries the run on)";
+/// Why a program's task is not carried on elsewhere.
+const PROGRAM_NOT_AGAIN: &str = "a program of a session is not carried on by another replica (the session ended with its replica; the calls the program made are journaled in its run, which `toolhost resume` carries on)";
 
 /// The error of a task whose replica `was` lapsed while running `operation`, which `me`
 /// does not run again (`served`: `me` serves it, but it is not idempotent by policy).
 fn lost(operation: &str, was: &str, me: &str, served: bool) -> serde_json::Map<String, Value> {
     let why = match served {
-        _ if operation == crate::catalog::PROGRAM => PROGRAM_NOT_AGAIN.to_string(),
+        true if operation == crate::catalog::PROGRAM => PROGRAM_NOT_AGAIN.to_string(),
         true => format!(
             "`{operation}` is not idempotent by policy (its section does not say `idempotent = true`, or it is `sensitive`)"
         ),

@@ -259,7 +259,7 @@ impl ServerHandler for Server {
                 None,
                 &context,
             )?;
-            return crate::program_call::call(p, &args, asking, ct)
+            return crate::program_call::call(p, &args, asking, ct, None)
                 .await
                 .map(Into::into);
         }

@@ -1,8 +1,8 @@
 //! Keeping a replica's durable tasks (`durable`) while it serves: every third of the lease,
 //! and at once when a stopping replica hands tasks back, it renews its leases, takes over
 //! the tasks of replicas whose leases lapsed or were handed back (running each call again
-//! here when its operation may run again, else failing the task, saying why), and forgets
-//! expired tasks.
+//! here when its operation may run again, carrying a stateless task's program on from its
+//! run's journal, else failing the task, saying why), and forgets expired tasks.
 
 use std::sync::Arc;
 
@@ -44,6 +44,15 @@ async fn take_over(shared: &Arc<Shared>, durable: &Durable) -> Result<(), rmcp::
         let catalog = shared.catalog();
         let served = catalog.get(&t.operation);
         let args = t.args.as_deref().map(serde_json::from_str::<Value>);
+        if t.operation == crate::catalog::PROGRAM {
+            match args {
+                Some(Ok(args)) if shared.programs.is_some() && Durable::carries_on(&t) => {
+                    tokio::spawn(crate::program_call::carry_on(shared.clone(), t, args, ct));
+                }
+                _ => durable.fail_lost(&t, shared.programs.is_some()).await,
+            }
+            continue;
+        }
         match args {
             Some(Ok(args)) if Durable::may_run_again(&t, served) => {
                 let (shared, catalog) = (shared.clone(), catalog.clone());

@@ -90,7 +90,7 @@ pub use self::catalog::{Catalog, CatalogError, Offered, ToolNames};
 pub use self::durable::{HandedBack, TaskDatabase};
 pub use self::handler::Server;
 pub use self::http::{Auth, HttpConfig, HttpError};
-pub use self::program::{ProgramEnd, ProgramRun, Programs};
+pub use self::program::{ProgramEnd, ProgramRun, ProgramTask, Programs};
 pub use self::sessions::SessionLimits;
 pub use self::shared::ServerConfig;
 pub use self::sink::{CallEnd, CallSink, CallStart, NoSink};

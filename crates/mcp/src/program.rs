@@ -42,6 +42,16 @@ pub struct ProgramEnd {
     pub content: Value,
 }
 
+/// The durable MCP task a program runs as (tasks kept in the database, `--database`): its
+/// run is journaled in the database, tied to the task, so that the replica that takes the
+/// task over (`taken_over`) carries the run on from its journal rather than starting it
+/// again: the calls that finished are served from the journal, never made twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramTask {
+    pub id: String,
+    pub taken_over: bool,
+}
+
 /// A program's run, to its end.
 pub type ProgramRun = Pin<Box<dyn Future<Output = ProgramEnd> + Send>>;
 
@@ -52,8 +62,15 @@ pub trait Programs: Send + Sync {
     /// How many programs may run at once.
     fn limit(&self) -> usize;
     /// Runs `program` to its end; `cancel` fires when the client cancels the call or the
-    /// server stops; `user` is who its approvals and questions go to.
-    fn run(&self, program: String, cancel: CancellationToken, user: ClientUser) -> ProgramRun;
+    /// server stops; `user` is who its approvals and questions go to; `task` the durable
+    /// task it runs as, if any (its run is carried on when `taken_over`).
+    fn run(
+        &self,
+        program: String,
+        cancel: CancellationToken,
+        user: ClientUser,
+        task: Option<ProgramTask>,
+    ) -> ProgramRun;
 }
 
 /// What the server keeps of the embedder's [`Programs`]: it, its descriptor, and the

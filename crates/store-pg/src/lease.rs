@@ -136,7 +136,7 @@ impl Database {
     /// Takes the lease of the `active` run whose lease is free and that changed least
     /// recently, skipping runs another claimer is taking at this moment (`FOR UPDATE SKIP
     /// LOCKED`); `None` when there is none. Runs queued for a named executor pool are left
-    /// to that pool's workers. The run's status becomes `running`; taking an expired
+    /// to that pool's workers, and the runs of MCP tasks to the MCP replicas. The run's status becomes `running`; taking an expired
     /// (unreleased) lease over counts in its `takeovers`.
     pub fn claim_next(&self, owner: &str, ttl: Duration) -> Result<Option<Lease>, PgError> {
         let (db, owner) = (self.db.clone(), owner.to_string());
@@ -149,7 +149,7 @@ impl Database {
                          epoch = runs.epoch + 1, updated_at = now(), status = 'running',
                          takeovers = runs.takeovers + (runs.lease_owner IS NOT NULL)::int
                      FROM (SELECT id FROM runs
-                           WHERE state = 'active' AND pool IS NULL
+                           WHERE state = 'active' AND pool IS NULL AND mcp_task IS NULL
                              AND (lease_owner IS NULL OR lease_expires <= now())
                            ORDER BY updated_at LIMIT 1
                            FOR UPDATE SKIP LOCKED) AS free
@@ -303,7 +303,7 @@ impl Shared {
     }
 }
 
-fn lease(run: String, owner: String, ttl: Duration, row: &Row) -> Lease {
+pub(crate) fn lease(run: String, owner: String, ttl: Duration, row: &Row) -> Lease {
     Lease {
         run,
         owner,

@@ -48,6 +48,8 @@
 //!   their holder stops renewing, forgotten a ttl after they end.
 //! - [`task_input`]: MCP tasks that wait for input (migration 0010): the requests shown by
 //!   any replica, answered through any, collected by the holder once all are in.
+//!   Migration 0011 ties a program's run to its task ([`Database::create_run_of_task`],
+//!   [`Database::run_of_task`]) and keeps the calling client's capabilities with it.
 //! - `checks`: draft edits of a plan under review (migration 0009), asked about by any
 //!   replica and checked by the run's holder while it waits for the decision.
 //!
@@ -66,6 +68,7 @@ mod read;
 pub mod served;
 pub mod store;
 pub mod task_input;
+mod task_runs;
 pub mod tasks;
 mod url;
 
@@ -116,6 +119,9 @@ pub enum PgError {
     NoSuchRun { run: String, url: String },
     #[error("run `{run}` already exists in the database")]
     RunExists { run: String },
+    /// Another holder of the task started its run first.
+    #[error("MCP task `{task}` has a run already (another replica started it)")]
+    TaskHasRun { task: String },
     /// The lease is someone else's (not expired), or the run is stopped.
     #[error("run `{run}` is not claimable: {why}")]
     NotClaimable { run: String, why: String },

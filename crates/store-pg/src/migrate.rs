@@ -62,6 +62,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "mcp_task_input",
         include_str!("../migrations/0010_mcp_task_input.sql"),
     ),
+    (
+        11,
+        "mcp_program_runs",
+        include_str!("../migrations/0011_mcp_program_runs.sql"),
+    ),
 ];
 
 /// The advisory lock key all starters take: "toolhost" in ASCII.

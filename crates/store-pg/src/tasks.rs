@@ -35,9 +35,13 @@ pub struct NewTask {
     pub owner: String,
     pub operation: String,
     pub args_sha256: String,
-    /// The arguments (JSON text), kept only for a call that may be run again.
+    /// The arguments (JSON text), kept only for a call that may be run again (or a
+    /// program, whose run is carried on).
     pub args: Option<String>,
     pub idempotent: bool,
+    /// The calling client's capabilities (JSON text), kept for a call whose user is asked
+    /// after a takeover (migration 0011).
+    pub client: Option<String>,
     /// How long the task is kept once it ended.
     pub ttl: Duration,
     /// The replica opening (and running) it, and how long its lease lasts unrenewed.
@@ -75,10 +79,15 @@ pub struct TaskRow {
 #[non_exhaustive]
 pub struct TakenTask {
     pub id: String,
+    /// Who may see it, as opened.
+    pub owner: String,
     pub operation: String,
-    /// The arguments (JSON text), when they were kept (the call is idempotent).
+    /// The arguments (JSON text), when they were kept (the call is idempotent, or a
+    /// program).
     pub args: Option<String>,
     pub idempotent: bool,
+    /// The calling client's capabilities (JSON text), when they were kept.
+    pub client: Option<String>,
     /// The fencing epoch the new holder settles it with.
     pub epoch: i64,
     /// The holder whose lease lapsed.
@@ -175,9 +184,9 @@ impl Database {
             let ttl = i64::try_from(t.ttl.as_millis()).unwrap_or(i64::MAX).max(1);
             let insert = format!(
                 "INSERT INTO mcp_tasks (id, owner, operation, args_sha256, args, idempotent,
-                     ttl_ms, holder, lease_expires)
+                     ttl_ms, holder, lease_expires, client)
                  VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $8,
-                     now() + $9::float8 * interval '1 millisecond')
+                     now() + $9::float8 * interval '1 millisecond', $10::text::jsonb)
                  RETURNING {ROW}"
             );
             let opened = tx
@@ -193,6 +202,7 @@ impl Database {
                         &ttl,
                         &t.holder,
                         &millis(t.lease),
+                        &t.client,
                     ],
                 )
                 .await
@@ -325,7 +335,8 @@ impl Database {
                            ORDER BY lease_expires LIMIT $3
                            FOR UPDATE SKIP LOCKED) AS lapsed
                      WHERE t.id = lapsed.id
-                     RETURNING t.id, t.operation, t.args::text, t.idempotent, t.epoch, lapsed.was",
+                     RETURNING t.id, t.operation, t.args::text, t.idempotent, t.epoch, lapsed.was,
+                         t.owner, t.client::text",
                     &[&holder, &millis(lease), &i64::from(limit)],
                 )
                 .await
@@ -334,9 +345,11 @@ impl Database {
                 .iter()
                 .map(|r| TakenTask {
                     id: r.get(0),
+                    owner: r.get(6),
                     operation: r.get(1),
                     args: r.get(2),
                     idempotent: r.get(3),
+                    client: r.get(7),
                     epoch: r.get(4),
                     was: r.get(5),
                 })

@@ -4,7 +4,9 @@
 //! task's `input_required`, `tasks/update` answers them one after the other, and the task
 //! completes with the program's answer. `tasks/cancel` cancels the program's run. In
 //! PostgreSQL the task is shown and answered through the replica that does not run it,
-//! and a task whose replica is killed ends `failed`: a program is never run again.
+//! and a task whose replica is killed (SIGKILL) or stopped (SIGTERM) after an approved
+//! write is carried on by the other from its run's journal: the write is not made again,
+//! nothing answered is asked again, and the task completes with the program's answer.
 
 use std::time::Duration;
 
@@ -98,19 +100,14 @@ async fn a_program_task_waits_for_its_users_answers_and_completes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_durable_program_task_is_answered_anywhere_and_never_run_twice() {
-    let Some(db) = database("a_durable_program_task_is_answered_anywhere_and_never_run_twice")
-    else {
+async fn a_durable_program_task_is_answered_anywhere_and_carried_on_after_its_replica_dies() {
+    let Some(db) = database(
+        "a_durable_program_task_is_answered_anywhere_and_carried_on_after_its_replica_dies",
+    ) else {
         return;
     };
     let (fa, fb) = (fixture(), fixture());
-    let flags = [
-        "--code",
-        "--database",
-        db.url.as_str(),
-        "--task-lease-ms",
-        "1000",
-    ];
+    let flags = flags(&db.url);
     let (a, b) = (
         HttpServer::start(&fa, &flags),
         HttpServer::start(&fb, &flags),
@@ -120,18 +117,100 @@ async fn a_durable_program_task_is_answered_anywhere_and_never_run_twice() {
     // The program ran on A, where its write landed.
     assert!(fa.dir.path().join("data/greeting.txt").exists());
     assert!(!fb.dir.path().join("data/greeting.txt").exists());
+    drop((a, b));
 
-    // A killed while its program waits: B takes the task over and fails it, saying why.
-    let id = start(&a.url, "run_program", program(GREET)).await;
-    until(&b.url, &id, "input_required").await;
-    drop(a);
-    let lost = until(&b.url, &id, "failed").await;
-    assert_eq!(lost["status"], "failed", "{lost}");
-    let error = &lost["error"];
-    assert_eq!(error["data"]["kind"], "replica_lost", "{lost}");
-    let message = error["message"].as_str().unwrap();
-    assert!(
-        message.contains("a program is never run again"),
-        "{message}"
-    );
+    // Replicas set up alike (one fixture: the same policy and tools at the same paths).
+    for how in [Stop::Kill, Stop::Term] {
+        let f = fixture();
+        let (mut a, b) = (HttpServer::start(&f, &flags), HttpServer::start(&f, &flags));
+        let id = start(&a.url, "run_program", program(TWICE)).await;
+        answer(&b.url, &id, "toolhost.ask.c1", json!({"answer": "Ada"})).await;
+        answer(
+            &b.url,
+            &id,
+            "toolhost.approval.c2",
+            json!({"approve": true}),
+        )
+        .await;
+        let asked = until(&b.url, &id, "input_required").await;
+        assert_eq!(keys(&asked), ["toolhost.ask.c3"], "{asked}");
+        match how {
+            Stop::Kill => drop(a),
+            Stop::Term => {
+                super::durable::signal(a.child.id(), "-TERM");
+                let _ = a.child.wait();
+            }
+        }
+        // B takes the task over and carries the run on from its journal: the question and
+        // the approved write that finished are served from it, so only c3 is asked again
+        // (an answer sent to A's last round before the takeover is dropped with it).
+        let started = std::time::Instant::now();
+        let done = loop {
+            let got = rpc(&b.url, "tasks/get", json!({"taskId": id})).await;
+            let t = got["result"].clone();
+            match t["status"].as_str() {
+                Some("completed" | "failed" | "cancelled") => break t,
+                Some("input_required") => {
+                    assert_eq!(keys(&t), ["toolhost.ask.c3"], "{how:?}: asked again: {t}");
+                    let more = json!({"toolhost.ask.c3": accept(json!({"answer": "no"}))});
+                    rpc(&b.url, "tasks/update", update(&id, more)).await;
+                }
+                _ => {}
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "{how:?}: {t}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(done["status"], "completed", "{how:?}: {done}");
+        let end = &done["result"]["structuredContent"];
+        assert_eq!(end["answer"], "greeted Ada; no", "{how:?}: {end}");
+        // The write was made once, by A; B served it from the journal.
+        let written = std::fs::read_to_string(f.dir.path().join("data/greeting.txt")).unwrap();
+        assert_eq!(written, "Hello, Ada!\n", "{how:?}");
+        let run = end["run"].as_str().unwrap();
+        let tied = db.sql(&format!("SELECT mcp_task FROM runs WHERE id = '{run}'"));
+        assert_eq!(tied, id, "{how:?}");
+        let resumed = db.sql(&format!(
+            "SELECT count(*) FROM journal_records WHERE run_id = '{run}'
+             AND convert_from(line, 'UTF8') LIKE '%\"kind\":\"resumed\"%'"
+        ));
+        assert_eq!(resumed, "1", "{how:?}: the run was carried on once");
+    }
+}
+
+/// A program that asks, makes an approved write (appending: a second would show), asks
+/// again and answers.
+const TWICE: &str = r#"name = human.ask(question="Whose greeting?")
+fs.write_file(path="/data/greeting.txt", content="Hello, " + name + "!\n", mode="append")
+more = human.ask(question="Anything else?")
+answer("greeted " + name + "; " + more)"#;
+
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    Kill,
+    Term,
+}
+
+fn flags(url: &str) -> Vec<&str> {
+    vec!["--code", "--database", url, "--task-lease-ms", "1000"]
+}
+
+/// Waits until task `id` asks `key` through `url`, and accepts it with `content`.
+async fn answer(url: &str, id: &str, key: &str, content: Value) {
+    let started = std::time::Instant::now();
+    loop {
+        let t = until(url, id, "input_required").await;
+        if keys(&t) == [key] {
+            break;
+        }
+        assert_eq!(t["status"], "input_required", "{key}: {t}");
+        assert!(started.elapsed() < Duration::from_secs(30), "{key}: {t}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ack = rpc(
+        url,
+        "tasks/update",
+        update(id, json!({ key: accept(content) })),
+    )
+    .await;
+    assert!(ack.get("error").is_none(), "{ack}");
 }

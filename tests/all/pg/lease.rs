@@ -190,6 +190,35 @@ fn claim_next_hands_each_free_run_to_one_claimer() {
 }
 
 #[test]
+fn the_run_of_an_mcp_task_is_left_to_the_mcp_replicas_one_per_task() {
+    let Some((_t, db)) =
+        connected("the_run_of_an_mcp_task_is_left_to_the_mcp_replicas_one_per_task")
+    else {
+        return;
+    };
+    // Its holder died: the lease lapsed, yet no worker claims it.
+    let short = Duration::from_millis(50);
+    let l = db
+        .create_run_of_task("p1", "task-1", "mcp-a", short)
+        .unwrap();
+    std::thread::sleep(short * 3);
+    assert_eq!(db.claim_next("worker", LONG).unwrap(), None);
+    assert_eq!(db.run_of_task("task-1").unwrap().as_deref(), Some("p1"));
+    assert_eq!(db.run_of_task("task-2").unwrap(), None);
+    // One run per task: a second holder starting it again is refused, naming the task.
+    let e = db
+        .create_run_of_task("p2", "task-1", "mcp-b", LONG)
+        .unwrap_err();
+    assert!(
+        matches!(&e, PgError::TaskHasRun { task } if task == "task-1"),
+        "{e}"
+    );
+    // The replica taking the task over claims it by id, fencing the one that lapsed.
+    let taken = db.claim_to_resume("p1", "mcp-b", LONG).unwrap();
+    assert_eq!(taken.epoch, l.epoch + 1);
+}
+
+#[test]
 fn a_taken_seq_is_refused_and_the_first_record_kept() {
     let Some((t, db)) = connected("a_taken_seq_is_refused_and_the_first_record_kept") else {
         return;

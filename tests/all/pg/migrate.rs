@@ -23,11 +23,11 @@ fn migrations_apply_once_under_concurrent_starters() {
         .collect();
     for s in starters {
         let versions = s.join().unwrap().unwrap_or_else(|e| panic!("{e}")).unwrap();
-        assert_eq!(versions, vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(versions, vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     }
     assert_eq!(
         t.sql("SELECT count(*), min(version), max(name) FROM schema_migrations"),
-        "10|1|step_calls"
+        "11|1|step_calls"
     );
     assert_eq!(
         t.sql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'"),

@@ -86,7 +86,8 @@ pub(crate) struct Args {
     /// Keep MCP tasks in the PostgreSQL database at URL (postgres://USER@HOST:PORT/DATABASE)
     /// instead of this process's memory: every replica given the same URL answers for any
     /// task, and takes over those of a replica that died (running the call again only when
-    /// its section is `idempotent`, else failing the task and saying why).
+    /// its section is `idempotent`, carrying a stateless task's program on from its run's
+    /// journal there, else failing the task and saying why).
     #[arg(long, value_name = "URL", requires = "http")]
     database: Option<String>,
     /// With --database: how long this replica's hold on a task lasts unrenewed (renewed
@@ -229,7 +230,11 @@ fn programs(
         source.tools_dir(),
         args.state_dir.clone(),
         args.max_programs.unwrap_or(4) as usize,
-    )?;
+    )?
+    .in_database(
+        args.database.clone(),
+        Duration::from_millis(args.task_lease_ms),
+    );
     Ok(Arc::new(code::Shared(Arc::new(programs))))
 }
 

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::run::{View, report};
 use super::{CmdResult, exit};
+use toolhost_app::database::Place;
 use toolhost_app::replay::{self, Replay, Request};
 use toolhost_app::session::{self, Session};
 use toolhost_journal::replay::Divergence;
@@ -74,7 +75,7 @@ pub(crate) fn run(
     let redactor = toolhost_app::journal::redactor(&journal, &loaded.policy)?;
     let telemetry = args.view.telemetry()?;
     let opened = session::open(
-        database.as_deref(),
+        database.as_deref().map(Place::at).as_ref(),
         &journal,
         &task_file,
         &loaded,

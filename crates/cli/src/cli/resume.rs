@@ -17,8 +17,8 @@ use toolhost_journal::Verified;
 use toolhost_runtime::Runtime;
 
 /// Carry a stopped run on from its journal: finished steps are not run again; a step
-/// that started and did not finish runs again only if it is idempotent or `--rerun` names
-/// it, and otherwise the run stops for a decision.
+/// that started and did not finish runs again only if it is idempotent, a question to a
+/// person, or `--rerun` names it, and otherwise the run stops for a decision.
 ///
 /// The task, policy and tools must be the ones the run started with (their digests are in
 /// the journal). A run has one writer: while another process writes it (its `run`, or

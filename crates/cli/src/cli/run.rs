@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::approve::TerminalApprover;
 use super::progress::{Progress, summary};
 use super::{CmdResult, Failure, exit};
+use toolhost_app::database::Place;
 use toolhost_app::session::{self, Ended, Opened, Session, Verdict};
 use toolhost_app::telemetry::{OtlpConfig, Telemetry};
 use toolhost_app::{load, planner};
@@ -185,7 +186,13 @@ pub(crate) fn run(
     let telemetry = args.view.telemetry()?;
     let database = args.database.url();
     let journal = args.journal.options();
-    let opened = session::open(database.as_deref(), &journal, &args.task, &loaded, None)?;
+    let opened = session::open(
+        database.as_deref().map(Place::at).as_ref(),
+        &journal,
+        &args.task,
+        &loaded,
+        None,
+    )?;
     if !args.view.json {
         let _ = writeln!(
             out,

@@ -4,20 +4,26 @@
 //! policy-checked, budgeted and journaled as a plan step, in a journal of its own under the
 //! state directory, which `toolhost journal verify`, `report` and `resume` read. The task
 //! file each run is made from is kept beside its journals (`mcp-programs/`), so the run can
-//! be resumed and replayed like any other.
+//! be resumed and replayed like any other. With `--database` a program sent as a task is
+//! journaled in the database instead, its run tied to the task: the replica that takes
+//! the task over writes the same task file (same text, same digest) and carries the run on
+//! from its journal, so the calls that finished are served from it, never made again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolhost_app::database::{self, Place};
 use toolhost_app::journal::JournalOptions;
+use toolhost_app::resume::{Prepared, Resumed, Setup, Source, needs_decision, prepare};
 use toolhost_app::session::{self, Session};
 use toolhost_engine::validate::Catalog;
-use toolhost_engine::{Cancel, RunReport, StopReason};
+use toolhost_engine::{Cancel, Checkpoint, RunReport, StopReason, Unfinished};
 use toolhost_mcp::program::ClientUser;
-use toolhost_mcp::{ProgramEnd, ProgramRun, Programs};
+use toolhost_mcp::{ProgramEnd, ProgramRun, ProgramTask, Programs};
 use toolhost_runtime::Runtime;
 use toolhost_runtime::ask::Kind;
 
@@ -42,6 +48,9 @@ pub(super) struct CodePrograms {
     api: String,
     limit: usize,
     seq: AtomicU64,
+    /// With a task database (`--database`): its URL and the tasks' lease, which each
+    /// program task's run is journaled under.
+    database: Option<(String, Duration)>,
 }
 
 impl CodePrograms {
@@ -73,6 +82,7 @@ impl CodePrograms {
             api: String::new(),
             limit,
             seq: AtomicU64::new(0),
+            database: None,
         };
         let probe = programs.write_task(PROBE).map_err(fail)?;
         let loaded = programs.load(&probe).map_err(fail)?;
@@ -81,6 +91,13 @@ impl CodePrograms {
             tools: loaded.tools.clone(),
         });
         Ok(programs)
+    }
+
+    /// Journals the runs of program tasks in the database at `url`, under leases of
+    /// `lease` (the tasks' own), so that another replica carries them on.
+    pub(super) fn in_database(mut self, url: Option<String>, lease: Duration) -> CodePrograms {
+        self.database = url.map(|u| (u, lease));
+        self
     }
 
     /// Writes the task file of a run of `program`; its path.
@@ -122,15 +139,43 @@ impl CodePrograms {
     }
 
     /// Runs `program` to its end on this thread, cancelled by `stop`, its approvals and
-    /// questions put to `user`.
+    /// questions put to `user`. As durable task `task` (with a database) the run is
+    /// journaled in the database, tied to the task; taken over, the task's run is carried
+    /// on from its journal (if it had begun), so no call that finished is made again.
     fn run_here(
         &self,
         program: &str,
         stop: Cancel,
         user: ClientUser,
+        task: Option<ProgramTask>,
     ) -> Result<ProgramEnd, String> {
-        let task = self.write_task(program)?;
-        let mut loaded = self.load(&task)?;
+        let file = self.write_task(program)?;
+        let place = match (&self.database, &task) {
+            (Some((url, lease)), Some(t)) => Some(Place {
+                url,
+                lease: *lease,
+                mcp_task: Some(&t.id),
+            }),
+            _ => None,
+        };
+        let journal = JournalOptions {
+            state_dir: self.state_dir.clone(),
+            writer: Some("mcp"),
+            ..JournalOptions::default()
+        };
+        let begun = match (&place, &task) {
+            (Some(place), Some(t)) if t.taken_over => run_of(place.url, &t.id)?,
+            _ => None,
+        };
+        let (mut loaded, opened, resume) = match (&place, begun) {
+            (Some(place), Some(run)) => self.reopen(place, &run, &file, &journal, &stop)?,
+            _ => {
+                let loaded = self.load(&file)?;
+                let opened = session::open(place.as_ref(), &journal, &file, &loaded, None)
+                    .map_err(|e| e.to_string())?;
+                (loaded, opened, None)
+            }
+        };
         // No model of the server's own: the client's answers `model.extract`, if it samples.
         if loaded.extractor.is_none() && user.offers(Kind::Sample) {
             let extractor = ClientExtractor { user: user.clone() };
@@ -138,21 +183,18 @@ impl CodePrograms {
         }
         let planner = toolhost_app::planner::build(&loaded.task, &Default::default(), None)
             .map_err(|e| e.to_string())?;
-        let journal = JournalOptions {
-            state_dir: self.state_dir.clone(),
-            writer: Some("mcp"),
-            ..JournalOptions::default()
-        };
-        let opened =
-            session::open(None, &journal, &task, &loaded, None).map_err(|e| e.to_string())?;
         let approver = ClientApprover {
             user,
             policy: loaded.policy.approval,
             last: None,
         };
-        let ended = Session::new(self.rt.clone(), loaded, planner)
+        let mut session = Session::new(self.rt.clone(), loaded, planner)
             .approver(approver)
-            .cancel(stop)
+            .cancel(stop);
+        if let Some((checkpoint, unfinished)) = resume {
+            session = session.resume(checkpoint, unfinished);
+        }
+        let ended = session
             .run(opened, &mut std::io::sink())
             .map_err(|e| e.to_string())?;
         let run = json!({
@@ -161,6 +203,71 @@ impl CodePrograms {
         });
         Ok(end_of(&ended.report, run))
     }
+
+    /// Claims `run`, the run of a task taken over, at `place` (waiting up to three leases
+    /// for its last holder's lease to lapse, unless `stop`) and reopens its journal to be
+    /// carried on with the task file `file` (the same text its first holder wrote, so the
+    /// same digest: a replica set up otherwise is refused, naming what differs).
+    fn reopen(
+        &self,
+        place: &Place<'_>,
+        run: &str,
+        file: &Path,
+        journal: &JournalOptions,
+        stop: &Cancel,
+    ) -> Result<Reopened, String> {
+        let patience = place.lease * 3;
+        let (claim, first) =
+            database::resume_within(place, run, None, patience, &|| stop.is_cancelled())
+                .map_err(|e| e.to_string())?;
+        let source = Source::Database(claim);
+        let setup = Setup {
+            task: Some(file),
+            tools_dir: self.tools_dir.as_deref(),
+            overrides: &Default::default(),
+            redact: journal,
+            budgets: &Default::default(),
+        };
+        let prepared =
+            prepare(&self.rt, &first, run, &setup).and_then(|p| p.loaded.runs_here().map(|()| p));
+        let Prepared {
+            loaded,
+            redactor,
+            resumable,
+        } = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                source.give_back(&mut std::io::sink());
+                return Err(format!("cannot carry run {run} on: {e}"));
+            }
+        };
+        let unfinished = Unfinished::default();
+        let waiting = needs_decision(&resumable, &unfinished);
+        let resumed = Resumed {
+            resumable: &resumable,
+            unfinished: &unfinished,
+            budgets: &loaded.task.config.budgets,
+        };
+        let (opened, _) = source
+            .reopen(first, redactor, &resumed, waiting, &mut std::io::sink())
+            .map_err(|e| format!("cannot carry run {run} on: {e}"))?;
+        Ok((loaded, opened, Some((resumable.checkpoint, unfinished))))
+    }
+}
+
+/// A run's setup, its journal open, and where it carries on from (`None`: a new run).
+type Reopened = (
+    toolhost_app::Loaded,
+    session::Opened,
+    Option<(Checkpoint, Unfinished)>,
+);
+
+/// The run of MCP task `task` in the database at `url`, if it has one.
+fn run_of(url: &str, task: &str) -> Result<Option<String>, String> {
+    database::connect(url)
+        .map_err(|e| e.to_string())?
+        .run_of_task(task)
+        .map_err(|e| format!("cannot look for the run of task {task}: {e}"))
 }
 
 /// What the client gets of a run: its answer (or why it has none), how it stopped, and
@@ -219,7 +326,13 @@ impl Programs for Shared {
         self.0.limit
     }
 
-    fn run(&self, program: String, cancel: CancellationToken, user: ClientUser) -> ProgramRun {
+    fn run(
+        &self,
+        program: String,
+        cancel: CancellationToken,
+        user: ClientUser,
+        task: Option<ProgramTask>,
+    ) -> ProgramRun {
         let programs = self.0.clone();
         Box::pin(async move {
             // The client's cancellation (or the server's stop) cancels the run.
@@ -232,7 +345,8 @@ impl Programs for Shared {
                 }
             });
             let ran =
-                tokio::task::spawn_blocking(move || programs.run_here(&program, stop, user)).await;
+                tokio::task::spawn_blocking(move || programs.run_here(&program, stop, user, task))
+                    .await;
             watch.abort();
             let why = match ran {
                 Ok(Ok(end)) => return end,
