@@ -6,7 +6,8 @@
 //! PostgreSQL the task is shown and answered through the replica that does not run it,
 //! and a task whose replica is killed (SIGKILL) or stopped (SIGTERM) after an approved
 //! write is carried on by the other from its run's journal: the write is not made again,
-//! nothing answered is asked again, and the task completes with the program's answer.
+//! nothing answered is asked again, and the task completes with the program's answer; one
+//! whose replica died after the program completed is ended with the journal's answer.
 
 use std::time::Duration;
 
@@ -123,15 +124,7 @@ async fn a_durable_program_task_is_answered_anywhere_and_carried_on_after_its_re
     for how in [Stop::Kill, Stop::Term] {
         let f = fixture();
         let (mut a, b) = (HttpServer::start(&f, &flags), HttpServer::start(&f, &flags));
-        let id = start(&a.url, "run_program", program(TWICE)).await;
-        answer(&b.url, &id, "toolhost.ask.c1", json!({"answer": "Ada"})).await;
-        answer(
-            &b.url,
-            &id,
-            "toolhost.approval.c2",
-            json!({"approve": true}),
-        )
-        .await;
+        let id = written(&a.url, &b.url, "Ada").await;
         let asked = until(&b.url, &id, "input_required").await;
         assert_eq!(keys(&asked), ["toolhost.ask.c3"], "{asked}");
         match how {
@@ -175,6 +168,41 @@ async fn a_durable_program_task_is_answered_anywhere_and_carried_on_after_its_re
         ));
         assert_eq!(resumed, "1", "{how:?}: the run was carried on once");
     }
+
+    // The crash point between the run's end and the task's: A's program completed, and A
+    // died before the task heard. B finds the run completed and ends the task with the
+    // journal's answer, running nothing again.
+    let f = fixture();
+    let (a, b) = (HttpServer::start(&f, &flags), HttpServer::start(&f, &flags));
+    let id = written(&a.url, &b.url, "Bo").await;
+    answer(&b.url, &id, "toolhost.ask.c3", json!({"answer": "yes"})).await;
+    let first = until(&b.url, &id, "completed").await;
+    assert_eq!(first["status"], "completed", "{first}");
+    drop(a);
+    db.sql(&format!(
+        "UPDATE mcp_tasks SET status = 'working', outcome = NULL, holder = 'mcp-dead',
+             lease_expires = now() - interval '1 second' WHERE id = '{id}'"
+    ));
+    let again = until(&b.url, &id, "completed").await;
+    let end = &again["result"]["structuredContent"];
+    assert_eq!(end["answer"], "greeted Bo; yes", "{again}");
+    assert_eq!(
+        end["run"], first["result"]["structuredContent"]["run"],
+        "{again}"
+    );
+    let calls: Vec<&str> = end["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["c1", "c2", "c3"], "{again}");
+    let taken = db.sql(&format!(
+        "SELECT takeovers FROM mcp_tasks WHERE id = '{id}'"
+    ));
+    assert_eq!(taken, "1", "B took the task over");
+    let written = std::fs::read_to_string(f.dir.path().join("data/greeting.txt")).unwrap();
+    assert_eq!(written, "Hello, Bo!\n", "the write was made once");
 }
 
 /// A program that asks, makes an approved write (appending: a second would show), asks
@@ -192,6 +220,15 @@ enum Stop {
 
 fn flags(url: &str) -> Vec<&str> {
     vec!["--code", "--database", url, "--task-lease-ms", "1000"]
+}
+
+/// TWICE started on `a` as a task, answered through `b` with `name`, its write approved;
+/// the task's id.
+async fn written(a: &str, b: &str, name: &str) -> String {
+    let id = start(a, "run_program", program(TWICE)).await;
+    answer(b, &id, "toolhost.ask.c1", json!({"answer": name})).await;
+    answer(b, &id, "toolhost.approval.c2", json!({"approve": true})).await;
+    id
 }
 
 /// Waits until task `id` asks `key` through `url`, and accepts it with `content`.

@@ -168,7 +168,11 @@ impl CodePrograms {
             _ => None,
         };
         let (mut loaded, opened, resume) = match (&place, begun) {
-            (Some(place), Some(run)) => self.reopen(place, &run, &file, &journal, &stop)?,
+            (Some(place), Some(run)) => match completed(place.url, &run)? {
+                // It completed, and its holder died before the task heard.
+                Some(end) => return Ok(end),
+                None => self.reopen(place, &run, &file, &journal, &stop)?,
+            },
             _ => {
                 let loaded = self.load(&file)?;
                 let opened = session::open(place.as_ref(), &journal, &file, &loaded, None)
@@ -261,6 +265,40 @@ type Reopened = (
     session::Opened,
     Option<(Checkpoint, Unfinished)>,
 );
+
+/// The end of `run` of the database at `url` as the client gets it, when its journal says
+/// it completed (its holder died after the run's end and before the task's): served from
+/// the journal (as it holds them, redacted), nothing run again.
+fn completed(url: &str, run: &str) -> Result<Option<ProgramEnd>, String> {
+    let rep = database::report(url, run).map_err(|e| e.to_string())?;
+    let Some(stop) = rep.stop().filter(|s| s["reason"] == "completed") else {
+        return Ok(None);
+    };
+    let calls: Vec<Value> = rep
+        .entries
+        .iter()
+        .filter(|e| e.kind == "step_finished")
+        .map(|e| {
+            let d = &e.data;
+            let mut c = json!({"id": d["id"], "tool": d["tool"], "operation": d["operation"], "status": d["status"]});
+            if let Some(e) = d.get("error") {
+                c["error"] = json!({"kind": e["kind"], "message": e["message"]});
+            }
+            c
+        })
+        .collect();
+    let content = json!({
+        "run": run,
+        "journal": rep.path(),
+        "stop": {"reason": "completed"},
+        "calls": calls,
+        "answer": stop.get("answer").cloned().unwrap_or(Value::Null),
+    });
+    Ok(Some(ProgramEnd {
+        answered: true,
+        content,
+    }))
+}
 
 /// The run of MCP task `task` in the database at `url`, if it has one.
 fn run_of(url: &str, task: &str) -> Result<Option<String>, String> {
