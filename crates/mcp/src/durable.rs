@@ -9,9 +9,10 @@
 //! lost notification is caught at the next renewal, which no longer finds the task
 //! working). A replica whose lease lapses (it died, or lost the database) loses its tasks
 //! to the first replica that sees them: that one runs the call again only when the
-//! operation is idempotent by policy (and not `sensitive`: nobody would approve it again);
-//! otherwise it ends the task `failed`, naming the replica and why, so no call ever runs
-//! twice unnoticed. A replica stopped with SIGTERM does not wait for that: it hands the
+//! operation is idempotent by policy (and not `sensitive`: nobody would approve it again),
+//! or carries a stateless task's program on from its run's journal (`program_call`, whose
+//! finished calls are never made again); otherwise it ends the task `failed`, naming the
+//! replica and why, so no call ever runs twice unnoticed. A replica stopped with SIGTERM does not wait for that: it hands the
 //! tasks that may run again back at once (their leases end, the other replicas hear it and
 //! take them over) and ends the others `failed`, saying it was stopped
 //! ([`Durable::hand_back`]). A task whose call waits for input waits in the database
@@ -174,9 +175,8 @@ impl Durable {
             ));
         }
         let text = args.to_string();
-        let program = name == crate::catalog::PROGRAM;
-        let carried = program && owner == Owner::Stateless;
-        let client = match client.filter(|_| program).map(serde_json::to_string) {
+        let carried = name == crate::catalog::PROGRAM && owner == Owner::Stateless;
+        let client = match client.filter(|_| carried).map(serde_json::to_string) {
             Some(Ok(c)) => Some(c),
             Some(Err(e)) => {
                 return Err(ErrorData::internal_error(
@@ -191,7 +191,7 @@ impl Durable {
             owner: self.owner(owner),
             operation: name.to_string(),
             args_sha256: format!("{:x}", Sha256::digest(text.as_bytes())),
-            args: (again || program).then_some(text),
+            args: (again || carried).then_some(text),
             idempotent: again,
             client,
             ttl,
