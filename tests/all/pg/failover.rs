@@ -87,7 +87,9 @@ fn stop_holding(t: &toolhost_tests::postgres::TestDb, replica: &Replica) -> Vec<
     loop {
         if !held().is_empty() {
             signal(worker, libc::SIGSTOP);
-            // Still holding once stopped: it cannot let go now.
+            // Still holding once stopped and once what it had sent has been done (a
+            // release sent just before the stop lands after it): it cannot let go now.
+            drained(t, worker.id());
             let still = held();
             if !still.is_empty() {
                 return still.lines().map(str::to_string).collect();
@@ -101,6 +103,50 @@ fn stop_holding(t: &toolhost_tests::postgres::TestDb, replica: &Replica) -> Vec<
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Waits until no statement process `pid` sent to the database is still being carried
+/// out (its connections are told from the others by their client ports, read from
+/// `/proc`).
+fn drained(t: &toolhost_tests::postgres::TestDb, pid: u32) {
+    let sockets: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let tcp = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap();
+    // `sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode`
+    let ports: Vec<String> = tcp
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let port = f.get(1)?.rsplit(':').next()?;
+            sockets
+                .iter()
+                .any(|s| Some(&s.as_str()) == f.get(9))
+                .then(|| u16::from_str_radix(port, 16).ok())?
+                .map(|p| p.to_string())
+        })
+        .collect();
+    assert!(!ports.is_empty(), "process {pid} has no TCP connection");
+    wait_for(
+        "the stopped replica's statements done",
+        Duration::from_secs(30),
+        || {
+            t.sql(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND client_port IN ({})",
+            ports.join(",")
+        )) == "0"
+        },
+    );
 }
 
 /// Runs `f` on each item, four at a time.
