@@ -11,12 +11,12 @@
 //! outer target directory cannot be found, everything stays under `OUT_DIR` and no copy is
 //! made.)
 
-use std::path::PathBuf;
-use std::process::Command;
-
 #[path = "publish.rs"]
 mod publish;
-use publish::{FIXTURES, outer_target_dir, publish, publish_tool};
+use publish::{FIXTURES, outer_target_dir, publish, publish_tool, root_and_out_dir};
+#[path = "nested.rs"]
+mod nested;
+use nested::{INTERPRETER, TARGET, build_interpreter, nested_build};
 
 /// (crate name, constant name) of every component built here; the test fixtures
 /// (`tools/fixtures/*`) among them listed again in [`FIXTURE_CRATES`].
@@ -48,58 +48,8 @@ const FIXTURE_CRATES: &[&str] = &[
     "conformance",
 ];
 
-const TARGET: &str = "wasm32-wasip2";
-
-/// The code-mode interpreter, a workspace of its own in `tools/python`.
-const INTERPRETER: &str = "python";
-
-/// Builds the interpreter's workspace into the same target directory, with the same
-/// profile name and the same environment rules as the tools.
-fn build_interpreter(root: &std::path::Path, target_dir: &std::path::Path) {
-    let manifest = root.join("tools").join(INTERPRETER).join("Cargo.toml");
-    let output = nested_build(&manifest, target_dir)
-        .arg("--locked")
-        .output()
-        .expect("run the interpreter's nested cargo build");
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        panic!("building the code-mode interpreter for {TARGET} failed:\n{stderr}");
-    }
-}
-
-/// `cargo build` of the workspace at `manifest` for the guest target, with the `tool`
-/// profile, into `target_dir`.
-fn nested_build(manifest: &std::path::Path, target_dir: &std::path::Path) -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.arg("build")
-        .arg("--manifest-path")
-        .arg(manifest)
-        .args(["--target", TARGET, "--profile", "tool"])
-        .env("CARGO_TARGET_DIR", target_dir)
-        // Never incremental, whatever the caller's environment says (CARGO_INCREMENTAL
-        // overrides every profile): wasm-component-ld cannot make a component of an
-        // incrementally built module.
-        .env("CARGO_INCREMENTAL", "0")
-        // Flags meant for the host build must not leak into the guest build.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_PRIMARY_PACKAGE")
-        // `cargo clippy` runs the outer build through clippy-driver; the components are
-        // built by rustc alone, so that every outer build makes the same bytes.
-        .env_remove("RUSTC_WORKSPACE_WRAPPER");
-    cmd
-}
-
 fn main() {
-    let manifest_dir =
-        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let root = manifest_dir
-        .parent()
-        .expect("tools/ has a parent")
-        .to_path_buf();
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
+    let (root, out_dir) = root_and_out_dir(1);
     let outer_target = outer_target_dir(&out_dir);
     let target_dir = match &outer_target {
         Some(t) => t.join("wasm-tools"),
@@ -120,15 +70,7 @@ fn main() {
     }
     let output = cmd.output().expect("run the nested cargo build");
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if stderr.contains("target may not be installed")
-            || stderr.contains("can't find crate for `core`")
-        {
-            panic!(
-                "building the tool components needs the `{TARGET}` target: run `rustup target add {TARGET}`\n\n{stderr}"
-            );
-        }
-        panic!("building the tool components for {TARGET} failed:\n{stderr}");
+        nested::failed("the tool components", &output.stderr);
     }
 
     build_interpreter(&root, &target_dir);

@@ -18,6 +18,20 @@ pub fn outer_target_dir(out_dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The repository's root (the folder `depth` levels above the build script's package)
+/// and cargo's `OUT_DIR` for the build script.
+pub fn root_and_out_dir(depth: usize) -> (PathBuf, PathBuf) {
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest_dir
+        .ancestors()
+        .nth(depth)
+        .expect("the package is inside the repository")
+        .to_path_buf();
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
+    (root, out_dir)
+}
+
 /// Copies `built` to `DIR/NAME.wasm` through a temporary file and a rename, so that a
 /// reader (a test, the quickstart) never sees a half-written component.
 pub fn publish(built: &Path, dir: &Path, name: &str) -> PathBuf {

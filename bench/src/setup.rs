@@ -57,6 +57,7 @@ pub fn journal(state: &Path, budgets: &Budgets, max_parallel: usize) -> Journal 
         budgets: budgets.clone(),
         max_parallel,
         replay_of: None,
+        interpreter: None,
     };
     let redactor = Redactor::new(std::iter::empty::<String>(), &[]).expect("redactor");
     Journal::create(state, &start, redactor).expect("journal")

@@ -71,14 +71,7 @@ const SKIP_VAR: &str = "TOOLHOST_SKIP_GUEST_LANGS";
 const DIR_VAR: &str = "TOOLHOST_GUEST_LANGS_DIR";
 
 fn main() {
-    let manifest_dir =
-        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let root = manifest_dir
-        .ancestors()
-        .nth(2)
-        .expect("tools/langs is two levels down")
-        .to_path_buf();
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
+    let (root, out_dir) = publish::root_and_out_dir(2);
     let toolchains = std::env::var_os(DIR_VAR)
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target").join("guest-langs"));

@@ -156,6 +156,15 @@ pub fn run_start(
         budgets: task.config.budgets.clone(),
         max_parallel: task.config.max_parallel,
         replay_of: replay_of.map(str::to_string),
+        interpreter: match &task.interpreter {
+            None => None,
+            Some(crate::task::Interpreter::File(path)) => Some(digest(path)?),
+            Some(crate::task::Interpreter::BuiltIn) => Some(FileDigest {
+                path: toolhost_interpreter::LABEL.into(),
+                sha256: toolhost_interpreter::DIGEST.into(),
+                signer: None,
+            }),
+        },
     };
     Ok((start, redactor))
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{AppError, usage};
-use crate::task::{PlannerOverrides, Task};
+use crate::task::{Interpreter, PlannerOverrides, Task};
 use crate::trust::{self, Signer};
 use toolhost_engine::validate::Entry;
 use toolhost_engine::{Extractor, ToolName};
@@ -76,6 +76,25 @@ pub fn load_tool(rt: &Runtime, path: &Path) -> Result<Tool, AppError> {
         None => path,
     };
     rt.load(path).map_err(|e| AppError::Load(e.to_string()))
+}
+
+/// Code mode's interpreter: the file a tools directory holds, or the one built into this
+/// program (unpacked once per process).
+pub fn load_interpreter(rt: &Runtime, interpreter: &Interpreter) -> Result<Tool, AppError> {
+    static UNPACKED: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
+    let failed = |e: String| AppError::Load(format!("code mode's interpreter: {e}"));
+    match interpreter {
+        Interpreter::File(path) => rt.load_interpreter(path).map_err(|e| failed(e.to_string())),
+        Interpreter::BuiltIn => {
+            let bytes = UNPACKED
+                .get_or_init(toolhost_interpreter::component)
+                .as_ref()
+                .map_err(|e| failed(e.clone()))?;
+            let label = Path::new(toolhost_interpreter::LABEL);
+            rt.load_interpreter_bytes(label, bytes, toolhost_interpreter::DIGEST)
+                .map_err(|e| failed(e.to_string()))
+        }
+    }
 }
 
 /// `reference` pulled (or found in the store) and pinned by digest.

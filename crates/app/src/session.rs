@@ -276,11 +276,7 @@ impl<'s> Session<'s> {
         let mut journal_observer = journal.clone();
         let mut tee = Tee(&mut journal_observer, observer.as_mut());
         let interpreter = match &task.interpreter {
-            Some(path) => Some(Arc::new(rt.load_interpreter(path).map_err(|e| {
-                AppError::Load(format!(
-                    "code mode's interpreter: {e} (it is built with the tools: `cargo build --release -p toolhost-tools`, into target/tools/python.wasm)"
-                ))
-            })?)),
+            Some(i) => Some(Arc::new(crate::load::load_interpreter(&rt, i)?)),
             None => None,
         };
         let mut engine = Engine::builder(rt, Arc::new(Catalog { tools }))

@@ -195,9 +195,8 @@ pub struct Task {
     pub tools: BTreeMap<String, PathBuf>,
     /// `[memory] enabled`: plan memory is on (flags may turn it on or off).
     pub memory: bool,
-    /// Code mode: the interpreter component (`python.wasm` in the tools directory, else
-    /// in `tools/` beside the binary's folder, where the build puts it).
-    pub interpreter: Option<PathBuf>,
+    /// Code mode: the interpreter component.
+    pub interpreter: Option<Interpreter>,
 }
 
 impl Task {
@@ -309,21 +308,22 @@ impl Task {
     }
 }
 
-/// Where code mode finds its interpreter: `python.wasm` in `tools_dir`, else in the
-/// `tools` folder beside the folder of this program (`target/tools` for
-/// `target/release/toolhost`, where the tools' build puts it).
-fn interpreter(tools_dir: Option<&Path>) -> PathBuf {
-    const FILE: &str = "python.wasm";
-    let beside_binary = || {
-        std::env::current_exe()
-            .ok()
-            .and_then(|exe| Some(exe.parent()?.parent()?.join("tools").join(FILE)))
-    };
-    match tools_dir {
-        Some(dir) if dir.join(FILE).is_file() => dir.join(FILE),
-        _ => beside_binary()
-            .filter(|p| p.is_file())
-            .unwrap_or_else(|| tools_dir.unwrap_or(Path::new(".")).join(FILE)),
+/// Code mode's interpreter component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interpreter {
+    /// The one built into this program (`toolhost_interpreter`).
+    BuiltIn,
+    /// A component file: `python.wasm` in the tools directory, which replaces the built-in
+    /// one.
+    File(PathBuf),
+}
+
+/// Where code mode finds its interpreter: `python.wasm` in `tools_dir`, else the one built
+/// into this program.
+fn interpreter(tools_dir: Option<&Path>) -> Interpreter {
+    match tools_dir.map(|dir| dir.join("python.wasm")) {
+        Some(file) if file.is_file() => Interpreter::File(file),
+        _ => Interpreter::BuiltIn,
     }
 }
 

@@ -141,14 +141,22 @@ fn run_started(d: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    vec![
+    let mut lines = vec![
         format!("start     {} ({})", text(d, "goal"), text(d, "mode")),
         format!(
             "          policy {:.12} · tools: {}",
             d.get("policy").map_or("?", |p| text(p, "sha256")),
             tools.join(", ")
         ),
-    ]
+    ];
+    if let Some(i) = d.get("interpreter") {
+        lines.push(format!(
+            "          interpreter {} {:.12}",
+            text(i, "path"),
+            text(i, "sha256")
+        ));
+    }
+    lines
 }
 
 /// A plan revision and its steps in order.

@@ -71,6 +71,8 @@ pub struct RunStart {
     pub max_parallel: usize,
     /// The run this one replays (`toolhost replay`).
     pub replay_of: Option<String>,
+    /// Code mode's interpreter component (recorded only in code mode).
+    pub interpreter: Option<FileDigest>,
 }
 
 /// Appends a run's records. Cheap to clone: clones write to the same store, in order.
@@ -183,7 +185,7 @@ pub fn new_run_id() -> String {
 /// The fields of a run's `run_started`, redacted field by field (digests stay as they are).
 fn start_fields(start: &RunStart, redactor: &Redactor) -> Value {
     let red = |s: &str| redactor.text(s).into_owned();
-    json!({
+    let mut fields = json!({
         "goal": red(&start.goal),
         "mode": start.mode,
         "task": start.task.as_ref().map(|f| file_json(redactor, f)),
@@ -192,7 +194,11 @@ fn start_fields(start: &RunStart, redactor: &Redactor) -> Value {
         "budgets": start.budgets,
         "max_parallel": start.max_parallel,
         "replay_of": start.replay_of,
-    })
+    });
+    if let Some(i) = &start.interpreter {
+        fields["interpreter"] = file_json(redactor, i);
+    }
+    fields
 }
 
 /// A file as `run_started` records it: the path redacted component by component

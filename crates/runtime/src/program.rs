@@ -28,6 +28,18 @@ impl Runtime {
         self.load(path)
     }
 
+    /// [`Runtime::load_interpreter`] of an interpreter carried in memory (the host's
+    /// built-in one), shown as `label`, whose bytes' SHA-256 is `digest` (computed when
+    /// they were built into the host; not hashed again).
+    pub fn load_interpreter_bytes(
+        &self,
+        label: &Path,
+        bytes: &[u8],
+        digest: &str,
+    ) -> Result<Tool, LoadError> {
+        self.load_known("python", label, bytes, digest)
+    }
+
     /// Runs `program` after `prelude` in a fresh instance of `interpreter` under `limits`
     /// with no grants; each tool call it makes (each batch: one call, or one `parallel(…)`'s)
     /// arrives on the receiver of `calls`. The

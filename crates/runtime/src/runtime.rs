@@ -210,6 +210,43 @@ impl Runtime {
         self.load_from(name, path, bytes, None, &self.linker)
     }
 
+    /// [`Runtime::load_bytes`] of bytes whose SHA-256 is known to be `digest` (the host's
+    /// own components, hashed when the host was built): not hashed again.
+    pub(crate) fn load_known(
+        &self,
+        name: &str,
+        path: &Path,
+        bytes: &[u8],
+        digest: &str,
+    ) -> Result<Tool, LoadError> {
+        self.header(path, bytes)?;
+        let compiled = self.compile(path, digest, bytes)?;
+        self.assemble(
+            name,
+            path,
+            bytes,
+            digest.to_string(),
+            compiled,
+            &self.linker,
+        )
+    }
+
+    /// Refuses bytes that are not a component, saying what they are.
+    fn header(&self, path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+        if wasmparser::Parser::is_component(bytes) {
+            return Ok(());
+        }
+        let reason = if wasmparser::Parser::is_core_wasm(bytes) {
+            "it is a core module; wrap it with `wasm-tools component new` or build for wasm32-wasip2"
+        } else {
+            "it does not start with the WebAssembly component header"
+        };
+        Err(LoadError::NotComponent {
+            path: path.display().to_string(),
+            reason: reason.into(),
+        })
+    }
+
     fn load_from(
         &self,
         name: &str,
@@ -218,17 +255,7 @@ impl Runtime {
         identity: Option<Identity>,
         linker: &Linker<HostState>,
     ) -> Result<Tool, LoadError> {
-        if !wasmparser::Parser::is_component(bytes) {
-            let reason = if wasmparser::Parser::is_core_wasm(bytes) {
-                "it is a core module; wrap it with `wasm-tools component new` or build for wasm32-wasip2"
-            } else {
-                "it does not start with the WebAssembly component header"
-            };
-            return Err(LoadError::NotComponent {
-                path: path.display().to_string(),
-                reason: reason.into(),
-            });
-        }
+        self.header(path, bytes)?;
         let cache = self.cache.as_ref().zip(identity);
         let hint = cache.as_ref().and_then(|(c, id)| c.hint(id));
         let (digest, guess) = match &hint {

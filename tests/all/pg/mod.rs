@@ -69,6 +69,7 @@ fn run_start() -> toolhost_journal::RunStart {
         budgets: toolhost_engine::Budgets::default(),
         max_parallel: 1,
         replay_of: None,
+        interpreter: None,
     }
 }
 
