@@ -111,7 +111,7 @@ impl Runner for SuiteRunner<'_> {
             )));
         }
         task.config.faults = faults;
-        let mut loaded = load_task(task, &mut |p| self.tool(p)).map_err(msg)?;
+        let mut loaded = load_task(&self.rt, task, &mut |p| self.tool(p)).map_err(msg)?;
         let tools = loaded.tools.clone();
         let planner = planner::build(&loaded.task, self.planner, None).map_err(msg)?;
         loaded.extractor = planner::extractor(&loaded.task).map_err(msg)?;

@@ -156,15 +156,16 @@ pub fn run_start(
         budgets: task.config.budgets.clone(),
         max_parallel: task.config.max_parallel,
         replay_of: replay_of.map(str::to_string),
-        interpreter: match &task.interpreter {
-            None => None,
-            Some(crate::task::Interpreter::File(path)) => Some(digest(path)?),
-            Some(crate::task::Interpreter::BuiltIn) => Some(FileDigest {
-                path: toolhost_interpreter::LABEL.into(),
-                sha256: toolhost_interpreter::DIGEST.into(),
+        // The digest of the interpreter loaded for the run (not the file hashed again).
+        interpreter: task
+            .interpreter
+            .as_ref()
+            .zip(loaded.interpreter.as_ref())
+            .map(|(which, tool)| FileDigest {
+                path: which.label(),
+                sha256: tool.digest.clone(),
                 signer: None,
             }),
-        },
     };
     Ok((start, redactor))
 }

@@ -25,6 +25,9 @@ pub struct Loaded {
     /// before the tool was compiled; what the journal records beside its digest.
     pub signers: BTreeMap<ToolName, Signer>,
     pub extractor: Option<Arc<dyn Extractor>>,
+    /// Code mode's interpreter (`task.interpreter`), loaded with the tools: the journal
+    /// records its digest, resume checks it, and the run calls this one.
+    pub interpreter: Option<Arc<Tool>>,
 }
 
 impl Loaded {
@@ -57,7 +60,7 @@ pub fn load(
 ) -> Result<Loaded, AppError> {
     let tools_dir = self::tools_dir(tools_dir);
     let task = Task::load_with(path, tools_dir.as_deref(), overrides)?;
-    load_task(task, &mut |p| load_tool(rt, p).map(Arc::new))
+    load_task(rt, task, &mut |p| load_tool(rt, p).map(Arc::new))
 }
 
 /// The component at `path`, compiled (or from the cache); a failure is [`AppError::Load`].
@@ -138,7 +141,7 @@ pub fn load_recorded(
         Task::load_with(path, tools_dir.as_deref(), overrides)?
     };
     let pinned = recorded_digests(start);
-    load_task(task, &mut |p| load_pinned(rt, p, &pinned).map(Arc::new))
+    load_task(rt, task, &mut |p| load_pinned(rt, p, &pinned).map(Arc::new))
 }
 
 /// The tool digests a run started with (its first record, `start`), by the path (or
@@ -224,9 +227,11 @@ pub fn recorded_tools_dir(
 }
 
 /// Loads a task's policy and its tools (each of which the policy must name), each tool
-/// by `tool` (which may hand out one already loaded). A tool whose section requires a
-/// signature is checked first ([`trust::check`]), and `tool` is handed the file checked.
+/// by `tool` (which may hand out one already loaded), and in code mode its interpreter.
+/// A tool whose section requires a signature is checked first ([`trust::check`]), and
+/// `tool` is handed the file checked.
 pub fn load_task(
+    rt: &Runtime,
     mut task: Task,
     tool: &mut dyn FnMut(&Path) -> Result<Arc<Tool>, AppError>,
 ) -> Result<Loaded, AppError> {
@@ -261,12 +266,17 @@ pub fn load_task(
             },
         );
     }
+    let interpreter = match &task.interpreter {
+        Some(i) => Some(Arc::new(load_interpreter(rt, i)?)),
+        None => None,
+    };
     Ok(Loaded {
         task,
         policy,
         tools,
         signers,
         extractor: None,
+        interpreter,
     })
 }
 

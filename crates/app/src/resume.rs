@@ -168,8 +168,8 @@ pub fn prepare(
     })
 }
 
-/// Refuses a task file, policy or tool whose digest is not the one run `run_id` started
-/// with (its first record, `start`).
+/// Refuses a task file, policy, tool or code mode's interpreter whose digest is not the
+/// one run `run_id` started with (its first record, `start`).
 fn unchanged(
     start: &Value,
     task_file: &Path,
@@ -205,6 +205,14 @@ fn unchanged(
             then,
             run_id,
         )?;
+    }
+    // A program carried on re-runs in the interpreter it started in, or not at all: a
+    // different one could take another path through the calls already journaled. (A
+    // journal from before the interpreter was recorded has nothing to compare.)
+    if let (Some(which), Some(tool)) = (&loaded.task.interpreter, &loaded.interpreter)
+        && let Some(then) = start["interpreter"]["sha256"].as_str()
+    {
+        same("interpreter", &which.label(), &tool.digest, then, run_id)?;
     }
     Ok(())
 }

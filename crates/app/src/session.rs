@@ -264,6 +264,7 @@ impl<'s> Session<'s> {
             policy,
             tools,
             extractor,
+            interpreter,
             ..
         } = loaded;
         // Ctrl-C ends the run `cancelled`, with the steps it cut off on record.
@@ -275,10 +276,6 @@ impl<'s> Session<'s> {
         let mut observer = observer.unwrap_or_else(|| Box::new(Quiet));
         let mut journal_observer = journal.clone();
         let mut tee = Tee(&mut journal_observer, observer.as_mut());
-        let interpreter = match &task.interpreter {
-            Some(i) => Some(Arc::new(crate::load::load_interpreter(&rt, i)?)),
-            None => None,
-        };
         let mut engine = Engine::builder(rt, Arc::new(Catalog { tools }))
             .config(task.config.clone())
             .approver(&mut approvals)

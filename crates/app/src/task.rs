@@ -318,6 +318,16 @@ pub enum Interpreter {
     File(PathBuf),
 }
 
+impl Interpreter {
+    /// How the journal names it: the file's path, or `<built-in>/python.wasm`.
+    pub fn label(&self) -> String {
+        match self {
+            Interpreter::BuiltIn => toolhost_interpreter::LABEL.into(),
+            Interpreter::File(path) => path.display().to_string(),
+        }
+    }
+}
+
 /// Where code mode finds its interpreter: `python.wasm` in `tools_dir`, else the one built
 /// into this program.
 fn interpreter(tools_dir: Option<&Path>) -> Interpreter {

@@ -81,3 +81,66 @@ fn the_built_in_interpreter_runs_programs_and_the_journal_names_which_ran() {
     let start = run_started(doc["journal"]["path"].as_str().unwrap());
     assert!(start.get("interpreter").is_none(), "{start:#}");
 }
+
+/// A code-mode run is carried on only in the interpreter it started in: resumed with
+/// another `python.wasm` (the same interpreter with one custom section more, so another
+/// digest) it is refused, naming the interpreter, before anything is run or written; with
+/// the built-in one, whose bytes are those of the file it started with, it carries on to
+/// its answer.
+#[test]
+fn a_code_mode_run_resumes_only_in_the_interpreter_it_started_in() {
+    use crate::journal::crash::journal_of;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "version = 1\napproval = \"deny\"\n[tools.text]\n",
+    )
+    .unwrap();
+    let task = dir.path().join("task.toml");
+    std::fs::write(
+        &task,
+        "goal = \"Count\"\nmode = \"code\"\npolicy = \"policy.toml\"\ntools = [\"text\"]\n[planner]\nprogram = '''\na = text.count(text=\"one two\")\nb = text.count(text=\"three\")\nanswer(a[\"words\"] + b[\"words\"])\n'''\n",
+    )
+    .unwrap();
+    // Killed right after the first call finished (started with the tools' python.wasm).
+    let state = super::durable::killed_after(dir.path(), &task, "c1");
+    let journal = journal_of(&state);
+    let at_kill = crate::journal::crash::content(&journal);
+    let resume = |tools: &Path| {
+        cli([
+            "--state-dir",
+            state.to_str().unwrap(),
+            "resume",
+            journal.to_str().unwrap(),
+            "--tools-dir",
+            tools.to_str().unwrap(),
+            "--json",
+        ])
+    };
+
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::copy(toolhost_tools::TEXT, other.join("text.wasm")).unwrap();
+    let mut bytes = std::fs::read(toolhost_tools::PYTHON).unwrap();
+    bytes.extend_from_slice(&[0, 6, 5]);
+    bytes.extend_from_slice(b"extra");
+    std::fs::write(other.join("python.wasm"), &bytes).unwrap();
+    let out = resume(&other);
+    assert_eq!(out.code, 2, "{out:?}");
+    let expected = format!(
+        "interpreter `{}` changed since run",
+        other.join("python.wasm").display()
+    );
+    assert!(out.stderr.contains(&expected), "{out:?}");
+    assert!(out.stderr.contains("recorded"), "{out:?}");
+    assert_eq!(crate::journal::crash::content(&journal), at_kill);
+
+    let bare = dir.path().join("bare");
+    std::fs::create_dir(&bare).unwrap();
+    std::fs::copy(toolhost_tools::TEXT, bare.join("text.wasm")).unwrap();
+    let out = resume(&bare);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["answer"], 3, "{doc:#}");
+}

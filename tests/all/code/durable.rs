@@ -247,27 +247,31 @@ answer(n["words"])
     path
 }
 
+/// The state directory (under `dir`) of a run of `task` killed with SIGKILL right after
+/// step `step` finished: where that record falls is found by a whole run first.
+pub(super) fn killed_after(dir: &Path, task: &Path, step: &str) -> PathBuf {
+    let full = dir.join("full");
+    let status = spawn_with(&full, task, None, Stdio::null()).wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let at = records(&journal_of(&full))
+        .iter()
+        .position(|r| r["kind"] == "step_finished" && r["data"]["id"] == step)
+        .unwrap_or_else(|| panic!("{step} finished"))
+        + 1;
+    let state = dir.join("state");
+    let hook = Some(("TOOLHOST_CRASH_AFTER_RECORD", at));
+    let status = spawn_with(&state, task, hook, Stdio::null())
+        .wait()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+    state
+}
+
 #[test]
 fn a_resumed_program_that_asks_another_call_stops_with_the_divergence() {
     let dir = tempfile::tempdir().unwrap();
     let task = branching_task(dir.path());
-    let full = dir.path().join("full");
-    let status = spawn_with(&full, &task, None, Stdio::null())
-        .wait()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
-    // Killed right after c2 finished.
-    let at = records(&journal_of(&full))
-        .iter()
-        .position(|r| r["kind"] == "step_finished" && r["data"]["id"] == "c2")
-        .expect("c2 finished")
-        + 1;
-    let state = dir.path().join("state");
-    let hook = Some(("TOOLHOST_CRASH_AFTER_RECORD", at));
-    let status = spawn_with(&state, &task, hook, Stdio::null())
-        .wait()
-        .unwrap();
-    assert_eq!(status.signal(), Some(9), "{status:?}");
+    let state = killed_after(dir.path(), &task, "c2");
     let journal = journal_of(&state);
     let (out, doc) = on_run(&state, "resume", &journal, &[]);
     assert_ne!(out.code, 0, "{out:?}");
