@@ -45,9 +45,11 @@ struct StderrLog {
     written: Arc<AtomicU64>,
 }
 
+/// The process-wide stderr log, once a line was logged.
+static LOG: OnceLock<StderrLog> = OnceLock::new();
+
 /// The process-wide stderr log; its writer thread starts on first use.
 fn stderr_log() -> &'static StderrLog {
-    static LOG: OnceLock<StderrLog> = OnceLock::new();
     LOG.get_or_init(|| {
         let written = Arc::new(AtomicU64::new(0));
         let (queue, guard) = NonBlockingBuilder::default()
@@ -122,9 +124,12 @@ pub fn line(text: &str) {
 }
 
 /// Waits at most `timeout` for the lines queued so far to be written, then says on stderr
-/// how many were dropped, if any. Call it once, before the process exits.
+/// how many were dropped, if any. Call it once, before the process exits. A process that
+/// logged nothing has no writer thread, and none is started here.
 pub fn finish(timeout: Duration) {
-    let log = stderr_log();
+    let Some(log) = LOG.get() else {
+        return;
+    };
     let deadline = Instant::now() + timeout;
     while !log.drained() {
         if Instant::now() >= deadline {

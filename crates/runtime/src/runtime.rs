@@ -24,6 +24,10 @@ use crate::tool::{self, Compiled, Tool};
 /// Concurrent instances of the default pooling allocator ([`RuntimeConfig::pooling`]).
 pub const DEFAULT_POOL: u32 = 1000;
 
+/// A component at least this large is hashed on a second thread while its cached artifact
+/// is mapped; a smaller one is hashed first (a thread costs what hashing ~100 KB does).
+const HASH_ASIDE_FROM: usize = 1 << 20;
+
 /// Elements a table may hold under the pooling allocator: 64 MiB of table, the default
 /// memory cap ([`crate::Limits::memory_mib`]), which also counts tables.
 pub(crate) const POOL_TABLE_ELEMENTS: usize = (64 << 20) / std::mem::size_of::<usize>();
@@ -260,22 +264,16 @@ impl Runtime {
         let hint = cache.as_ref().and_then(|(c, id)| c.hint(id));
         let (digest, guess) = match &hint {
             None => (cache::sha256_hex(bytes), None),
+            Some(hint) if bytes.len() < HASH_ASIDE_FROM => {
+                let digest = cache::sha256_hex(bytes);
+                let guess = (&digest == hint).then(|| self.cached(name, path, bytes, hint, linker));
+                (digest, guess.flatten())
+            }
             Some(hint) => std::thread::scope(|s| {
                 let hashing = std::thread::Builder::new()
                     .name("toolhost-digest".into())
                     .spawn_scoped(s, || cache::sha256_hex(bytes));
-                let guess = self.cache.as_ref().and_then(|c| {
-                    let component = c.load(&self.engine, hint).ok()?;
-                    let digest = hint.clone();
-                    Some(self.assemble(
-                        name,
-                        path,
-                        bytes,
-                        digest,
-                        (component, Compiled::FromCache),
-                        linker,
-                    ))
-                });
+                let guess = self.cached(name, path, bytes, hint, linker);
                 // Without a second thread (none could be started) the digest is computed
                 // here, after the guess: slower, equally checked.
                 let digest = match hashing {
@@ -294,6 +292,26 @@ impl Runtime {
         }
         let compiled = self.compile(path, &digest, bytes)?;
         self.assemble(name, path, bytes, digest, compiled, linker)
+    }
+
+    /// The tool assembled from the cache's artifact for digest `hint`, if it holds one.
+    fn cached(
+        &self,
+        name: &str,
+        path: &Path,
+        bytes: &[u8],
+        hint: &str,
+        linker: &Linker<HostState>,
+    ) -> Option<Result<Tool, LoadError>> {
+        let component = self.cache.as_ref()?.load(&self.engine, hint).ok()?;
+        Some(self.assemble(
+            name,
+            path,
+            bytes,
+            hint.to_string(),
+            (component, Compiled::FromCache),
+            linker,
+        ))
     }
 
     /// A tool from its compiled component.
