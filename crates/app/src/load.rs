@@ -83,7 +83,7 @@ pub fn load_tool(rt: &Runtime, path: &Path) -> Result<Tool, AppError> {
 
 /// Code mode's interpreter: the file a tools directory holds, or the one built into this
 /// program (unpacked once per process).
-pub fn load_interpreter(rt: &Runtime, interpreter: &Interpreter) -> Result<Tool, AppError> {
+fn load_interpreter(rt: &Runtime, interpreter: &Interpreter) -> Result<Tool, AppError> {
     static UNPACKED: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
     let failed = |e: String| AppError::Load(format!("code mode's interpreter: {e}"));
     match interpreter {

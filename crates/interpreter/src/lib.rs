@@ -2,8 +2,9 @@
 //! built for `wasm32-wasip2` by this crate's build script), compressed with zstd, so that
 //! an installed `toolhost` runs programs with nothing beside it.
 //!
-//! [`component`] gives its bytes back (checked against [`DIGEST`]); the host loads them as
-//! it loads any component, through the compiled cache keyed by that digest.
+//! [`component`] gives its bytes back (checked to be [`LEN`] long); the host loads them as
+//! it loads any component, through the compiled cache keyed by [`DIGEST`], the SHA-256
+//! computed when they were built (not computed again).
 
 include!(concat!(env!("OUT_DIR"), "/python.rs"));
 
